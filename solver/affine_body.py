@@ -1,0 +1,105 @@
+"""The affine body: state q, Jacobians, the 12x12 mass matrix and rigid projections.
+
+Source: ``../shared/spec/libuipc_reference.md`` §1.1-1.2 (libuipc ``affine_body.md``).
+
+q = [p, a1, a2, a3] (12,) where p (m) is the translation and a_k the rows of the 3x3 affine
+matrix A, so a material point with body-local rest coordinate x_bar is at x = p + A x_bar = J(x_bar) q
+with J(x_bar) = [I3 | e1 x_barT | e2 x_barT | e3 x_barT] (3x12).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def q_from_transform(transform: np.ndarray) -> np.ndarray:
+    """State q (..., 12) of 4x4 transforms (..., 4, 4): q = [p, rows of A]."""
+    transform = np.asarray(transform, dtype=np.float64)
+    q = np.empty(transform.shape[:-2] + (12,))
+    q[..., 0:3] = transform[..., 0:3, 3]
+    q[..., 3:12] = transform[..., 0:3, 0:3].reshape(transform.shape[:-2] + (9,))
+    return q
+
+
+def transform_from_q(q: np.ndarray) -> np.ndarray:
+    """4x4 transforms (..., 4, 4) of states q (..., 12); the last row is (0, 0, 0, 1)."""
+    q = np.asarray(q, dtype=np.float64)
+    transform = np.zeros(q.shape[:-1] + (4, 4))
+    transform[..., 0:3, 0:3] = q[..., 3:12].reshape(q.shape[:-1] + (3, 3))
+    transform[..., 0:3, 3] = q[..., 0:3]
+    transform[..., 3, 3] = 1.0
+    return transform
+
+
+def point_jacobian(x_bar: np.ndarray) -> np.ndarray:
+    """J(x_bar) (3, 12) so that the world point is J(x_bar) q (reference §1.1)."""
+    jacobian = np.zeros((3, 12))
+    jacobian[:, 0:3] = np.eye(3)
+    for k in range(3):
+        jacobian[k, 3 + 3 * k : 6 + 3 * k] = x_bar
+    return jacobian
+
+
+def direction_jacobian(v_bar: np.ndarray) -> np.ndarray:
+    """J-ring(v_bar) (3, 12): J(v_bar) without the translation block, so v = A v_bar (seed 004)."""
+    jacobian = point_jacobian(v_bar)
+    jacobian[:, 0:3] = 0.0
+    return jacobian
+
+
+def mass_matrix(mass: float, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
+    """The 12x12 ABD mass matrix M = integral of rho J^T J dV (reference §1.2).
+
+    Args:
+        mass: m in kg.
+        mass_x_bar: (3,) first moment m x_bar in kg m.
+        second_moment: (3, 3) S = integral of rho x_bar x_bar^T dV in kg m^2.
+
+    Returns:
+        (12, 12) symmetric matrix [[m I3, I3 (x) (m x_bar)^T], [I3 (x) (m x_bar), I3 (x) S]].
+    """
+    matrix = np.zeros((12, 12))
+    matrix[0:3, 0:3] = mass * np.eye(3)
+    for k in range(3):
+        block = slice(3 + 3 * k, 6 + 3 * k)
+        matrix[k, block] = mass_x_bar
+        matrix[block, k] = mass_x_bar
+        matrix[block, block] = second_moment
+    return matrix
+
+
+def nearest_rotation(matrix: np.ndarray) -> np.ndarray:
+    """Rotation R (..., 3, 3) nearest to each 3x3 ``matrix`` in the Frobenius norm (polar factor).
+
+    Computed from the SVD A = U S V^T as R = U diag(1, 1, det(U V^T)) V^T, so det R = +1.
+    """
+    u, _, vt = np.linalg.svd(np.asarray(matrix, dtype=np.float64))
+    sign = np.sign(np.linalg.det(u @ vt))
+    sign = np.where(sign == 0.0, 1.0, sign)
+    u = u.copy()
+    u[..., :, 2] *= sign[..., None]
+    return u @ vt
+
+
+def velocity_q(
+    transform: np.ndarray,
+    mass_center: np.ndarray,
+    linear_velocity: np.ndarray,
+    angular_velocity: np.ndarray,
+) -> np.ndarray:
+    """dq/dt (12,) of a rigid motion with centre-of-mass velocity v and angular velocity w.
+
+    With A' = [w]x A and the centre of mass x_c = p + A c moving at v, p' = v - w x (A c).
+
+    Args:
+        transform: (4, 4) pose at frame 0.
+        mass_center: (3,) body-local centre of mass c, m.
+        linear_velocity: (3,) m/s. angular_velocity: (3,) rad/s (world axes).
+    """
+    rotation = transform[0:3, 0:3]
+    omega = np.asarray(angular_velocity, dtype=np.float64)
+    cross = np.array([[0.0, -omega[2], omega[1]], [omega[2], 0.0, -omega[0]], [-omega[1], omega[0], 0.0]])
+    dq = np.empty(12)
+    dq[0:3] = np.asarray(linear_velocity, dtype=np.float64) - np.cross(omega, rotation @ mass_center)
+    dq[3:12] = (cross @ rotation).reshape(9)
+    return dq

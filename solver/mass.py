@@ -1,0 +1,118 @@
+"""Mass properties of a closed triangle mesh by the divergence theorem, and explicit overrides.
+
+Source: ``../shared/spec/libuipc_reference.md`` §1.2-1.3 (libuipc ``compute_dyadic_mass.cpp``).
+For a closed, outward-oriented triangle mesh and uniform density rho, with N = (x1 - x0) x (x2 - x0)
+per triangle:
+
+- volume V = sum x0 . N / 6, and m = rho V;
+- first moment m x_bar_a = sum (rho N_a / 24) sum_{i<=j} x_i,a x_j,a;
+- second moment S_aa = sum (rho N_a / 60) sum over the ten cubic monomials of x_i,a (weight 1 each,
+  i.e. 1/20 times 1/3), and for a != b, S_ab = sum (rho N_a / 2) sum_{i,j,k} w(i,j,k) x_i,a x_j,a x_k,b
+  with w = 1/20 (i = j = k), 1/60 (two equal), 1/120 (all different).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class DyadicMass:
+    """The three integrals behind the 12x12 mass matrix, and the rest volume.
+
+    Attributes:
+        mass: m = integral of rho dV, kg.
+        mass_x_bar: (3,) m x_bar = integral of rho x_bar dV, kg m.
+        second_moment: (3, 3) S = integral of rho x_bar x_bar^T dV, kg m^2.
+        volume: rest volume v_bar, m^3.
+    """
+
+    mass: float
+    mass_x_bar: np.ndarray
+    second_moment: np.ndarray
+    volume: float
+
+    @property
+    def mass_center(self) -> np.ndarray:
+        """(3,) centre of mass c = m x_bar / m, m."""
+        return self.mass_x_bar / self.mass
+
+    @property
+    def inertia(self) -> np.ndarray:
+        """(3, 3) inertia tensor about the centre of mass, kg m^2 (reference §1.2).
+
+        I_O = tr(S) I - S about the origin, then I_cm = I_O - m (|c|^2 I - c c^T).
+        """
+        c = self.mass_center
+        inertia_origin = np.trace(self.second_moment) * np.eye(3) - self.second_moment
+        return inertia_origin - self.mass * (c @ c * np.eye(3) - np.outer(c, c))
+
+
+def mesh_volume(vertices: np.ndarray, triangles: np.ndarray) -> float:
+    """Signed volume (m^3) enclosed by a closed triangle mesh; negative if it is inside out.
+
+    Args:
+        vertices: (V, 3) float, m. triangles: (T, 3) int.
+    """
+    x0, x1, x2 = (np.asarray(vertices, dtype=np.float64)[np.asarray(triangles)[:, k]] for k in range(3))
+    return float(np.einsum("ij,ij->", x0, np.cross(x1, x2)) / 6.0)
+
+
+def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: float) -> DyadicMass:
+    """m, m x_bar, S and volume of a closed, outward-oriented triangle mesh of uniform density.
+
+    Args:
+        vertices: (V, 3) float, body-local, m.
+        triangles: (T, 3) int, counter-clockwise seen from outside.
+        density: rho, kg/m^3.
+
+    Returns:
+        :class:`DyadicMass`. The mesh is not checked here (see :func:`solver.scene.validate_scene`).
+    """
+    vertices = np.asarray(vertices, dtype=np.float64)
+    triangles = np.asarray(triangles, dtype=np.int64)
+    x0, x1, x2 = (vertices[triangles[:, k]] for k in range(3))
+    normal = np.cross(x1 - x0, x2 - x0)  # (T, 3), |N| = 2 area
+    volume = float(np.einsum("ij,ij->", x0, normal) / 6.0)
+
+    # First moment: integral of x_a over the volume = sum N_a / 24 * sum_{i<=j} x_i,a x_j,a.
+    quadratic = x0 * x0 + x1 * x1 + x2 * x2 + x0 * x1 + x0 * x2 + x1 * x2
+    first = np.einsum("ta,ta->a", normal, quadratic) / 24.0
+
+    # Second moment, diagonal: integral of x_a^2 = sum N_a / 60 * (all ten cubic monomials).
+    cubic = (
+        x0**3 + x1**3 + x2**3
+        + x0 * x0 * (x1 + x2) + x1 * x1 * (x0 + x2) + x2 * x2 * (x0 + x1)
+        + x0 * x1 * x2
+    )
+    second = np.zeros((3, 3))
+    second[np.arange(3), np.arange(3)] = np.einsum("ta,ta->a", normal, cubic) / 60.0
+    # Off-diagonal: integral of x_a x_b = sum N_a / 2 * integral over the triangle of x_a^2 x_b.
+    points = (x0, x1, x2)
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        total = np.zeros(len(triangles))
+        for i in range(3):
+            for j in range(3):
+                for k in range(3):
+                    distinct = len({i, j, k})
+                    weight = 1.0 / 20.0 if distinct == 1 else (1.0 / 60.0 if distinct == 2 else 1.0 / 120.0)
+                    total += weight * points[i][:, a] * points[j][:, a] * points[k][:, b]
+        second[a, b] = second[b, a] = float(normal[:, a] @ total) / 2.0
+    return DyadicMass(density * volume, density * first, density * second, volume)
+
+
+def override_mass_properties(mass: float, mass_center: np.ndarray, inertia: np.ndarray, volume: float) -> DyadicMass:
+    """Dyadic mass from rigid-body properties (reference §1.2, ``affine_body_from_rigid_body``).
+
+    I_O = I_cm + m (|c|^2 I - c c^T), S = tr(I_O)/2 I - I_O, m x_bar = m c.
+
+    Args:
+        mass: kg. mass_center: (3,) m. inertia: (3, 3) about the centre of mass, kg m^2.
+        volume: rest volume of the body's mesh, m^3 (scales the OrthoPotential).
+    """
+    c = np.asarray(mass_center, dtype=np.float64)
+    inertia_origin = np.asarray(inertia, dtype=np.float64) + mass * (c @ c * np.eye(3) - np.outer(c, c))
+    second = 0.5 * np.trace(inertia_origin) * np.eye(3) - inertia_origin
+    return DyadicMass(float(mass), mass * c, second, float(volume))

@@ -1,0 +1,222 @@
+"""Scene model: plain dataclasses for bodies, joints and settings, and their validation.
+
+No numerics beyond shape and value checks live here; the scene file format (JSON) is read and
+written by :mod:`solver.scene_io` and documented field by field in ``docs/scene_format.md``.
+
+Units are SI throughout: metres, kilograms, seconds, radians.
+
+Per-frame series
+----------------
+Values an artist may animate (``aim_distance``, ``is_constrained``, ``is_passive``, the
+``strength_ratio`` of a drive or of a soft transform, the limit's ``lower``/``upper``/``strength``,
+and ``aim_transform``) are given either as one value or as one value per frame,
+``frame_count + 1`` entries with frame 0 first. :func:`validate_scene` broadcasts every such field
+to a NumPy array with a leading axis of length ``frame_count + 1``. The value of frame ``f`` holds
+for every substep that computes frame ``f`` (frames ``1 .. frame_count``; frame 0 is the initial
+state and only its value of a series is never used by a step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import numpy as np
+
+#: A value that may be given once or once per frame (``frame_count + 1`` entries).
+Series = Union[float, int, list, tuple, np.ndarray]
+
+MOTIONS = ("dynamic", "fixed", "animated")
+JOINT_TYPES = ("prismatic", "revolute")
+
+
+class SceneError(ValueError):
+    """Raised for any invalid scene; the message names the body or joint and the field."""
+
+
+@dataclass
+class Settings:
+    """Time stepping and Newton settings.
+
+    Attributes:
+        frame_rate: frames per second (1/s), > 0.
+        substeps: time steps per frame, >= 1; dt = 1 / (frame_rate * substeps) in s.
+        frame_count: number of frames simulated after frame 0, >= 0.
+        gravity: (3,) acceleration in m/s^2.
+        max_iterations: Newton iteration cap per time step.
+        min_iterations: Newton iterations always taken (libuipc ``newton/min_iter``, 1).
+        velocity_tol: convergence tolerance on the largest vertex displacement of a Newton
+            direction, in m/s (multiplied by dt; libuipc ``newton/velocity_tol``, 0.05).
+        transrate_tol: convergence tolerance on the affine part of a Newton direction, in 1/s
+            (multiplied by dt; libuipc ``newton/transrate_tol``, 0.1).
+        line_search_max_iterations: halvings of the backtracking line search (libuipc 8).
+    """
+
+    frame_rate: float = 24.0
+    substeps: int = 10
+    frame_count: int = 48
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    max_iterations: int = 100
+    min_iterations: int = 1
+    velocity_tol: float = 0.05
+    transrate_tol: float = 0.1
+    line_search_max_iterations: int = 8
+
+    @property
+    def dt(self) -> float:
+        """Time step in s: 1 / (frame_rate * substeps)."""
+        return 1.0 / (self.frame_rate * self.substeps)
+
+
+@dataclass
+class Mesh:
+    """Closed, outward-oriented triangle mesh in body-local coordinates.
+
+    Attributes:
+        vertices: (V, 3) float, m.
+        triangles: (T, 3) int, vertex indices, counter-clockwise seen from outside.
+    """
+
+    vertices: np.ndarray
+    triangles: np.ndarray
+
+
+@dataclass
+class MassOverride:
+    """Explicit mass properties instead of integrating the mesh with ``mass_density``.
+
+    Attributes:
+        mass: kg, > 0.
+        mass_center: (3,) body-local centre of mass, m.
+        inertia: (3, 3) symmetric positive definite inertia tensor about the centre of mass,
+            in body-local axes, kg m^2.
+    """
+
+    mass: float
+    mass_center: np.ndarray
+    inertia: np.ndarray
+
+
+@dataclass
+class SoftTransform:
+    """Soft Transform Constraint #16 on one body (seed ``003_89b5629c2504bf38.txt``).
+
+    Attributes:
+        strength_ratio: (eta_p, eta_a), or a per-frame series of pairs; dimensionless, >= 0.
+        aim_transform: target 4x4 pose, or a per-frame series of them. ``None`` means the
+            body's initial ``transform``.
+        is_constrained: 1 enables, 0 disables the constraint; scalar or per-frame series.
+    """
+
+    strength_ratio: Series = (100.0, 100.0)
+    aim_transform: Optional[Series] = None
+    is_constrained: Series = 1
+
+
+@dataclass
+class Body:
+    """One affine body (12 DOF: q = [p, a1, a2, a3]).
+
+    Attributes:
+        name: unique name.
+        mesh: rest shape in body-local coordinates.
+        transform: (4, 4) rigid pose at frame 0 (rotation + translation, det > 0).
+        mass_density: kg/m^3, used unless ``mass`` is given.
+        kappa: OrthoPotential stiffness, Pa.
+        motion: ``"dynamic"``, ``"fixed"`` (never moves) or ``"animated"`` (follows
+            ``animated_transforms``).
+        linear_velocity: (3,) initial velocity of the centre of mass, m/s.
+        angular_velocity: (3,) initial angular velocity, rad/s, world axes.
+        mass: explicit mass properties, or ``None`` to integrate the mesh.
+        soft_transform: Soft Transform Constraint #16 settings, or ``None``.
+        animated_transforms: (frame_count + 1, 4, 4) poses of an animated body, frame 0 first.
+    """
+
+    name: str
+    mesh: Mesh
+    transform: np.ndarray = field(default_factory=lambda: np.eye(4))
+    mass_density: float = 1000.0
+    kappa: float = 1e8
+    motion: str = "dynamic"
+    linear_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    angular_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    mass: Optional[MassOverride] = None
+    soft_transform: Optional[SoftTransform] = None
+    animated_transforms: Optional[np.ndarray] = None
+
+
+@dataclass
+class Limit:
+    """Joint limit: Prismatic Joint Limit #669 or Revolute Joint Limit #670.
+
+    Seeds ``002_49c7e7c359263bfd.txt`` and ``001_a52bd7e117919fa1.txt``. Attribute defaults are
+    the seeds' (lower 0, upper 0, strength 1). Units: m (prismatic) or rad (revolute); strength
+    is an energy in J at the incremental-potential level. Each may be a per-frame series.
+    """
+
+    lower: Series = 0.0
+    upper: Series = 0.0
+    strength: Series = 1.0
+
+
+@dataclass
+class Driving:
+    """Driving Prismatic Joint #21 (seed ``000_dbb64491e78f3022.txt``).
+
+    Attributes (each a scalar or a per-frame series):
+        strength_ratio: gamma in K = gamma (m_i + m_j), >= 0.
+        is_constrained: 1 enables the drive, 0 disables it (energy zero).
+        is_passive: 1 locks at the current distance, 0 drives to ``aim_distance``.
+        aim_distance: target in the reported frame (raw + ``init_distance``), m.
+    """
+
+    strength_ratio: Series = 100.0
+    is_constrained: Series = 1
+    is_passive: Series = 0
+    aim_distance: Series = 0.0
+
+
+@dataclass
+class Joint:
+    """A revolute (#18) or prismatic (#20) joint between a left (parent, i) and right (child, j) body.
+
+    Attributes:
+        name: unique name.
+        type: ``"prismatic"`` or ``"revolute"``.
+        l_body, r_body: body names (i = parent, j = child); they must differ.
+        position0, position1: (3,) world points at frame 0; the anchor and the end of the axis
+            (t-hat runs from position0 to position1), m.
+        strength_ratio: gamma in K = gamma (m_i + m_j), >= 0.
+        init_distance: reported-distance offset of a prismatic joint, m.
+        init_angle: reported-angle offset of a revolute joint, rad.
+        limit: #669 (prismatic) or #670 (revolute), or ``None``.
+        driving: #21 settings (prismatic joints only), or ``None``.
+    """
+
+    name: str
+    type: str
+    l_body: str
+    r_body: str
+    position0: np.ndarray
+    position1: np.ndarray
+    strength_ratio: float = 100.0
+    init_distance: float = 0.0
+    init_angle: float = 0.0
+    limit: Optional[Limit] = None
+    driving: Optional[Driving] = None
+
+
+@dataclass
+class Scene:
+    """A whole simulation: settings, bodies and joints (joint bodies are referenced by name)."""
+
+    settings: Settings
+    bodies: list[Body]
+    joints: list[Joint] = field(default_factory=list)
+
+    def body_index(self, name: str) -> int:
+        """Index of the body called ``name``; raises :class:`SceneError` if there is none."""
+        for index, body in enumerate(self.bodies):
+            if body.name == name:
+                return index
+        raise SceneError(f"no body named {name!r}")

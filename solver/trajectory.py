@@ -1,0 +1,67 @@
+"""Trajectory: what a simulation returns, and its ``.npz`` file form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+
+@dataclass
+class Trajectory:
+    """Per-frame body transforms and joint readouts, and per-step Newton statistics.
+
+    Attributes:
+        transforms: (frame_count + 1, bodies, 4, 4) affine transforms x = A x_bar + p, frame 0
+            the initial pose. Dynamic bodies are affine (nearly rigid, the OrthoPotential keeps
+            A close to a rotation); callers that need a rigid pose project A to the nearest
+            rotation (:func:`solver.affine_body.nearest_rotation`).
+        body_names: (bodies,) str.
+        joint_names: (joints,) str.
+        distance: (frame_count + 1, joints) reported prismatic distance (raw + init_distance),
+            m; NaN for revolute joints.
+        angle: (frame_count + 1, joints) reported revolute angle (raw accumulated, unwrapped
+            across turns, + init_angle), rad; NaN for prismatic joints.
+        newton_iterations: (frame_count * substeps,) Newton iterations of each time step.
+        line_search_iterations: (frame_count * substeps,) total line-search halvings per step.
+        converged: (frame_count * substeps,) bool, whether each step met the tolerances
+            within ``max_iterations``.
+        frame_rate: frames per second, 1/s.
+        substeps: time steps per frame.
+    """
+
+    transforms: np.ndarray
+    body_names: np.ndarray
+    joint_names: np.ndarray
+    distance: np.ndarray
+    angle: np.ndarray
+    newton_iterations: np.ndarray
+    line_search_iterations: np.ndarray
+    converged: np.ndarray
+    frame_rate: float
+    substeps: int
+
+    @property
+    def frame_count(self) -> int:
+        """Number of simulated frames after frame 0."""
+        return self.transforms.shape[0] - 1
+
+    @property
+    def all_converged(self) -> bool:
+        """True when every time step converged."""
+        return bool(np.all(self.converged))
+
+    def save(self, path: Union[str, Path]) -> None:
+        """Write every field to a compressed ``.npz`` file at ``path``."""
+        np.savez_compressed(path, **{f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> "Trajectory":
+        """Read a trajectory written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as data:
+            values = {f.name: data[f.name] for f in fields(cls)}
+        values["frame_rate"] = float(values["frame_rate"])
+        values["substeps"] = int(values["substeps"])
+        return cls(**values)
