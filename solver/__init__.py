@@ -37,7 +37,7 @@ def __getattr__(name):
 
         return load_scene
     if name in ("simulate", "SolverError"):
-        from . import simulate as _simulate
+        from . import simulation
 
-        return getattr(_simulate, name)
+        return getattr(simulation, name)
     raise AttributeError(f"module 'solver' has no attribute {name!r}")

@@ -220,3 +220,558 @@ class Scene:
             if body.name == name:
                 return index
         raise SceneError(f"no body named {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------------
+
+#: Largest accepted ``frame_count`` (a bound on the memory of the per-frame series).
+MAX_FRAME_COUNT = 1_000_000
+#: Largest accepted ``substeps``.
+MAX_SUBSTEPS = 100_000
+#: Largest accepted ``max_iterations`` / ``min_iterations``.
+MAX_NEWTON_ITERATIONS = 100_000
+#: Largest accepted ``line_search_max_iterations`` (halvings; 2^-100 is already far below 1e-16).
+MAX_LINE_SEARCH_ITERATIONS = 100
+
+#: |R^T R - I| (largest entry) above which a transform is not rigid.
+RIGID_TOLERANCE = 1e-6
+#: |volume| (m^3) at or below which a mesh has zero volume.
+ZERO_VOLUME = 1e-12
+#: A joint axis shorter than this times max(1, |position0|, |position1|) (m) has zero length.
+ZERO_AXIS = 1e-9
+#: Relative tolerance of symmetry of an inertia tensor (largest entry of I - I^T over largest |I|).
+SYMMETRY_TOLERANCE = 1e-6
+#: Smallest accepted ratio of the smallest to the largest eigenvalue of a mass tensor.
+DEFINITE_TOLERANCE = 1e-12
+
+
+def _fail(where: str, field_name: str, message: str) -> SceneError:
+    """A SceneError ``"<where>: <field>: <message>"`` (``where`` names the body/joint/settings)."""
+    return SceneError(f"{where}: {field_name}: {message}")
+
+
+def _type_name(value) -> str:
+    return type(value).__name__
+
+
+def _number(value, where: str, field_name: str) -> float:
+    """A finite Python float from a real scalar; booleans, strings, None and arrays are refused."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise _fail(where, field_name, f"must be a number, got {_type_name(value)} {value!r:.60}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise _fail(where, field_name, "number is too large") from None
+    if not np.isfinite(number):
+        raise _fail(where, field_name, f"must be finite, got {number}")
+    return number
+
+
+def _count(value, where: str, field_name: str, minimum: int, maximum: int) -> int:
+    """A Python int in [minimum, maximum]; a float is accepted only when its value is integral."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)):
+        raise _fail(where, field_name, f"must be an integer, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        count = int(value)
+    elif isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer():
+        count = int(value)
+    else:
+        raise _fail(where, field_name, f"must be an integer, got {_type_name(value)} {value!r:.60}")
+    if count < minimum:
+        raise _fail(where, field_name, f"must be >= {minimum}, got {count}")
+    if count > maximum:
+        raise _fail(where, field_name, f"must be <= {maximum}, got {count}")
+    return count
+
+
+def _float_array(value, where: str, field_name: str, *, allow_bool: bool = False) -> np.ndarray:
+    """A new float64 array of (nested lists of) numbers of a regular shape, not yet shape-checked."""
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        got = "null (None)" if value is None else _type_name(value)
+        raise _fail(where, field_name, f"must be a number or a (nested) list of numbers, got {got}")
+    try:
+        array = np.array(value)
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        raise _fail(where, field_name, "must be a number or a (nested) list of numbers of a regular shape") from None
+    kind = array.dtype.kind
+    if kind == "b" and not allow_bool:
+        raise _fail(where, field_name, "must contain numbers, not booleans")
+    if kind not in "biuf":
+        raise _fail(where, field_name, "must contain only (finite, at most ~1e308) numbers")
+    try:
+        return array.astype(np.float64)
+    except (ValueError, TypeError, OverflowError):  # pragma: no cover - defensive
+        raise _fail(where, field_name, "must contain only numbers") from None
+
+
+def _fixed_array(value, shape: tuple, where: str, field_name: str) -> np.ndarray:
+    """A finite float64 array of exactly ``shape``."""
+    array = _float_array(value, where, field_name)
+    if array.shape != shape:
+        raise _fail(where, field_name, f"must have shape {shape}, got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise _fail(where, field_name, "must be finite (found NaN or infinity)")
+    return array
+
+
+def _series(value, item_shape: tuple, frames: int, where: str, field_name: str, *, flag: bool = False) -> np.ndarray:
+    """Broadcast one value of ``item_shape`` or a per-frame series to (frames,) + item_shape.
+
+    ``frames`` is frame_count + 1. With ``flag`` the values must be 0 or 1 (booleans accepted).
+    """
+    array = _float_array(value, where, field_name, allow_bool=flag)
+    item = "a number" if item_shape == () else f"one value of shape {item_shape}"
+    if array.shape == item_shape:
+        array = np.array(np.broadcast_to(array, (frames,) + item_shape))
+    elif array.ndim == len(item_shape) + 1 and array.shape[1:] == item_shape:
+        if array.shape[0] != frames:
+            raise _fail(
+                where, field_name,
+                f"per-frame series must have frame_count + 1 = {frames} entries, got {array.shape[0]}",
+            )
+    else:
+        raise _fail(
+            where, field_name,
+            f"must be {item} or a per-frame series of frame_count + 1 = {frames} of them, got shape {array.shape}",
+        )
+    finite = np.isfinite(array).reshape(frames, -1).all(axis=1)
+    if not finite.all():
+        raise _fail(where, field_name, f"must be finite (NaN or infinity at frame {int(np.argmin(finite))})")
+    if flag:
+        good = ((array == 0.0) | (array == 1.0)).reshape(frames, -1).all(axis=1)
+        if not good.all():
+            frame = int(np.argmin(good))
+            raise _fail(where, field_name, f"must be 0 or 1, got {array[frame]} at frame {frame}")
+    return array
+
+
+def _check_non_negative(array: np.ndarray, where: str, field_name: str) -> None:
+    bad = np.nonzero((array < 0.0).reshape(array.shape[0], -1).any(axis=1))[0]
+    if bad.size:
+        frame = int(bad[0])
+        raise _fail(where, field_name, f"must be >= 0, got {array[frame].tolist()} at frame {frame}")
+
+
+def _check_transforms(matrices: np.ndarray, where: str, field_name: str, *, series: bool) -> np.ndarray:
+    """Check (..., 4, 4) finite matrices are rigid poses; returns a copy with an exact last row."""
+    batch = matrices.reshape(-1, 4, 4)
+    deviation = np.abs(batch[:, 3, :] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1)
+    if np.any(deviation > 1e-9):
+        frame = int(np.argmax(deviation > 1e-9))
+        at = f" at frame {frame}" if series else ""
+        raise _fail(where, field_name, f"last row must be [0, 0, 0, 1], got {batch[frame, 3].tolist()}{at}")
+    rotation = batch[:, 0:3, 0:3]
+    with np.errstate(all="ignore"):
+        error = np.abs(np.einsum("nki,nkj->nij", rotation, rotation) - np.eye(3)).max(axis=(1, 2))
+        determinant = np.linalg.det(rotation)
+    bad = np.nonzero(~(error <= RIGID_TOLERANCE) | ~(determinant > 0.0))[0]
+    if bad.size:
+        frame = int(bad[0])
+        at = f" at frame {frame}" if series else ""
+        if error[frame] <= RIGID_TOLERANCE:
+            raise _fail(
+                where, field_name,
+                f"is a reflection{at} (det R = {determinant[frame]:.6g} <= 0); give a proper rotation + translation",
+            )
+        raise _fail(
+            where, field_name,
+            f"is not rigid{at}: |R^T R - I| = {error[frame]:.3g} > {RIGID_TOLERANCE:g} (det R = {determinant[frame]:.6g}): "
+            "it is scaled or sheared; bake (apply) the scale into the mesh vertices and give a "
+            "rotation + translation only",
+        )
+    out = matrices.copy()
+    out[..., 3, :] = (0.0, 0.0, 0.0, 1.0)
+    return out
+
+
+def _positive_definite(matrix: np.ndarray) -> Optional[np.ndarray]:
+    """Eigenvalues (ascending) of a symmetric 3x3 matrix if it is finite and positive definite.
+
+    Positive definite here means the smallest eigenvalue exceeds ``DEFINITE_TOLERANCE`` times the
+    largest, which must be positive. Returns None otherwise.
+    """
+    if not np.all(np.isfinite(matrix)):
+        return None
+    try:
+        eigenvalues = np.linalg.eigvalsh(matrix)
+    except np.linalg.LinAlgError:  # pragma: no cover - finite symmetric input
+        return None
+    if not np.all(np.isfinite(eigenvalues)) or not eigenvalues[-1] > 0.0:
+        return None
+    if not eigenvalues[0] > DEFINITE_TOLERANCE * eigenvalues[-1]:
+        return None
+    return eigenvalues
+
+
+def _validate_settings(settings) -> Settings:
+    where = "settings"
+    if not isinstance(settings, Settings):
+        raise SceneError(f"settings: must be a Settings, got {_type_name(settings)}")
+    frame_rate = _number(settings.frame_rate, where, "frame_rate")
+    if frame_rate <= 0.0:
+        raise _fail(where, "frame_rate", f"must be > 0, got {frame_rate}")
+    substeps = _count(settings.substeps, where, "substeps", 1, MAX_SUBSTEPS)
+    frame_count = _count(settings.frame_count, where, "frame_count", 0, MAX_FRAME_COUNT)
+    gravity = _fixed_array(settings.gravity, (3,), where, "gravity")
+    max_iterations = _count(settings.max_iterations, where, "max_iterations", 1, MAX_NEWTON_ITERATIONS)
+    min_iterations = _count(settings.min_iterations, where, "min_iterations", 1, MAX_NEWTON_ITERATIONS)
+    if min_iterations > max_iterations:
+        raise _fail(where, "min_iterations", f"must be <= max_iterations = {max_iterations}, got {min_iterations}")
+    tolerances = {}
+    for name in ("velocity_tol", "transrate_tol"):
+        tolerances[name] = _number(getattr(settings, name), where, name)
+        if tolerances[name] <= 0.0:
+            raise _fail(where, name, f"must be > 0, got {tolerances[name]}")
+    line_search = _count(
+        settings.line_search_max_iterations, where, "line_search_max_iterations", 0, MAX_LINE_SEARCH_ITERATIONS
+    )
+    if not 0.0 < 1.0 / (frame_rate * substeps) < np.inf:
+        raise _fail(where, "frame_rate", "time step 1 / (frame_rate * substeps) is not a positive finite number")
+    return Settings(
+        frame_rate=frame_rate, substeps=substeps, frame_count=frame_count, gravity=gravity,
+        max_iterations=max_iterations, min_iterations=min_iterations,
+        velocity_tol=tolerances["velocity_tol"], transrate_tol=tolerances["transrate_tol"],
+        line_search_max_iterations=line_search,
+    )
+
+
+def _validate_mesh(mesh, where: str) -> Mesh:
+    if not isinstance(mesh, Mesh):
+        raise _fail(where, "mesh", f"must be a Mesh, got {_type_name(mesh)}")
+    vertices = _float_array(mesh.vertices, where, "mesh.vertices")
+    if vertices.ndim != 2 or vertices.shape[1] != 3:
+        raise _fail(where, "mesh.vertices", f"must have shape (V, 3), got {vertices.shape}")
+    if vertices.shape[0] < 4:
+        raise _fail(where, "mesh.vertices", f"a closed mesh needs at least 4 vertices, got {vertices.shape[0]}")
+    if not np.all(np.isfinite(vertices)):
+        row = int(np.argmin(np.isfinite(vertices).all(axis=1)))
+        raise _fail(where, "mesh.vertices", f"must be finite (NaN or infinity in vertex {row})")
+
+    raw = _float_array(mesh.triangles, where, "mesh.triangles")
+    if raw.ndim != 2 or raw.shape[1] != 3 or raw.shape[0] == 0:
+        raise _fail(where, "mesh.triangles", f"must have shape (T, 3) with T >= 1, got {raw.shape}")
+    if not np.all(np.isfinite(raw)) or not np.all(raw == np.floor(raw)):
+        raise _fail(where, "mesh.triangles", "must contain integer vertex indices")
+    count = vertices.shape[0]
+    out_of_range = (raw < 0) | (raw >= count)
+    if out_of_range.any():
+        triangle, corner = (int(k) for k in np.argwhere(out_of_range)[0])
+        raise _fail(
+            where, "mesh.triangles",
+            f"vertex index {raw[triangle, corner]:.0f} in triangle {triangle} is out of range "
+            f"(the mesh has {count} vertices, indices 0..{count - 1})",
+        )
+    triangles = raw.astype(np.int64)
+    _check_closed(triangles, where)
+
+    from .mass import mesh_volume  # local import keeps scene.py free of numerics at import time
+
+    with np.errstate(all="ignore"):
+        volume = mesh_volume(vertices, triangles)
+    if not np.isfinite(volume):
+        raise _fail(where, "mesh.vertices", "the enclosed volume overflows (coordinates too large)")
+    if abs(volume) <= ZERO_VOLUME:
+        raise _fail(where, "mesh", f"has zero volume ({volume:.3g} m^3, need |volume| > {ZERO_VOLUME:g})")
+    if volume < 0.0:
+        raise _fail(
+            where, "mesh",
+            f"is inverted: signed volume {volume:.6g} m^3 < 0; triangles must be counter-clockwise seen "
+            "from outside (outward normals): flip the winding of every triangle",
+        )
+    return Mesh(vertices=vertices, triangles=triangles)
+
+
+def _check_closed(triangles: np.ndarray, where: str) -> None:
+    """Every undirected edge used by exactly two triangles, once in each direction."""
+    repeated = (
+        (triangles[:, 0] == triangles[:, 1]) | (triangles[:, 1] == triangles[:, 2]) | (triangles[:, 0] == triangles[:, 2])
+    )
+    if repeated.any():
+        triangle = int(np.argmax(repeated))
+        raise _fail(
+            where, "mesh",
+            f"is not closed: triangle {triangle} {triangles[triangle].tolist()} repeats a vertex "
+            "(its zero-length edge cannot be shared by two triangles)",
+        )
+    heads = triangles.reshape(-1)
+    tails = triangles[:, [1, 2, 0]].reshape(-1)
+    size = int(triangles.max()) + 1
+    keys = heads * size + tails
+    unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        k = int(np.argmax(counts > 1))
+        key = int(unique[k])
+        edge = (key // size, key % size)
+        users = sorted({int(i) // 3 for i in np.nonzero(keys == key)[0]})
+        raise _fail(
+            where, "mesh",
+            f"is not closed or not consistently oriented: edge {edge} is used {int(counts[k])} times in the "
+            f"same direction (triangles {users[:4]}); each edge must be used once in each direction",
+        )
+    reverse = tails * size + heads
+    has_twin = np.isin(reverse, unique)
+    if not has_twin.all():
+        index = int(np.argmin(has_twin))
+        edge = (int(heads[index]), int(tails[index]))
+        raise _fail(
+            where, "mesh",
+            f"is not closed: edge {edge} of triangle {index // 3} has no triangle on its other side "
+            "(a hole or boundary); each edge must be used by exactly two triangles, once in each direction",
+        )
+
+
+def _validate_mass(mass, mesh: Mesh, density: float, where: str) -> Optional[MassOverride]:
+    if mass is None:
+        from .mass import mesh_mass_properties
+
+        with np.errstate(all="ignore"):
+            dyadic = mesh_mass_properties(mesh.vertices, mesh.triangles, density)
+            values = np.concatenate(([dyadic.mass], dyadic.mass_x_bar, dyadic.second_moment.ravel()))
+            if not np.all(np.isfinite(values)) or not dyadic.mass > 0.0:
+                raise _fail(
+                    where, "mass_density",
+                    f"mass properties of the mesh are not finite and positive (mass = {dyadic.mass:.6g} kg); "
+                    "check mass_density and the size of the mesh",
+                )
+            center = dyadic.mass_x_bar / dyadic.mass
+            centred = dyadic.second_moment - dyadic.mass * np.outer(center, center)
+            centred = 0.5 * (centred + centred.T)
+        if _positive_definite(centred) is None:
+            raise _fail(
+                where, "mesh",
+                "has a degenerate mass distribution (second moment about the centre of mass is not "
+                "positive definite: a flat or self-intersecting mesh?)",
+            )
+        return None
+    if not isinstance(mass, MassOverride):
+        raise _fail(where, "mass", f"must be a MassOverride or None, got {_type_name(mass)}")
+    value = _number(mass.mass, where, "mass.mass")
+    if value <= 0.0:
+        raise _fail(where, "mass.mass", f"must be > 0 kg, got {value}")
+    center = _fixed_array(mass.mass_center, (3,), where, "mass.mass_center")
+    inertia = _fixed_array(mass.inertia, (3, 3), where, "mass.inertia")
+    with np.errstate(all="ignore"):
+        asymmetry = np.abs(inertia - inertia.T).max()
+        symmetric = 0.5 * inertia + 0.5 * inertia.T
+    if not asymmetry <= SYMMETRY_TOLERANCE * np.abs(inertia).max():
+        raise _fail(where, "mass.inertia", "must be symmetric (the inertia tensor about the centre of mass)")
+    eigenvalues = _positive_definite(symmetric)
+    if eigenvalues is None:
+        raise _fail(where, "mass.inertia", "must be symmetric positive definite")
+    # The centred second moment S_cm = tr(I)/2 - I must be positive definite too (else the 12x12
+    # mass matrix is not): the triangle inequality I1 + I2 > I3 of the principal moments.
+    with np.errstate(all="ignore"):
+        centred = 0.5 * np.trace(symmetric) * np.eye(3) - symmetric
+    if _positive_definite(centred) is None:
+        raise _fail(
+            where, "mass.inertia",
+            f"principal moments {eigenvalues.tolist()} violate the triangle inequality I1 + I2 > I3 "
+            "of a physical (non-flat) body",
+        )
+    return MassOverride(mass=value, mass_center=center, inertia=symmetric)
+
+
+def _validate_soft_transform(soft, transform: np.ndarray, frames: int, where: str) -> Optional[SoftTransform]:
+    if soft is None:
+        return None
+    if not isinstance(soft, SoftTransform):
+        raise _fail(where, "soft_transform", f"must be a SoftTransform or None, got {_type_name(soft)}")
+    strength = _series(soft.strength_ratio, (2,), frames, where, "soft_transform.strength_ratio")
+    _check_non_negative(strength, where, "soft_transform.strength_ratio")
+    if soft.aim_transform is None:
+        aim = np.array(np.broadcast_to(transform, (frames, 4, 4)))
+    else:
+        aim = _series(soft.aim_transform, (4, 4), frames, where, "soft_transform.aim_transform")
+        aim = _check_transforms(aim, where, "soft_transform.aim_transform", series=True)
+    constrained = _series(soft.is_constrained, (), frames, where, "soft_transform.is_constrained", flag=True)
+    return SoftTransform(strength_ratio=strength, aim_transform=aim, is_constrained=constrained)
+
+
+def _validate_body(body, index: int, frames: int) -> Body:
+    if not isinstance(body, Body):
+        raise SceneError(f"body #{index}: must be a Body, got {_type_name(body)}")
+    if not isinstance(body.name, str) or not body.name:
+        raise SceneError(f"body #{index}: name: must be a non-empty string, got {body.name!r:.60}")
+    where = f"body {body.name!r}"
+    mesh = _validate_mesh(body.mesh, where)
+    transform = _fixed_array(body.transform, (4, 4), where, "transform")
+    transform = _check_transforms(transform, where, "transform", series=False)
+    density = _number(body.mass_density, where, "mass_density")
+    if density <= 0.0:
+        raise _fail(where, "mass_density", f"must be > 0 kg/m^3, got {density}")
+    kappa = _number(body.kappa, where, "kappa")
+    if kappa <= 0.0:
+        raise _fail(where, "kappa", f"must be > 0 Pa, got {kappa}")
+    if not isinstance(body.motion, str) or body.motion not in MOTIONS:
+        raise _fail(where, "motion", f"must be one of {', '.join(map(repr, MOTIONS))}, got {body.motion!r:.60}")
+    linear_velocity = _fixed_array(body.linear_velocity, (3,), where, "linear_velocity")
+    angular_velocity = _fixed_array(body.angular_velocity, (3,), where, "angular_velocity")
+    mass = _validate_mass(body.mass, mesh, density, where)
+    soft = _validate_soft_transform(body.soft_transform, transform, frames, where)
+    animated = None
+    if body.motion == "animated":
+        if body.animated_transforms is None:
+            raise _fail(where, "animated_transforms", f"an animated body needs frame_count + 1 = {frames} 4x4 poses")
+        animated = _float_array(body.animated_transforms, where, "animated_transforms")
+        if animated.ndim != 3 or animated.shape[1:] != (4, 4):
+            raise _fail(where, "animated_transforms", f"must be a list of frame_count + 1 = {frames} 4x4 matrices, got shape {animated.shape}")
+        if animated.shape[0] != frames:
+            raise _fail(where, "animated_transforms", f"must have exactly frame_count + 1 = {frames} entries, got {animated.shape[0]}")
+        finite = np.isfinite(animated).reshape(frames, -1).all(axis=1)
+        if not finite.all():
+            raise _fail(where, "animated_transforms", f"must be finite (NaN or infinity at frame {int(np.argmin(finite))})")
+        animated = _check_transforms(animated, where, "animated_transforms", series=True)
+        if np.abs(animated[0] - transform).max() > RIGID_TOLERANCE * max(1.0, np.abs(transform).max()):
+            raise _fail(where, "animated_transforms", "frame 0 must equal the body's transform")
+    elif body.animated_transforms is not None:
+        raise _fail(where, "animated_transforms", f"is only used by animated bodies, but motion is {body.motion!r}")
+    return Body(
+        name=body.name, mesh=mesh, transform=transform, mass_density=density, kappa=kappa, motion=body.motion,
+        linear_velocity=linear_velocity, angular_velocity=angular_velocity, mass=mass, soft_transform=soft,
+        animated_transforms=animated,
+    )
+
+
+def _validate_limit(limit, frames: int, where: str) -> Optional[Limit]:
+    if limit is None:
+        return None
+    if not isinstance(limit, Limit):
+        raise _fail(where, "limit", f"must be a Limit or None, got {_type_name(limit)}")
+    lower = _series(limit.lower, (), frames, where, "limit.lower")
+    upper = _series(limit.upper, (), frames, where, "limit.upper")
+    strength = _series(limit.strength, (), frames, where, "limit.strength")
+    crossed = np.nonzero(lower > upper)[0]
+    if crossed.size:
+        frame = int(crossed[0])
+        at = "" if np.ndim(limit.lower) == 0 and np.ndim(limit.upper) == 0 else f" at frame {frame}"
+        raise _fail(where, "limit.lower", f"lower {lower[frame]} > upper {upper[frame]}{at}")
+    _check_non_negative(strength, where, "limit.strength")
+    return Limit(lower=lower, upper=upper, strength=strength)
+
+
+def _validate_driving(driving, frames: int, where: str) -> Optional[Driving]:
+    if driving is None:
+        return None
+    if not isinstance(driving, Driving):
+        raise _fail(where, "driving", f"must be a Driving or None, got {_type_name(driving)}")
+    strength = _series(driving.strength_ratio, (), frames, where, "driving.strength_ratio")
+    _check_non_negative(strength, where, "driving.strength_ratio")
+    constrained = _series(driving.is_constrained, (), frames, where, "driving.is_constrained", flag=True)
+    passive = _series(driving.is_passive, (), frames, where, "driving.is_passive", flag=True)
+    aim = _series(driving.aim_distance, (), frames, where, "driving.aim_distance")
+    return Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive, aim_distance=aim)
+
+
+def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
+    if not isinstance(joint, Joint):
+        raise SceneError(f"joint #{index}: must be a Joint, got {_type_name(joint)}")
+    if not isinstance(joint.name, str) or not joint.name:
+        raise SceneError(f"joint #{index}: name: must be a non-empty string, got {joint.name!r:.60}")
+    where = f"joint {joint.name!r}"
+    if not isinstance(joint.type, str) or joint.type not in JOINT_TYPES:
+        raise _fail(where, "type", f"must be one of {', '.join(map(repr, JOINT_TYPES))}, got {joint.type!r:.60}")
+    for side in ("l_body", "r_body"):
+        name = getattr(joint, side)
+        if not isinstance(name, str):
+            raise _fail(where, side, f"must be a body name (string), got {_type_name(name)}")
+        if name not in bodies:
+            raise _fail(where, side, f"no body named {name!r}")
+    if joint.l_body == joint.r_body:
+        raise _fail(where, "r_body", f"a joint needs two different bodies, but both are {joint.l_body!r}")
+    position0 = _fixed_array(joint.position0, (3,), where, "position0")
+    position1 = _fixed_array(joint.position1, (3,), where, "position1")
+    with np.errstate(all="ignore"):
+        length = float(np.linalg.norm(position1 - position0))
+    if not np.isfinite(length):
+        raise _fail(where, "position1", "axis length overflows (coordinates too large)")
+    if not length > ZERO_AXIS * max(1.0, float(np.abs(position0).max()), float(np.abs(position1).max())):
+        raise _fail(where, "position1", f"zero-length axis: position1 must differ from position0 (|axis| = {length:.3g} m)")
+    strength = _number(joint.strength_ratio, where, "strength_ratio")
+    if strength < 0.0:
+        raise _fail(where, "strength_ratio", f"must be >= 0, got {strength}")
+    init_distance = _number(joint.init_distance, where, "init_distance")
+    init_angle = _number(joint.init_angle, where, "init_angle")
+    if joint.type == "prismatic" and init_angle != 0.0:
+        raise _fail(where, "init_angle", "is for revolute joints; a prismatic joint uses init_distance")
+    if joint.type == "revolute" and init_distance != 0.0:
+        raise _fail(where, "init_distance", "is for prismatic joints; a revolute joint uses init_angle")
+    limit = _validate_limit(joint.limit, frames, where)
+    if joint.type == "revolute" and joint.driving is not None:
+        raise _fail(where, "driving", "only prismatic joints can be driven (Driving Prismatic Joint #21)")
+    driving = _validate_driving(joint.driving, frames, where)
+    return Joint(
+        name=joint.name, type=joint.type, l_body=joint.l_body, r_body=joint.r_body,
+        position0=position0, position1=position1, strength_ratio=strength,
+        init_distance=init_distance, init_angle=init_angle, limit=limit, driving=driving,
+    )
+
+
+def validate_scene(scene: Scene) -> Scene:
+    """Check a scene completely and return a new, normalised copy (the input is not modified).
+
+    This is the single validation used both by :func:`solver.scene_io.load_scene` and by the
+    Blender add-on, which builds the dataclasses directly; so it checks types as well as values.
+    The rules are listed in ``docs/scene_format.md`` ("Validation").
+
+    The returned scene has:
+
+    - settings: ``frame_rate``, tolerances as float; counts as int; ``gravity`` (3,) float64;
+    - every array float64 of its exact shape (``mesh.triangles`` int64 (T, 3); ``transform``
+      (4, 4) with last row exactly (0, 0, 0, 1); ``mass.inertia`` exactly symmetric);
+    - every per-frame series broadcast to a new array with a leading axis F + 1 = frame_count + 1:
+      ``Driving`` fields and ``Limit`` fields (F+1,); ``SoftTransform.strength_ratio`` (F+1, 2),
+      ``is_constrained`` (F+1,), ``aim_transform`` (F+1, 4, 4) (the body's ``transform`` when
+      it was None); flags as float64 0.0 / 1.0;
+    - ``animated_transforms`` (F+1, 4, 4) for animated bodies, None otherwise.
+
+    Validating an already validated scene returns an equal scene.
+
+    Args:
+        scene: the scene to check.
+
+    Returns:
+        A new :class:`Scene`.
+
+    Raises:
+        SceneError: on the first problem found; the message starts with ``settings``,
+            ``body '<name>'`` or ``joint '<name>'`` (``body #i`` where no usable name exists)
+            followed by the field (JSON key path, e.g. ``limit.lower``) and what is wrong.
+    """
+    if not isinstance(scene, Scene):
+        raise SceneError(f"scene: must be a Scene, got {_type_name(scene)}")
+    settings = _validate_settings(scene.settings)
+    frames = settings.frame_count + 1
+    if not isinstance(scene.bodies, (list, tuple)):
+        raise SceneError(f"scene: bodies: must be a list of bodies, got {_type_name(scene.bodies)}")
+    if not isinstance(scene.joints, (list, tuple)):
+        raise SceneError(f"scene: joints: must be a list of joints, got {_type_name(scene.joints)}")
+    if len(scene.bodies) == 0:
+        raise SceneError("scene: bodies: a scene needs at least one body")
+    bodies: list[Body] = []
+    seen: dict = {}
+    for index, body in enumerate(scene.bodies):
+        checked = _validate_body(body, index, frames)
+        if checked.name in seen:
+            raise SceneError(
+                f"body {checked.name!r}: name: duplicate body name (bodies #{seen[checked.name]} and #{index})"
+            )
+        seen[checked.name] = index
+        bodies.append(checked)
+    motions = {body.name: body.motion for body in bodies}
+    joints: list[Joint] = []
+    seen = {}
+    for index, joint in enumerate(scene.joints):
+        checked = _validate_joint(joint, index, frames, motions)
+        if checked.name in seen:
+            raise SceneError(
+                f"joint {checked.name!r}: name: duplicate joint name (joints #{seen[checked.name]} and #{index})"
+            )
+        seen[checked.name] = index
+        joints.append(checked)
+    return Scene(settings=settings, bodies=bodies, joints=joints)

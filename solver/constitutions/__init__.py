@@ -1,0 +1,21 @@
+"""Energy constitutions of the ABD solver, one module per constitution (q -> F -> E(F), Numba kernels).
+
+Every class has ``uid``, ``bodies`` (n, k) int64, ``energy(q) -> float`` and
+``gradient_hessian(q, project=True) -> (gradient (n, 12k), Hessian (n, 12k, 12k))``, with the global
+state q of shape (n_bodies, 12). See each module's docstring for the formula and its source.
+"""
+
+from .driving_prismatic_joint import DrivingPrismaticJoint
+from .joint_limit_penalty import penalty
+from .kinetic import Kinetic
+from .ortho_potential import OrthoPotential
+from .prismatic_joint import PrismaticJoint
+from .prismatic_joint_limit import PrismaticJointLimit
+from .revolute_joint import RevoluteJoint
+from .revolute_joint_limit import RevoluteJointLimit
+from .soft_transform_constraint import SoftTransformConstraint
+
+__all__ = [
+    "DrivingPrismaticJoint", "Kinetic", "OrthoPotential", "PrismaticJoint", "PrismaticJointLimit",
+    "RevoluteJoint", "RevoluteJointLimit", "SoftTransformConstraint", "penalty",
+]

@@ -1,0 +1,93 @@
+"""Chains of boxes on revolute or prismatic joints: wall time per simulated second and joint drift.
+
+Scenes as in ``../shared/peers.md`` §4: N boxes of 1 x 0.2 x 0.2 m at density 1000 (40 kg) lie end
+to end along +x from a fixed anchor body, starting horizontal and at rest, no contact.
+(a) revolute: a hinge about world y at x = k between box k-1 (or the anchor) and box k.
+(b) prismatic: a slider along x at x = k with limit [-0.5, 0.5] m and a drive to +0.3 m.
+
+Drift at the end: for revolute joints the largest separation of the two bodies' copies of the
+anchor; for prismatic joints the largest part of that separation perpendicular to the parent's
+axis. Prints one row per run; timings are wall seconds per simulated second (no assertions).
+
+    python benchmarks/chains.py --sizes 10 100 --seconds 2 --dt 240
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from solver import Body, Driving, Joint, Limit, Scene, Settings, simulate  # noqa: E402
+from solver.primitives import box_mesh  # noqa: E402
+
+
+def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int) -> Scene:
+    """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps."""
+    anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-0.1, 0.0, 0.0)), motion="fixed")
+    bodies, joints = [anchor], []
+    for k in range(count):
+        bodies.append(Body(name=f"box{k}", mesh=box_mesh([1.0, 0.2, 0.2], center=(k + 0.5, 0.0, 0.0))))
+        parent = bodies[-2].name
+        if kind == "revolute":
+            joints.append(Joint(name=f"joint{k}", type="revolute", l_body=parent, r_body=f"box{k}",
+                                position0=np.array([k, 0.0, 0.0]), position1=np.array([k, 1.0, 0.0])))
+        else:
+            joints.append(Joint(name=f"joint{k}", type="prismatic", l_body=parent, r_body=f"box{k}",
+                                position0=np.array([k, 0.0, 0.0]), position1=np.array([k + 1.0, 0.0, 0.0]),
+                                limit=Limit(lower=-0.5, upper=0.5, strength=1000.0),
+                                driving=Driving(strength_ratio=100.0, aim_distance=0.3)))
+    frame_rate = steps_per_second / steps_per_frame
+    settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)))
+    return Scene(settings=settings, bodies=bodies, joints=joints)
+
+
+def drift(scene: Scene, transforms: np.ndarray, kind: str) -> float:
+    """Largest joint separation (m) in the last frame of ``transforms`` (frames, bodies, 4, 4)."""
+    names = [body.name for body in scene.bodies]
+    worst = 0.0
+    for joint in scene.joints:
+        i, j = names.index(joint.l_body), names.index(joint.r_body)
+        anchor = np.append(joint.position0, 1.0)
+        in_i = transforms[-1, i] @ np.linalg.solve(transforms[0, i], anchor)
+        in_j = transforms[-1, j] @ np.linalg.solve(transforms[0, j], anchor)
+        gap = (in_j - in_i)[:3]
+        if kind == "prismatic":
+            axis = transforms[-1, i, :3, :3] @ np.linalg.solve(transforms[0, i, :3, :3], joint.position1 - joint.position0)
+            axis /= np.linalg.norm(axis)
+            gap = gap - axis * (gap @ axis)
+        worst = max(worst, float(np.linalg.norm(gap)))
+    return worst
+
+
+def main() -> None:
+    """Run the requested chains and print a table of wall s per simulated s and drift."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--kinds", nargs="+", default=["revolute", "prismatic"], choices=["revolute", "prismatic"])
+    parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
+    parser.add_argument("--steps-per-frame", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+
+    simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame))  # warm-up: Numba compile
+    print(f"{'chain':<10} {'N':>5} {'dt':>7} {'wall s / sim s':>15} {'drift m':>10} {'mean Newton':>12} {'converged':>10}")
+    for kind in args.kinds:
+        for count in args.sizes:
+            scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame)
+            start = time.perf_counter()
+            trajectory = simulate(scene)
+            wall = time.perf_counter() - start
+            simulated = scene.settings.frame_count / scene.settings.frame_rate
+            print(f"{kind:<10} {count:>5} {'1/' + str(args.dt):>7} {wall / simulated:>15.3f} "
+                  f"{drift(scene, trajectory.transforms, kind):>10.2e} "
+                  f"{trajectory.newton_iterations.mean():>12.2f} {str(trajectory.all_converged):>10}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

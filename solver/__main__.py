@@ -1,0 +1,122 @@
+"""Command line interface: ``python -m solver <command> ...``.
+
+Commands:
+
+``run SCENE.json [--out RESULT.npz] [--quiet]``
+    Load and validate a scene file, simulate it and save the trajectory (``.npz``, see
+    :class:`solver.trajectory.Trajectory`). Exit status: 0 on success; 2 on bad input (the
+    scene file is unreadable or invalid: ``error: <message>`` on stderr, or a bad command
+    line); 1 when the solver fails (``SolverError``) or a time step did not converge (the
+    trajectory is still saved, and the first step that failed is printed).
+
+More commands (``import-urdf``) are added by registering a sub-parser in :func:`build_parser`
+and a handler that returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+EXIT_OK = 0
+EXIT_SOLVER_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def _error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+def _npz_path(out: str) -> Path:
+    """The file numpy writes for ``out`` (``np.savez_compressed`` appends ``.npz`` if missing)."""
+    return Path(out if out.endswith(".npz") else out + ".npz")
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The ``run`` command: load, simulate, save. Returns the exit status."""
+    from .scene import SceneError
+    from .scene_io import load_scene
+
+    scene_path = Path(args.scene)
+    out = _npz_path(args.out) if args.out else scene_path.with_suffix(".npz")
+    if not out.parent.is_dir():
+        _error(f"--out: directory {str(out.parent)!r} does not exist")
+        return EXIT_BAD_INPUT
+    try:
+        scene = load_scene(scene_path)
+    except SceneError as error:
+        _error(str(error))
+        return EXIT_BAD_INPUT
+
+    try:
+        from .simulation import SolverError, simulate
+    except ImportError as error:
+        _error(f"the solver is not available: {error}")
+        return EXIT_SOLVER_FAILED
+
+    progress: Optional[Callable[[int, int], None]] = None
+    if not args.quiet:
+        def progress(frame: int, frame_count: int) -> None:
+            print(f"frame {frame}/{frame_count}", file=sys.stderr, flush=True)
+
+    try:
+        trajectory = simulate(scene, progress=progress)
+    except SolverError as error:
+        _error(f"solver failed: {error}")
+        return EXIT_SOLVER_FAILED
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+
+    try:
+        trajectory.save(out)
+    except OSError as error:
+        _error(f"cannot write {str(out)!r}: {error}")
+        return EXIT_SOLVER_FAILED
+
+    if not trajectory.all_converged:
+        import numpy as np
+
+        step = int(np.argmin(np.asarray(trajectory.converged, dtype=bool)))
+        substeps = int(trajectory.substeps)
+        _error(
+            f"time step {step} (frame {step // substeps + 1}, substep {step % substeps + 1} of {substeps}) "
+            f"was the first that did not converge within max_iterations = {scene.settings.max_iterations}; "
+            f"the trajectory was saved to {str(out)!r} anyway"
+        )
+        return EXIT_SOLVER_FAILED
+    if not args.quiet:
+        print(f"wrote {out}", file=sys.stderr, flush=True)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with one sub-parser per command; each sets ``handler(args) -> int``."""
+    parser = argparse.ArgumentParser(prog="python -m solver", description="Affine Body Dynamics solver with joints.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    run = commands.add_parser("run", help="simulate a scene file and save the trajectory (.npz)")
+    run.add_argument("scene", metavar="SCENE.json", help="scene file (docs/scene_format.md)")
+    run.add_argument(
+        "--out", "-o", metavar="RESULT.npz",
+        help="trajectory file to write (default: the scene path with the suffix .npz)",
+    )
+    run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) and run the command; returns the exit status.
+
+    argparse itself exits with status 2 on a bad command line.
+    """
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Shared helpers of the constitutions: Numba kernels for the q -> F -> E(F) pattern, and input checks.
+
+Source: ``../shared/spec/libuipc_reference.md`` §1.1 (J(x_bar), direction Jacobian), §3.11 (F-space
+factoring), §1.5 / §8.5 (``make_spd``: symmetric eigendecomposition, negative eigenvalues clamped to 0).
+
+Every energy is written as q_e -> F = J_F q_e -> E(F), where q_e is the element's stacked DOFs
+(12 per body, body i first) and J_F a constant (m, 12 k) Jacobian built once per element. Then
+gradient = J_Fᵀ ∇_F E and Hessian = J_Fᵀ H_F J_F, with H_F projected to PSD for nonlinear energies.
+
+Numba kernels here are ``njit(cache=True)`` and called from the per-constitution kernels; the
+plain-Python helpers at the end convert and check constructor arguments and per-step attributes.
+Note: Numba's on-disk cache of a caller is not invalidated when only this module changes; clear
+``$NUMBA_CACHE_DIR`` after editing it.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------
+# Small dense linear algebra
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def project_psd(hessian):
+    """PSD projection of a symmetric matrix (m, m): eigen-decompose, clamp eigenvalues < 0 to 0.
+
+    Returns the symmetrised input itself (a new array) when its smallest eigenvalue is already
+    >= 0, so an already-PSD matrix is returned unchanged up to symmetrisation round-off.
+    Source: libuipc ``make_spd`` (reference §1.5, §8.5).
+    """
+    m = hessian.shape[0]
+    symmetric = np.empty((m, m))
+    for r in range(m):
+        for c in range(m):
+            symmetric[r, c] = 0.5 * (hessian[r, c] + hessian[c, r])
+    values, vectors = np.linalg.eigh(symmetric)
+    if values[0] >= 0.0:  # eigh sorts ascending
+        return symmetric
+    projected = np.zeros((m, m))
+    for k in range(m):
+        value = values[k]
+        if value > 0.0:
+            for r in range(m):
+                scaled = value * vectors[r, k]
+                for c in range(m):
+                    projected[r, c] += scaled * vectors[c, k]
+    return projected
+
+
+@numba.njit(cache=True)
+def cross_matrix(v):
+    """[v]x (3, 3) with [v]x w = v x w."""
+    matrix = np.zeros((3, 3))
+    matrix[0, 1] = -v[2]
+    matrix[0, 2] = v[1]
+    matrix[1, 0] = v[2]
+    matrix[1, 2] = -v[0]
+    matrix[2, 0] = -v[1]
+    matrix[2, 1] = v[0]
+    return matrix
+
+
+@numba.njit(cache=True)
+def dot3(a, b):
+    """a · b of two 3-vectors."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@numba.njit(cache=True)
+def add_identity_block(matrix, row, column, value):
+    """matrix[row:row+3, column:column+3] += value * I3 (in place)."""
+    for k in range(3):
+        matrix[row + k, column + k] += value
+
+
+@numba.njit(cache=True)
+def add_outer(matrix, scale, a, b):
+    """matrix += scale * a bᵀ (in place), a (m,), b (m,)."""
+    for r in range(a.shape[0]):
+        scaled = scale * a[r]
+        for c in range(b.shape[0]):
+            matrix[r, c] += scaled * b[c]
+
+
+# ---------------------------------------------------------------------------------------------
+# Affine-body Jacobians (reference §1.1)
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def add_point_jacobian(jacobian, row, column, x_bar, sign):
+    """jacobian[row:row+3, column:column+12] += sign * J(x_bar), J(x_bar) = [I3 | e1 x̄ᵀ | e2 x̄ᵀ | e3 x̄ᵀ].
+
+    J(x_bar) q = p + A x_bar is the world position of the body-local point x_bar (m).
+    """
+    for k in range(3):
+        jacobian[row + k, column + k] += sign
+        for c in range(3):
+            jacobian[row + k, column + 3 + 3 * k + c] += sign * x_bar[c]
+
+
+@numba.njit(cache=True)
+def add_direction_jacobian(jacobian, row, column, v_bar, sign):
+    """jacobian[row:row+3, column:column+12] += sign * J̊(v_bar): J(v_bar) without the I3 block.
+
+    J̊(v_bar) q = A v_bar is the world image of the body-local direction v_bar (seed 004).
+    """
+    for k in range(3):
+        for c in range(3):
+            jacobian[row + k, column + 3 + 3 * k + c] += sign * v_bar[c]
+
+
+@numba.njit(cache=True)
+def affine_apply(q_body, v_bar):
+    """A v_bar (3,) for one body's q (12,): row k of A is q[3+3k:6+3k]."""
+    out = np.empty(3)
+    for k in range(3):
+        out[k] = q_body[3 + 3 * k] * v_bar[0] + q_body[4 + 3 * k] * v_bar[1] + q_body[5 + 3 * k] * v_bar[2]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Element DOFs and the F-space mapping
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def gather_dofs(q, body_row):
+    """Stacked DOFs (12 k,) of the k bodies ``body_row`` (k,) from the global q (n_bodies, 12)."""
+    count = body_row.shape[0]
+    q_element = np.empty(12 * count)
+    for b in range(count):
+        body = body_row[b]
+        for d in range(12):
+            q_element[12 * b + d] = q[body, d]
+    return q_element
+
+
+@numba.njit(cache=True)
+def apply_jacobian(jacobian, q_element):
+    """F = J_F q_element, J_F (m, d), q_element (d,) -> (m,)."""
+    m, d = jacobian.shape
+    F = np.zeros(m)
+    for r in range(m):
+        total = 0.0
+        for a in range(d):
+            total += jacobian[r, a] * q_element[a]
+        F[r] = total
+    return F
+
+
+@numba.njit(cache=True)
+def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
+    """Map F-space derivatives to q and accumulate: gradient += J_Fᵀ ∇_F E, hessian += J_Fᵀ H_F J_F.
+
+    Args:
+        jacobian: (m, d) constant F-Jacobian J_F (sparse entries are skipped).
+        gradient_F: (m,) ∇_F E. hessian_F: (m, m) H_F (projected by the caller if needed).
+        gradient: (d,) output, updated in place. hessian: (d, d) output, updated in place.
+    """
+    m, d = jacobian.shape
+    for a in range(d):
+        total = 0.0
+        for r in range(m):
+            total += jacobian[r, a] * gradient_F[r]
+        gradient[a] += total
+    product = np.zeros((m, d))  # H_F J_F
+    for r in range(m):
+        for s in range(m):
+            h = hessian_F[r, s]
+            if h != 0.0:
+                for a in range(d):
+                    product[r, a] += h * jacobian[s, a]
+    for r in range(m):
+        for a in range(d):
+            j = jacobian[r, a]
+            if j != 0.0:
+                for b in range(d):
+                    hessian[a, b] += j * product[r, b]
+
+
+@numba.njit(cache=True)
+def scalar_function_hessian_F(first, second, gradient_x, hessian_x, project):
+    """F-space Hessian of E = f(x(F)): f'' ∇x ∇xᵀ + P(f' ∇²x).
+
+    The Gauss-Newton part f'' ∇x ∇xᵀ is PSD when f'' >= 0; with ``project`` the geometric part is
+    projected as the *product* f' ∇²x (reference §3.5, pitfall bug #414), never ∇²x alone.
+
+    Args:
+        first, second: f'(x), f''(x). gradient_x: (m,) ∇_F x. hessian_x: (m, m) ∇²_F x.
+        project: bool.
+
+    Returns:
+        (m, m) Hessian.
+    """
+    m = gradient_x.shape[0]
+    geometric = np.empty((m, m))
+    for r in range(m):
+        for c in range(m):
+            geometric[r, c] = first * hessian_x[r, c]
+    if project and first != 0.0:
+        geometric = project_psd(geometric)
+    add_outer(geometric, second, gradient_x, gradient_x)
+    return geometric
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain-Python argument checks (constructor and per-step attributes)
+# ---------------------------------------------------------------------------------------------
+
+
+def as_float_array(value, shape: tuple, name: str) -> np.ndarray:
+    """Copy ``value`` to a C-contiguous float64 array of exactly ``shape``.
+
+    Raises:
+        ValueError: wrong shape or non-finite entries.
+    """
+    array = np.array(value, dtype=np.float64, order="C", copy=True)
+    if array.shape != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name}: non-finite entries")
+    return array
+
+
+def as_float_view(value, shape: tuple, name: str) -> np.ndarray:
+    """Like :func:`as_float_array` but without copying when ``value`` is already suitable (per-call use)."""
+    array = np.ascontiguousarray(value, dtype=np.float64)
+    if array.shape != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {array.shape}")
+    return array
+
+
+def as_bodies(bodies, count: int) -> np.ndarray:
+    """Copy the body-index table to a C-contiguous int64 array (n, count).
+
+    Raises:
+        ValueError: wrong shape, non-integer or negative indices.
+    """
+    raw = np.asarray(bodies)
+    if raw.ndim != 2 or raw.shape[1] != count:
+        raise ValueError(f"bodies: expected shape (n, {count}), got {raw.shape}")
+    if raw.size and not np.issubdtype(raw.dtype, np.integer):
+        if not np.all(raw == np.round(raw)):
+            raise ValueError("bodies: indices must be integers")
+    array = np.array(raw, dtype=np.int64, order="C", copy=True)
+    if array.size and array.min() < 0:
+        raise ValueError("bodies: indices must be >= 0")
+    return array
+
+
+def check_state(q, bodies: np.ndarray) -> np.ndarray:
+    """The global state as a C-contiguous float64 (n_bodies, 12) array (no copy if already one).
+
+    Raises:
+        ValueError: wrong shape, or a body index of ``bodies`` >= n_bodies.
+    """
+    array = np.ascontiguousarray(q, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != 12:
+        raise ValueError(f"q: expected shape (n_bodies, 12), got {array.shape}")
+    if bodies.size and bodies.max() >= array.shape[0]:
+        raise ValueError(f"q: has {array.shape[0]} bodies but an element refers to body {int(bodies.max())}")
+    return array
+
+
+def check_limits(lower: np.ndarray, upper: np.ndarray) -> None:
+    """Raises ValueError if any lower > upper (reference §3.5 asserts lower <= upper)."""
+    if np.any(lower > upper):
+        raise ValueError("limit: lower must be <= upper for every element")

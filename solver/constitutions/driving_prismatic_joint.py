@@ -1,0 +1,139 @@
+"""AffineBodyDrivingPrismaticJoint (UID 21): drives a prismatic joint (UID 20) to a target distance.
+
+Source: seed ``000_dbb64491e78f3022.txt``; reference §3.4.
+
+    E = K/2 (t_i·(c_j − c_i) − d̃)² + K/2 (t_j·(c_j − c_i) − d̃)²,
+
+with c_k = J(c̄_k) q_k, t_k = A_k t̄_k (not re-normalised), d̃ the raw target (``target``; the caller
+converts: d̃ = aim_distance − init_distance when active, current_distance − init_distance when
+passive) and K = γ_drive (m_i + m_j) (the caller sets K = 0 when ``driving/is_constrained`` = 0).
+Not dt²-scaled.
+
+F = [d; t_i; t_j] (9), d = c_j − c_i. With r_k = t_k·d − d̃:
+∇_F E = K r_i [t_i; d; 0] + K r_j [t_j; 0; d],
+H_F = K (∇r_i ∇r_iᵀ + ∇r_j ∇r_jᵀ) + K r_i (I at (d, t_i) and (t_i, d)) + K r_j (I at (d, t_j) and (t_j, d)),
+projected to PSD when requested.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._kernels import (
+    add_identity_block,
+    add_mapped_derivatives,
+    add_outer,
+    apply_jacobian,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    check_state,
+    dot3,
+    gather_dofs,
+    project_psd,
+)
+from .prismatic_joint import build_axis_jacobians
+
+
+@numba.njit(cache=True)
+def driving_energy_F(F, stiffness, target):
+    """E for F = [d; t_i; t_j] (9,), stiffness K, raw target d̃."""
+    residual_i = dot3(F[3:6], F[0:3]) - target
+    residual_j = dot3(F[6:9], F[0:3]) - target
+    return 0.5 * stiffness * (residual_i * residual_i + residual_j * residual_j)
+
+
+@numba.njit(cache=True)
+def driving_gradient_hessian_F(F, stiffness, target):
+    """Gradient (9,) and exact Hessian (9, 9) of the driving energy with respect to F = [d; t_i; t_j]."""
+    gradient = np.zeros(9)
+    hessian = np.zeros((9, 9))
+    for block in (3, 6):
+        residual = dot3(F[block : block + 3], F[0:3]) - target
+        gradient_residual = np.zeros(9)
+        for k in range(3):
+            gradient_residual[k] = F[block + k]
+            gradient_residual[block + k] = F[k]
+        for r in range(9):
+            gradient[r] += stiffness * residual * gradient_residual[r]
+        add_outer(hessian, stiffness, gradient_residual, gradient_residual)
+        add_identity_block(hessian, 0, block, stiffness * residual)
+        add_identity_block(hessian, block, 0, stiffness * residual)
+    return gradient, hessian
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, jacobian, stiffness, target):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        total += driving_energy_F(F, stiffness[e], target[e])
+    return total
+
+
+@numba.njit(cache=True, parallel=True)
+def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, project, gradient, hessian):
+    for e in numba.prange(bodies.shape[0]):
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        if stiffness[e] == 0.0:  # driving disabled
+            continue
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        gradient_F, hessian_F = driving_gradient_hessian_F(F, stiffness[e], target[e])
+        if project:
+            hessian_F = project_psd(hessian_F)
+        add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
+
+
+class DrivingPrismaticJoint:
+    """Driving term of a prismatic joint, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 21.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j) of the base prismatic joints.
+        anchor_i, anchor_j: (n, 3) body-local anchors c̄_i, c̄_j of the base joints, m.
+        tangent_i, tangent_j: (n, 3) body-local unit axis t̄_i, t̄_j of the base joints.
+
+    Attributes (set by the caller before each step):
+        stiffness: (n,) K = γ_drive (m_i + m_j), kg; 0 disables the element (is_constrained = 0). Default 0.
+        target: (n,) raw target distance d̃, m. Default 0.
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices or non-finite values.
+    """
+
+    uid = 21
+
+    def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
+        self.bodies = as_bodies(bodies, 2)
+        n = self.bodies.shape[0]
+        self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
+        self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
+        self.tangent_i = as_float_array(tangent_i, (n, 3), "tangent_i")
+        self.tangent_j = as_float_array(tangent_j, (n, 3), "tangent_j")
+        self.stiffness = np.zeros(n)
+        self.target = np.zeros(n)
+        self._jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.tangent_i, self.tangent_j)
+
+    def _parameters(self) -> tuple[np.ndarray, np.ndarray]:
+        n = self.bodies.shape[0]
+        return as_float_view(self.stiffness, (n,), "stiffness"), as_float_view(self.target, (n,), "target")
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element energies, J. q: (n_bodies, 12)."""
+        q = check_state(q, self.bodies)
+        stiffness, target = self._parameters()
+        return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness, target))
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+
+        project=True projects the 9x9 F-Hessian to PSD; project=False gives the exact Hessian.
+        """
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        stiffness, target = self._parameters()
+        gradient = np.empty((n, 24))
+        hessian = np.empty((n, 24, 24))
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, bool(project), gradient, hessian)
+        return gradient, hessian

@@ -1,0 +1,46 @@
+"""Cubic joint-limit penalty shared by the prismatic (UID 669) and revolute (UID 670) joint limits.
+
+Source: seeds ``002_49c7e7c359263bfd.txt`` (prismatic limit) and ``001_a52bd7e117919fa1.txt``
+(revolute limit); reference §3.5 (``joint_limit_penalty.h``).
+
+With window [l, u], width w = u − l and strength s (used raw: no mass or dt² scaling):
+
+- l <= x <= u (boundaries included): E = 0;
+- w > 0:  E = s ((x − u)/w)³ for x > u,  E = s ((l − x)/w)³ for x < l;
+- w = 0:  E = s |x − l|³ (un-normalised fallback).
+
+E is C² in x except at the bounds of the degenerate window, where it is still C² (|d|³).
+"""
+
+from __future__ import annotations
+
+import numba
+
+
+@numba.njit(cache=True)
+def penalty(x, lower, upper, strength):
+    """Limit penalty E(x) and its first two derivatives.
+
+    Args:
+        x: joint coordinate (m for prismatic, rad for revolute).
+        lower, upper: effective bounds l <= u, same unit as x (not checked here: the classes check).
+        strength: s, energy unit J (the normalised gap is dimensionless when u > l; for u == l,
+            s has units J / [x]³).
+
+    Returns:
+        (E, dE/dx, d²E/dx²) as floats.
+    """
+    width = upper - lower
+    if x > upper:
+        if width > 0.0:
+            gap = (x - upper) / width
+            return strength * gap**3, 3.0 * strength * gap * gap / width, 6.0 * strength * gap / (width * width)
+        gap = x - upper
+        return strength * gap**3, 3.0 * strength * gap * gap, 6.0 * strength * gap
+    if x < lower:
+        if width > 0.0:
+            gap = (lower - x) / width
+            return strength * gap**3, -3.0 * strength * gap * gap / width, 6.0 * strength * gap / (width * width)
+        gap = lower - x
+        return strength * gap**3, -3.0 * strength * gap * gap, 6.0 * strength * gap
+    return 0.0, 0.0, 0.0

@@ -1,0 +1,129 @@
+"""OrthoPotential (UID 1): the affine body's shape energy, scaled by v̄ dt² for the incremental potential.
+
+Source: reference §1.5 (libuipc ``ortho_potential.cu``), pitfall §8.1 (dt² bookkeeping).
+
+    E = kappa · volume · dt² · ‖A Aᵀ − I3‖²_F
+      = kappa · volume · dt² · [ Σ_i (|a_i|² − 1)² + 2 Σ_{i<j} (a_i · a_j)² ],
+
+with a_i the rows of A (q[3:12]). F = the 9 entries of A (its Jacobian is a selection of q[3:12]).
+∂/∂a_i = 4 [(|a_i|² − 1) a_i + Σ_{j≠i} (a_i · a_j) a_j] (times kappa volume dt²);
+H_ii = 4 [(|a_i|² − 1) I + 2 a_i a_iᵀ + Σ_{j≠i} a_j a_jᵀ],  H_ij = 4 [a_j a_iᵀ + (a_i · a_j) I]  (i ≠ j).
+The 9x9 F-Hessian is projected to PSD when requested.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._kernels import add_outer, as_bodies, as_float_array, check_state, dot3, project_psd
+
+
+@numba.njit(cache=True)
+def ortho_energy_F(F):
+    """‖A Aᵀ − I‖²_F for F (9,) = rows of A."""
+    energy = 0.0
+    for i in range(3):
+        a_i = F[3 * i : 3 * i + 3]
+        energy += (dot3(a_i, a_i) - 1.0) ** 2
+        for j in range(i + 1, 3):
+            energy += 2.0 * dot3(a_i, F[3 * j : 3 * j + 3]) ** 2
+    return energy
+
+
+@numba.njit(cache=True)
+def ortho_gradient_hessian_F(F):
+    """Gradient (9,) and exact Hessian (9, 9) of ‖A Aᵀ − I‖²_F with respect to F = rows of A."""
+    gradient = np.zeros(9)
+    hessian = np.zeros((9, 9))
+    for i in range(3):
+        a_i = F[3 * i : 3 * i + 3]
+        stretch = dot3(a_i, a_i) - 1.0
+        for k in range(3):
+            gradient[3 * i + k] += 4.0 * stretch * a_i[k]
+            hessian[3 * i + k, 3 * i + k] += 4.0 * stretch
+        add_outer(hessian[3 * i : 3 * i + 3, 3 * i : 3 * i + 3], 8.0, a_i, a_i)
+        for j in range(3):
+            if j == i:
+                continue
+            a_j = F[3 * j : 3 * j + 3]
+            shear = dot3(a_i, a_j)
+            for k in range(3):
+                gradient[3 * i + k] += 4.0 * shear * a_j[k]
+                hessian[3 * i + k, 3 * j + k] += 4.0 * shear
+            add_outer(hessian[3 * i : 3 * i + 3, 3 * i : 3 * i + 3], 4.0, a_j, a_j)
+            add_outer(hessian[3 * i : 3 * i + 3, 3 * j : 3 * j + 3], 4.0, a_j, a_i)
+    return gradient, hessian
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, scale):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        total += scale[e] * ortho_energy_F(q[bodies[e, 0], 3:12])
+    return total
+
+
+@numba.njit(cache=True, parallel=True)
+def _gradient_hessian_kernel(q, bodies, scale, project, gradient, hessian):
+    for e in numba.prange(bodies.shape[0]):
+        gradient_F, hessian_F = ortho_gradient_hessian_F(q[bodies[e, 0], 3:12])
+        if project:
+            hessian_F = project_psd(hessian_F)
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        for r in range(9):
+            gradient[e, 3 + r] = scale[e] * gradient_F[r]
+            for c in range(9):
+                hessian[e, 3 + r, 3 + c] = scale[e] * hessian_F[r, c]
+
+
+class OrthoPotential:
+    """Shape energy kappa · volume · dt² · ‖A Aᵀ − I‖²_F per body (UID 1, reference §1.5).
+
+    Args:
+        bodies: (n, 1) int, global body index of each element.
+        kappa: (n,) stiffness kappa, Pa (libuipc range 1e8..1e11).
+        volume: (n,) rest volume v̄, m³.
+        dt: time step, s (> 0). The dt² factor makes the term consistent with the unscaled kinetic
+            term ½ (q − q̃)ᵀ M (q − q̃) of the incremental potential.
+
+    Attributes ``kappa``, ``volume`` (n,) and ``dt`` may be overwritten between steps.
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices, non-finite values or dt <= 0.
+    """
+
+    uid = 1
+
+    def __init__(self, bodies, kappa, volume, dt: float):
+        self.bodies = as_bodies(bodies, 1)
+        n = self.bodies.shape[0]
+        self.kappa = as_float_array(kappa, (n,), "kappa")
+        self.volume = as_float_array(volume, (n,), "volume")
+        self.dt = float(dt)
+        if not self.dt > 0.0:
+            raise ValueError("dt must be > 0")
+
+    def _scale(self) -> np.ndarray:
+        n = self.bodies.shape[0]
+        kappa = as_float_array(self.kappa, (n,), "kappa")
+        volume = as_float_array(self.volume, (n,), "volume")
+        return kappa * volume * float(self.dt) ** 2
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element energies, J (kg m²/s² at the incremental-potential level). q: (n_bodies, 12)."""
+        q = check_state(q, self.bodies)
+        return float(_energy_kernel(q, self.bodies, self._scale()))
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 12) and Hessian (n, 12, 12); only the A block (3:12) is non-zero.
+
+        project=True projects the 9x9 F-Hessian to PSD; project=False gives the exact Hessian.
+        """
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        gradient = np.empty((n, 12))
+        hessian = np.empty((n, 12, 12))
+        _gradient_hessian_kernel(q, self.bodies, self._scale(), bool(project), gradient, hessian)
+        return gradient, hessian

@@ -1,0 +1,245 @@
+"""AffineBodyPrismaticJoint (UID 20): a slider between two affine bodies, and its distance.
+
+Source: seed ``004_335fc1871e830d96.txt``; reference §3.2 (libuipc ``affine_body_prismatic_joint.cu``).
+
+World quantities: c_k = J(c̄_k) q_k, t_k = A_k t̄_k, n_k = A_k n̄_k, b_k = A_k b̄_k (k ∈ {i, j}, not
+re-normalised). Constraints
+
+    C0 = (c_j − c_i) × t_i,  C1 = (c_i − c_j) × t_j,  C2 = n_i − n_j,  C3 = b_i − b_j,
+    E  = Σ_k K/2 ‖C_k‖²,  K = γ (m_i + m_j) (set by the caller; not dt²-scaled).
+
+Split as in the reference:
+- E01 = K/2 (|d × t_i|² + |d × t_j|²) on F = [d; t_i; t_j] (9), d = c_j − c_i (‖C1‖ = ‖d × t_j‖);
+  derivatives from |d × t|² = |d|²|t|² − (d·t)² (the energy itself is evaluated from the cross
+  product, which does not cancel near d ∥ t); the 9x9 F-Hessian is projected to PSD when requested;
+- E23 = K/2 (|n_i − n_j|² + |b_i − b_j|²) on F = [n_i − n_j; b_i − b_j] (6), quadratic: exact.
+
+Distance (raw, reference §3.2): d(q) = ½ (c_j − c_i)·(t_i + t_j); > 0 when body j moved along +t̂.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._kernels import (
+    add_direction_jacobian,
+    add_identity_block,
+    add_mapped_derivatives,
+    add_outer,
+    add_point_jacobian,
+    apply_jacobian,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    check_state,
+    dot3,
+    gather_dofs,
+    project_psd,
+)
+
+# ---------------------------------------------------------------------------------------------
+# F = [c_j − c_i; t_i; t_j], shared with the driving prismatic joint (21) and the limit (669)
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def build_axis_jacobians(anchor_i, anchor_j, tangent_i, tangent_j):
+    """F-Jacobians (n, 9, 24) of F = [c_j − c_i; t_i; t_j] from body-local anchors and tangents (n, 3)."""
+    n = anchor_i.shape[0]
+    jacobian = np.zeros((n, 9, 24))
+    for e in range(n):
+        add_point_jacobian(jacobian[e], 0, 0, anchor_i[e], -1.0)
+        add_point_jacobian(jacobian[e], 0, 12, anchor_j[e], 1.0)
+        add_direction_jacobian(jacobian[e], 3, 0, tangent_i[e], 1.0)
+        add_direction_jacobian(jacobian[e], 6, 12, tangent_j[e], 1.0)
+    return jacobian
+
+
+@numba.njit(cache=True)
+def distance_F(F):
+    """d = ½ (c_j − c_i)·(t_i + t_j) for F = [c_j − c_i; t_i; t_j] (9,)."""
+    return 0.5 * (dot3(F[0:3], F[3:6]) + dot3(F[0:3], F[6:9]))
+
+
+@numba.njit(cache=True)
+def distance_derivatives_F(F):
+    """Gradient (9,) and constant Hessian (9, 9) of d = ½ (c_j − c_i)·(t_i + t_j) with respect to F."""
+    gradient = np.empty(9)
+    for k in range(3):
+        gradient[k] = 0.5 * (F[3 + k] + F[6 + k])
+        gradient[3 + k] = 0.5 * F[k]
+        gradient[6 + k] = 0.5 * F[k]
+    hessian = np.zeros((9, 9))
+    add_identity_block(hessian, 0, 3, 0.5)
+    add_identity_block(hessian, 3, 0, 0.5)
+    add_identity_block(hessian, 0, 6, 0.5)
+    add_identity_block(hessian, 6, 0, 0.5)
+    return gradient, hessian
+
+
+@numba.njit(cache=True)
+def distance_kernel(q, bodies, axis_jacobian):
+    """Raw distance d(q) (n,) of every element."""
+    n = bodies.shape[0]
+    out = np.empty(n)
+    for e in range(n):
+        out[e] = distance_F(apply_jacobian(axis_jacobian[e], gather_dofs(q, bodies[e])))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# E01 (cross-product terms) and E23 (frame alignment)
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _build_frame_jacobians(frame_i, frame_j):
+    """F-Jacobians (n, 6, 24) of F = [n_i − n_j; b_i − b_j]; frame rows are [t̄, n̄, b̄]."""
+    n = frame_i.shape[0]
+    jacobian = np.zeros((n, 6, 24))
+    for e in range(n):
+        for row in range(2):
+            add_direction_jacobian(jacobian[e], 3 * row, 0, frame_i[e, 1 + row], 1.0)
+            add_direction_jacobian(jacobian[e], 3 * row, 12, frame_j[e, 1 + row], -1.0)
+    return jacobian
+
+
+@numba.njit(cache=True)
+def cross_terms_energy_F(F, stiffness):
+    """E01 = K/2 (|d × t_i|² + |d × t_j|²) for F = [d; t_i; t_j] (9,)."""
+    d = F[0:3]
+    total = 0.0
+    for block in (3, 6):
+        t = F[block : block + 3]
+        cross = np.cross(d, t)  # direct, not |d|²|t|² − (d·t)²: that cancels near d ∥ t (the rest state)
+        total += dot3(cross, cross)
+    return 0.5 * stiffness * total
+
+
+@numba.njit(cache=True)
+def cross_terms_gradient_hessian_F(F, stiffness):
+    """Gradient (9,) and exact Hessian (9, 9) of E01 with respect to F = [d; t_i; t_j].
+
+    Per tangent t: ∂/∂d |d×t|² = 2|t|² d − 2(d·t) t, ∂/∂t = 2|d|² t − 2(d·t) d;
+    H_dd = 2|t|² I − 2 t tᵀ, H_tt = 2|d|² I − 2 d dᵀ, H_dt = 4 d tᵀ − 2 t dᵀ − 2(d·t) I.
+    """
+    d = F[0:3]
+    dd = dot3(d, d)
+    gradient = np.zeros(9)
+    hessian = np.zeros((9, 9))
+    for block in (3, 6):
+        t = F[block : block + 3]
+        tt = dot3(t, t)
+        dt = dot3(d, t)
+        d_cross_t = np.cross(d, t)
+        gradient[0:3] += np.cross(t, d_cross_t)  # |t|² d − (d·t) t
+        gradient[block : block + 3] -= np.cross(d, d_cross_t)  # |d|² t − (d·t) d
+        add_identity_block(hessian, 0, 0, tt)
+        add_outer(hessian[0:3, 0:3], -1.0, t, t)
+        add_identity_block(hessian, block, block, dd)
+        add_outer(hessian[block : block + 3, block : block + 3], -1.0, d, d)
+        add_identity_block(hessian, 0, block, -dt)
+        add_outer(hessian[0:3, block : block + 3], 2.0, d, t)
+        add_outer(hessian[0:3, block : block + 3], -1.0, t, d)
+        add_identity_block(hessian, block, 0, -dt)
+        add_outer(hessian[block : block + 3, 0:3], 2.0, t, d)
+        add_outer(hessian[block : block + 3, 0:3], -1.0, d, t)
+    # The factor 2 of |·|² and the K/2 combine to K.
+    return stiffness * gradient, stiffness * hessian
+
+
+@numba.njit(cache=True)
+def frame_terms_energy_F(F, stiffness):
+    """E23 = K/2 |F|² for F = [n_i − n_j; b_i − b_j] (6,)."""
+    total = 0.0
+    for r in range(6):
+        total += F[r] * F[r]
+    return 0.5 * stiffness * total
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        q_element = gather_dofs(q, bodies[e])
+        element = cross_terms_energy_F(apply_jacobian(axis_jacobian[e], q_element), stiffness[e])
+        element += frame_terms_energy_F(apply_jacobian(frame_jacobian[e], q_element), stiffness[e])
+        total += element
+    return total
+
+
+@numba.njit(cache=True, parallel=True)
+def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, project, gradient, hessian):
+    for e in numba.prange(bodies.shape[0]):
+        q_element = gather_dofs(q, bodies[e])
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        # E01: nonlinear, projected F-Hessian.
+        F = apply_jacobian(axis_jacobian[e], q_element)
+        gradient_F, hessian_F = cross_terms_gradient_hessian_F(F, stiffness[e])
+        if project:
+            hessian_F = project_psd(hessian_F)
+        add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
+        # E23: quadratic, exact Hessian K I6.
+        F = apply_jacobian(frame_jacobian[e], q_element)
+        add_mapped_derivatives(frame_jacobian[e], stiffness[e] * F, stiffness[e] * np.eye(6), gradient[e], hessian[e])
+
+
+class PrismaticJoint:
+    """Prismatic joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 20.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j).
+        anchor_i: (n, 3) body-local anchor c̄_i on body i, m.
+        anchor_j: (n, 3) body-local anchor c̄_j on body j (the same world point at init), m.
+        frame_i: (n, 3, 3) rows = body-local unit t̄, n̄, b̄ on body i (t̂ the sliding axis).
+        frame_j: (n, 3, 3) the same frame in body j's local coordinates.
+
+    Attributes:
+        stiffness: (n,) K = γ (m_i + m_j), kg (not dt²-scaled); zeros until the caller sets it.
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices or non-finite values.
+    """
+
+    uid = 20
+
+    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j):
+        self.bodies = as_bodies(bodies, 2)
+        n = self.bodies.shape[0]
+        self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
+        self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
+        self.frame_i = as_float_array(frame_i, (n, 3, 3), "frame_i")
+        self.frame_j = as_float_array(frame_j, (n, 3, 3), "frame_j")
+        self.stiffness = np.zeros(n)
+        self._axis_jacobian = build_axis_jacobians(
+            self.anchor_i, self.anchor_j, np.ascontiguousarray(self.frame_i[:, 0]), np.ascontiguousarray(self.frame_j[:, 0])
+        )
+        self._frame_jacobian = _build_frame_jacobians(self.frame_i, self.frame_j)
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element energies E01 + E23, J. q: (n_bodies, 12)."""
+        q = check_state(q, self.bodies)
+        stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
+        return float(_energy_kernel(q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness))
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+
+        project=True projects the 9x9 F-Hessian of E01 to PSD; E23's Hessian is always exact.
+        """
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        stiffness = as_float_view(self.stiffness, (n,), "stiffness")
+        gradient = np.empty((n, 24))
+        hessian = np.empty((n, 24, 24))
+        _gradient_hessian_kernel(
+            q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, bool(project), gradient, hessian
+        )
+        return gradient, hessian
+
+    def distance(self, q: np.ndarray) -> np.ndarray:
+        """Raw distance d(q) = ½ (c_j − c_i)·(t_i + t_j) (n,), m (reported = raw + init_distance)."""
+        q = check_state(q, self.bodies)
+        return distance_kernel(q, self.bodies, self._axis_jacobian)

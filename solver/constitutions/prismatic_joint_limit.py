@@ -1,0 +1,115 @@
+"""AffineBodyPrismaticJointLimit (UID 669): cubic penalty on the prismatic joint distance.
+
+Source: seed ``002_49c7e7c359263bfd.txt``; reference §3.5 (bug #460: use the base joint's absolute
+d(q); bug #414: project the product f'·∇²x), ``../shared/spec/README.md`` (absolute form allowed).
+
+    x = d(q) = ½ (c_j − c_i)·(t_i + t_j)   (the absolute form; equals the seed's θᵗ + δ),
+    E = f(x) = penalty(x, lower, upper, strength)   (see :mod:`.joint_limit_penalty`).
+
+F = [d; t_i; t_j] (9), d = c_j − c_i. ∇_F E = f'(x) ∇x and
+H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (identity otherwise).
+``lower``/``upper`` are the effective raw bounds (the caller subtracts init_distance from the
+user bounds, reference §3.5). Not dt²-scaled; ``strength`` is used raw.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._kernels import (
+    add_mapped_derivatives,
+    apply_jacobian,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    check_limits,
+    check_state,
+    gather_dofs,
+    scalar_function_hessian_F,
+)
+from .joint_limit_penalty import penalty
+from .prismatic_joint import build_axis_jacobians, distance_derivatives_F, distance_F, distance_kernel
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, jacobian, lower, upper, strength):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        x = distance_F(apply_jacobian(jacobian[e], gather_dofs(q, bodies[e])))
+        total += penalty(x, lower[e], upper[e], strength[e])[0]
+    return total
+
+
+@numba.njit(cache=True, parallel=True)
+def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, project, gradient, hessian):
+    for e in numba.prange(bodies.shape[0]):
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        _, first, second = penalty(distance_F(F), lower[e], upper[e], strength[e])
+        if first == 0.0 and second == 0.0:  # inside the window
+            continue
+        gradient_x, hessian_x = distance_derivatives_F(F)
+        hessian_F = scalar_function_hessian_F(first, second, gradient_x, hessian_x, project)
+        add_mapped_derivatives(jacobian[e], first * gradient_x, hessian_F, gradient[e], hessian[e])
+
+
+class PrismaticJointLimit:
+    """Prismatic joint limit, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 669.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j) of the base prismatic joints.
+        anchor_i, anchor_j: (n, 3) body-local anchors c̄_i, c̄_j of the base joints, m.
+        tangent_i, tangent_j: (n, 3) body-local unit axis t̄_i, t̄_j of the base joints.
+
+    Attributes (set by the caller before each step):
+        lower, upper: (n,) effective raw bounds l <= u on d(q), m. Default 0.
+        strength: (n,) s, J (raw, no mass or dt² scaling). Default 1 (seed/libuipc default).
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices, non-finite values, or (per call) lower > upper.
+    """
+
+    uid = 669
+
+    def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
+        self.bodies = as_bodies(bodies, 2)
+        n = self.bodies.shape[0]
+        self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
+        self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
+        self.tangent_i = as_float_array(tangent_i, (n, 3), "tangent_i")
+        self.tangent_j = as_float_array(tangent_j, (n, 3), "tangent_j")
+        self.lower = np.zeros(n)
+        self.upper = np.zeros(n)
+        self.strength = np.ones(n)
+        self._jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.tangent_i, self.tangent_j)
+
+    def _parameters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.bodies.shape[0]
+        lower = as_float_view(self.lower, (n,), "lower")
+        upper = as_float_view(self.upper, (n,), "upper")
+        check_limits(lower, upper)
+        return lower, upper, as_float_view(self.strength, (n,), "strength")
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element penalties, J. q: (n_bodies, 12)."""
+        q = check_state(q, self.bodies)
+        return float(_energy_kernel(q, self.bodies, self._jacobian, *self._parameters()))
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+
+        project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
+        """
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        gradient = np.empty((n, 24))
+        hessian = np.empty((n, 24, 24))
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), bool(project), gradient, hessian)
+        return gradient, hessian
+
+    def distance(self, q: np.ndarray) -> np.ndarray:
+        """The limited coordinate x = d(q) (n,), m."""
+        q = check_state(q, self.bodies)
+        return distance_kernel(q, self.bodies, self._jacobian)

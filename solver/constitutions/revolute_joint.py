@@ -1,0 +1,224 @@
+"""AffineBodyRevoluteJoint (UID 18): a hinge between two affine bodies, and its angle.
+
+Source: reference §3.1 (libuipc ``affine_body_revolute_joint.cu``); angle convention from seed
+``001_a52bd7e117919fa1.txt`` (revolute joint limit) and reference §3.1 / pitfall §8.9.
+
+Energy (not dt²-scaled; K = γ (m_i + m_j) set by the caller, pitfall §8.1):
+
+    E = K/2 ( ‖J(x̄_i0) q_i − J(x̄_j0) q_j‖² + ‖J(x̄_i1) q_i − J(x̄_j1) q_j‖² ).
+
+F (6) = [Δx0; Δx1] is linear in q, E = K/2 |F|², so the Hessian Jᵀ (K I6) J is exact and PSD.
+
+Angle: n_k = A_k n̄_k, b_k = A_k b̄_k (not re-normalised), k ∈ {i, j},
+
+    cosθ = (n_i·n_j + b_i·b_j)/2,   sinθ = (b_i·n_j − n_i·b_j)/2,   θ = atan2(sinθ, cosθ) ∈ (−π, π].
+
+Sign: with the joint basis built as n = normalize(t × helper), b = normalize(t × n) (so that
+(n, b, t) is right-handed), rotating body j by +φ about +t̂ relative to body i gives θ = +φ, the
+right-hand rule that seed 001 states in words ("x > 0: positive rotation around +t̂"). The seed's
+*formula* sinθ = (n̂_i·b̂_j − b̂_i·n̂_j)/2 gives −φ with that basis (it matches the [b, n] layout that
+libuipc fixed in #428); we follow the stated right-hand rule and the reference code (§3.1, §8.9).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._kernels import (
+    add_direction_jacobian,
+    add_mapped_derivatives,
+    add_point_jacobian,
+    apply_jacobian,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    check_state,
+    gather_dofs,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Angle frame, shared with the revolute joint limit (UID 670)
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def build_basis_jacobians(basis_i, basis_j):
+    """F-Jacobians (n, 12, 24) of F = [n_i; b_i; n_j; b_j] from body-local bases (n, 2, 3) = [n̄, b̄]."""
+    n = basis_i.shape[0]
+    jacobian = np.zeros((n, 12, 24))
+    for e in range(n):
+        add_direction_jacobian(jacobian[e], 0, 0, basis_i[e, 0], 1.0)
+        add_direction_jacobian(jacobian[e], 3, 0, basis_i[e, 1], 1.0)
+        add_direction_jacobian(jacobian[e], 6, 12, basis_j[e, 0], 1.0)
+        add_direction_jacobian(jacobian[e], 9, 12, basis_j[e, 1], 1.0)
+    return jacobian
+
+
+@numba.njit(cache=True)
+def sin_cos_F(F):
+    """(sinθ, cosθ) of F = [n_i; b_i; n_j; b_j] (12,): sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2."""
+    sine = 0.0
+    cosine = 0.0
+    for k in range(3):
+        n_i = F[k]
+        b_i = F[3 + k]
+        n_j = F[6 + k]
+        b_j = F[9 + k]
+        sine += b_i * n_j - n_i * b_j
+        cosine += n_i * n_j + b_i * b_j
+    return 0.5 * sine, 0.5 * cosine
+
+
+@numba.njit(cache=True)
+def sin_cos_derivatives_F(F):
+    """Gradients (12,) and constant Hessians (12, 12) of sinθ and cosθ with respect to F = [n_i; b_i; n_j; b_j]."""
+    gradient_sin = np.empty(12)
+    gradient_cos = np.empty(12)
+    hessian_sin = np.zeros((12, 12))
+    hessian_cos = np.zeros((12, 12))
+    for k in range(3):
+        n_i = F[k]
+        b_i = F[3 + k]
+        n_j = F[6 + k]
+        b_j = F[9 + k]
+        # sin = (b_i·n_j − n_i·b_j)/2
+        gradient_sin[k] = -0.5 * b_j
+        gradient_sin[3 + k] = 0.5 * n_j
+        gradient_sin[6 + k] = 0.5 * b_i
+        gradient_sin[9 + k] = -0.5 * n_i
+        hessian_sin[3 + k, 6 + k] = hessian_sin[6 + k, 3 + k] = 0.5
+        hessian_sin[k, 9 + k] = hessian_sin[9 + k, k] = -0.5
+        # cos = (n_i·n_j + b_i·b_j)/2
+        gradient_cos[k] = 0.5 * n_j
+        gradient_cos[3 + k] = 0.5 * b_j
+        gradient_cos[6 + k] = 0.5 * n_i
+        gradient_cos[9 + k] = 0.5 * b_i
+        hessian_cos[k, 6 + k] = hessian_cos[6 + k, k] = 0.5
+        hessian_cos[3 + k, 9 + k] = hessian_cos[9 + k, 3 + k] = 0.5
+    return gradient_sin, gradient_cos, hessian_sin, hessian_cos
+
+
+@numba.njit(cache=True)
+def sin_cos_kernel(q, bodies, basis_jacobian):
+    """sinθ, cosθ (n,) of every element at the global state q."""
+    n = bodies.shape[0]
+    sine = np.empty(n)
+    cosine = np.empty(n)
+    for e in range(n):
+        F = apply_jacobian(basis_jacobian[e], gather_dofs(q, bodies[e]))
+        sine[e], cosine[e] = sin_cos_F(F)
+    return sine, cosine
+
+
+# ---------------------------------------------------------------------------------------------
+# Energy
+# ---------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _build_jacobians(points_i, points_j):
+    """F-Jacobians (n, 6, 24) of F = [J(x̄_i0) q_i − J(x̄_j0) q_j; J(x̄_i1) q_i − J(x̄_j1) q_j]."""
+    n = points_i.shape[0]
+    jacobian = np.zeros((n, 6, 24))
+    for e in range(n):
+        for end in range(2):
+            add_point_jacobian(jacobian[e], 3 * end, 0, points_i[e, end], 1.0)
+            add_point_jacobian(jacobian[e], 3 * end, 12, points_j[e, end], -1.0)
+    return jacobian
+
+
+@numba.njit(cache=True)
+def revolute_energy_F(F, stiffness):
+    """E = K/2 |F|² for F (6,)."""
+    total = 0.0
+    for r in range(6):
+        total += F[r] * F[r]
+    return 0.5 * stiffness * total
+
+
+@numba.njit(cache=True)
+def revolute_gradient_hessian_F(F, stiffness):
+    """∇_F E = K F (6,), H_F = K I6 (6, 6) (exact, PSD for K >= 0)."""
+    return stiffness * F, stiffness * np.eye(6)
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, jacobian, stiffness):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        total += revolute_energy_F(F, stiffness[e])
+    return total
+
+
+@numba.njit(cache=True)
+def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian):
+    for e in range(bodies.shape[0]):
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        gradient_F, hessian_F = revolute_gradient_hessian_F(F, stiffness[e])
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
+
+
+class RevoluteJoint:
+    """Revolute joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 18.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j).
+        points_i: (n, 2, 3) body-local rest points x̄_i0, x̄_i1 of the axis ends on body i, m.
+        points_j: (n, 2, 3) the same two world points in body j's local frame, m.
+        basis_i: (n, 2, 3) body-local [n̄, b̄] of the angle frame on body i (unit, ⟂ axis).
+        basis_j: (n, 2, 3) the same on body j. The world axis t̂ runs from point 0 to point 1 and the
+            world frame is n = normalize(t × helper), b = normalize(t × n).
+
+    Attributes:
+        stiffness: (n,) K = γ (m_i + m_j), kg (energy at the incremental-potential level, not dt²-scaled);
+            zeros until the caller sets it.
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices or non-finite values.
+    """
+
+    uid = 18
+
+    def __init__(self, bodies, points_i, points_j, basis_i, basis_j):
+        self.bodies = as_bodies(bodies, 2)
+        n = self.bodies.shape[0]
+        self.points_i = as_float_array(points_i, (n, 2, 3), "points_i")
+        self.points_j = as_float_array(points_j, (n, 2, 3), "points_j")
+        self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
+        self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
+        self.stiffness = np.zeros(n)
+        self._jacobian = _build_jacobians(self.points_i, self.points_j)
+        self._basis_jacobian = build_basis_jacobians(self.basis_i, self.basis_j)
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element energies, J. q: (n_bodies, 12)."""
+        q = check_state(q, self.bodies)
+        stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
+        return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness))
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+
+        The energy is quadratic in q: the Hessian is exact and PSD, ``project`` changes nothing.
+        """
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        stiffness = as_float_view(self.stiffness, (n,), "stiffness")
+        gradient = np.empty((n, 24))
+        hessian = np.empty((n, 24, 24))
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, gradient, hessian)
+        return gradient, hessian
+
+    def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""
+        q = check_state(q, self.bodies)
+        return sin_cos_kernel(q, self.bodies, self._basis_jacobian)
+
+    def angle(self, q: np.ndarray) -> np.ndarray:
+        """Raw joint angle θ = atan2(sinθ, cosθ) ∈ (−π, π] (n,), rad; +φ for body j turned by +φ about +t̂."""
+        sine, cosine = self.sin_cos(q)
+        return np.arctan2(sine, cosine)

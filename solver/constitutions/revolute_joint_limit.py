@@ -1,0 +1,176 @@
+"""AffineBodyRevoluteJointLimit (UID 670): cubic penalty on the accumulated revolute joint angle.
+
+Source: seed ``001_a52bd7e117919fa1.txt``; reference §3.5 (bug #414: project the product f'·∇²x)
+and §3.1 (angle frame).
+
+    x = θᵗ + δ,   δ = atan2(sinθ cosθᵗ − cosθ sinθᵗ, cosθ cosθᵗ + sinθ sinθᵗ),
+    E = f(x) = penalty(x, l, u, s)   (see :mod:`.joint_limit_penalty`),
+
+with θᵗ (``angle_t``) the accumulated raw angle at the step start, sinθᵗ/cosθᵗ (``sin_t``,
+``cos_t``) the unnormalised bilinear expressions at the step-start state, and sinθ, cosθ those of
+the current q (see :mod:`.revolute_joint`; sinθ = (b_i·n_j − n_i·b_j)/2 so that x follows the
+right-hand rule about +t̂). Effective bounds follow the seed: l = limit/lower + init_angle,
+u = limit/upper + init_angle (the caller computes them; the reference subtracts init_angle instead,
+the seed wins, ``../shared/spec/README.md``). Not dt²-scaled; ``strength`` is used raw.
+
+F = [n_i; b_i; n_j; b_j] (12), linear in q. δ differs from atan2(sinθ, cosθ) by a locally constant
+angle (the step-start one, up to 2π), so ∇δ = (c ∇s − s ∇c)/ρ² and ∇²δ = (c ∇²s − s ∇²c)/ρ² − (v wᵀ + w vᵀ)/ρ⁴ with s = sinθ, c = cosθ,
+ρ² = s² + c², v = c ∇s − s ∇c, w = s ∇s + c ∇c. H_F = f'' ∇x ∇xᵀ + P(f' ∇²x), P = PSD projection
+when requested.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._kernels import (
+    add_mapped_derivatives,
+    add_outer,
+    apply_jacobian,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    check_limits,
+    check_state,
+    gather_dofs,
+    scalar_function_hessian_F,
+)
+from .joint_limit_penalty import penalty
+from .revolute_joint import build_basis_jacobians, sin_cos_derivatives_F, sin_cos_F, sin_cos_kernel
+
+
+@numba.njit(cache=True)
+def limit_angle_F(F, angle_t, sin_t, cos_t):
+    """x = θᵗ + δ for F = [n_i; b_i; n_j; b_j] (12,)."""
+    sine, cosine = sin_cos_F(F)
+    return angle_t + math.atan2(sine * cos_t - cosine * sin_t, cosine * cos_t + sine * sin_t)
+
+
+@numba.njit(cache=True)
+def limit_angle_derivatives_F(F):
+    """Gradient (12,) and exact Hessian (12, 12) of x with respect to F (independent of the step-start values)."""
+    sine, cosine = sin_cos_F(F)
+    gradient_sin, gradient_cos, hessian_sin, hessian_cos = sin_cos_derivatives_F(F)
+    radius2 = sine * sine + cosine * cosine
+    v = (cosine * gradient_sin - sine * gradient_cos) / radius2
+    w = (sine * gradient_sin + cosine * gradient_cos) / radius2
+    hessian = (cosine * hessian_sin - sine * hessian_cos) / radius2
+    add_outer(hessian, -1.0, v, w)
+    add_outer(hessian, -1.0, w, v)
+    return v, hessian
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        x = limit_angle_F(F, angle_t[e], sin_t[e], cos_t[e])
+        total += penalty(x, lower[e], upper[e], strength[e])[0]
+    return total
+
+
+@numba.njit(cache=True, parallel=True)
+def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, project, gradient, hessian):
+    for e in numba.prange(bodies.shape[0]):
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        x = limit_angle_F(F, angle_t[e], sin_t[e], cos_t[e])
+        _, first, second = penalty(x, lower[e], upper[e], strength[e])
+        if first == 0.0 and second == 0.0:  # inside the window
+            continue
+        gradient_x, hessian_x = limit_angle_derivatives_F(F)
+        hessian_F = scalar_function_hessian_F(first, second, gradient_x, hessian_x, project)
+        add_mapped_derivatives(jacobian[e], first * gradient_x, hessian_F, gradient[e], hessian[e])
+
+
+@numba.njit(cache=True)
+def _angle_kernel(q, bodies, jacobian, angle_t, sin_t, cos_t):
+    n = bodies.shape[0]
+    out = np.empty(n)
+    for e in range(n):
+        out[e] = limit_angle_F(apply_jacobian(jacobian[e], gather_dofs(q, bodies[e])), angle_t[e], sin_t[e], cos_t[e])
+    return out
+
+
+class RevoluteJointLimit:
+    """Revolute joint limit, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 670.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j) of the base revolute joints.
+        basis_i, basis_j: (n, 2, 3) body-local [n̄, b̄] of the base joints' angle frames.
+
+    Attributes (set by the caller before each step):
+        lower, upper: (n,) effective bounds l <= u on the raw accumulated angle, rad (already
+            offset by init_angle, seed 001). Default 0.
+        strength: (n,) s, J (raw). Default 1 (seed/libuipc default).
+        angle_t: (n,) accumulated raw angle θᵗ at the step start, rad. Default 0.
+        sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`sin_cos`) at the step-start state.
+            Defaults 0 and 1 (the rest frame).
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices, non-finite values, or (per call) lower > upper.
+    """
+
+    uid = 670
+
+    def __init__(self, bodies, basis_i, basis_j):
+        self.bodies = as_bodies(bodies, 2)
+        n = self.bodies.shape[0]
+        self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
+        self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
+        self.lower = np.zeros(n)
+        self.upper = np.zeros(n)
+        self.strength = np.ones(n)
+        self.angle_t = np.zeros(n)
+        self.sin_t = np.zeros(n)
+        self.cos_t = np.ones(n)
+        self._jacobian = build_basis_jacobians(self.basis_i, self.basis_j)
+
+    def _limits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.bodies.shape[0]
+        lower = as_float_view(self.lower, (n,), "lower")
+        upper = as_float_view(self.upper, (n,), "upper")
+        check_limits(lower, upper)
+        return lower, upper, as_float_view(self.strength, (n,), "strength")
+
+    def _step_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.bodies.shape[0]
+        return (
+            as_float_view(self.angle_t, (n,), "angle_t"),
+            as_float_view(self.sin_t, (n,), "sin_t"),
+            as_float_view(self.cos_t, (n,), "cos_t"),
+        )
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element penalties, J. q: (n_bodies, 12)."""
+        q = check_state(q, self.bodies)
+        return float(_energy_kernel(q, self.bodies, self._jacobian, *self._limits(), *self._step_start()))
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+
+        project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
+        """
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        gradient = np.empty((n, 24))
+        hessian = np.empty((n, 24, 24))
+        _gradient_hessian_kernel(
+            q, self.bodies, self._jacobian, *self._limits(), *self._step_start(), bool(project), gradient, hessian
+        )
+        return gradient, hessian
+
+    def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sinθ (n,), cosθ (n,)) at q, the values to store in ``sin_t``/``cos_t`` at a step start."""
+        q = check_state(q, self.bodies)
+        return sin_cos_kernel(q, self.bodies, self._jacobian)
+
+    def angle(self, q: np.ndarray) -> np.ndarray:
+        """The limited coordinate x = θᵗ + δ(q) (n,), rad."""
+        q = check_state(q, self.bodies)
+        return _angle_kernel(q, self.bodies, self._jacobian, *self._step_start())

@@ -1,0 +1,140 @@
+"""SoftTransformConstraint (UID 16): pulls an affine body towards a target state q̂.
+
+Source: seed ``003_89b5629c2504bf38.txt``; reference §3.8 (bug #447: parallel-axis split).
+
+    Ψ = ½ δqᵀ M̃ δq,   δq = q − q̂,   M̃ = η_a M + (η_p − η_a) M_cm,
+
+where M is the body's 12x12 ABD mass matrix from (m, m x̄, S) and M_cm = m J(c)ᵀ J(c) the ABD mass
+matrix of a point mass m at the centre of mass c = m x̄ / m, i.e. dyadic (m, m c, m c cᵀ).
+η_p weights the centre-of-mass translation, η_a the rotation/deformation about it. Gradient M̃ δq,
+Hessian M̃ (constant; PSD for η_p, η_a >= 0, no projection). Not dt²-scaled (same footing as the
+kinetic term). ``active`` (0/1, libuipc ``is_constrained``) multiplies the term.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._kernels import as_bodies, as_float_array, as_float_view, check_state
+
+
+def dyadic_mass_matrices(mass: np.ndarray, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
+    """12x12 ABD mass matrices (n, 12, 12) of n bodies, vectorised :func:`solver.affine_body.mass_matrix`.
+
+    Args:
+        mass: (n,) kg. mass_x_bar: (n, 3) kg m. second_moment: (n, 3, 3) kg m².
+    """
+    n = mass.shape[0]
+    matrix = np.zeros((n, 12, 12))
+    matrix[:, 0:3, 0:3] = mass[:, None, None] * np.eye(3)
+    for k in range(3):
+        block = slice(3 + 3 * k, 6 + 3 * k)
+        matrix[:, k, block] = mass_x_bar
+        matrix[:, block, k] = mass_x_bar
+        matrix[:, block, block] = second_moment
+    return matrix
+
+
+@numba.njit(cache=True)
+def _weighted_mass(mass_matrix, center_mass_matrix, strength_ratio, active, r, c):
+    """Entry (r, c) of active · M̃ = active · (η_a M + (η_p − η_a) M_cm)."""
+    position, affine = strength_ratio[0], strength_ratio[1]
+    return active * (affine * mass_matrix[r, c] + (position - affine) * center_mass_matrix[r, c])
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, mass_matrix, center_mass_matrix, strength_ratio, aim_q, active):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        if active[e] == 0.0:
+            continue
+        body = bodies[e, 0]
+        delta = np.empty(12)
+        for r in range(12):
+            delta[r] = q[body, r] - aim_q[e, r]
+        element = 0.0
+        for r in range(12):
+            row = 0.0
+            for c in range(12):
+                row += _weighted_mass(mass_matrix[e], center_mass_matrix[e], strength_ratio[e], active[e], r, c) * delta[c]
+            element += delta[r] * row
+        total += 0.5 * element
+    return total
+
+
+@numba.njit(cache=True)
+def _gradient_hessian_kernel(q, bodies, mass_matrix, center_mass_matrix, strength_ratio, aim_q, active, gradient, hessian):
+    for e in range(bodies.shape[0]):
+        body = bodies[e, 0]
+        for r in range(12):
+            row = 0.0
+            for c in range(12):
+                weighted = _weighted_mass(mass_matrix[e], center_mass_matrix[e], strength_ratio[e], active[e], r, c)
+                hessian[e, r, c] = weighted
+                row += weighted * (q[body, c] - aim_q[e, c])
+            gradient[e, r] = row
+
+
+class SoftTransformConstraint:
+    """Soft transform constraint ½ δqᵀ M̃ δq per body (UID 16).
+
+    Args:
+        bodies: (n, 1) int, global body index of each element.
+        mass: (n,) body mass m, kg (> 0).
+        mass_x_bar: (n, 3) first moment m x̄, kg m.
+        second_moment: (n, 3, 3) S = ∫ρ x̄ x̄ᵀ dV, kg m².
+
+    Attributes (set by the caller before each step):
+        strength_ratio: (n, 2) (η_p, η_a), dimensionless, >= 0. Default (100, 100) (libuipc pybind default).
+        aim_q: (n, 12) target state q̂. Default the identity pose [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1].
+        active: (n,) 1.0 where constrained, 0.0 where not (libuipc ``is_constrained``, default 0).
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices, non-finite values or mass <= 0;
+            (per call) negative strength ratios.
+    """
+
+    uid = 16
+
+    def __init__(self, bodies, mass, mass_x_bar, second_moment):
+        self.bodies = as_bodies(bodies, 1)
+        n = self.bodies.shape[0]
+        self.mass = as_float_array(mass, (n,), "mass")
+        self.mass_x_bar = as_float_array(mass_x_bar, (n, 3), "mass_x_bar")
+        self.second_moment = as_float_array(second_moment, (n, 3, 3), "second_moment")
+        if np.any(self.mass <= 0.0):
+            raise ValueError("mass must be > 0")
+        center = self.mass_x_bar / self.mass[:, None]
+        self.mass_matrix = dyadic_mass_matrices(self.mass, self.mass_x_bar, self.second_moment)
+        self.center_mass_matrix = dyadic_mass_matrices(
+            self.mass, self.mass_x_bar, self.mass[:, None, None] * center[:, :, None] * center[:, None, :]
+        )
+        self.strength_ratio = np.full((n, 2), 100.0)
+        self.aim_q = np.tile(np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]), (n, 1))
+        self.active = np.zeros(n)
+
+    def _parameters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.bodies.shape[0]
+        strength_ratio = as_float_view(self.strength_ratio, (n, 2), "strength_ratio")
+        if np.any(strength_ratio < 0.0):
+            raise ValueError("strength_ratio must be >= 0")
+        return strength_ratio, as_float_view(self.aim_q, (n, 12), "aim_q"), as_float_view(self.active, (n,), "active")
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element energies, J. q: (n_bodies, 12)."""
+        q = check_state(q, self.bodies)
+        return float(
+            _energy_kernel(q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters())
+        )
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient active·M̃ δq (n, 12) and Hessian active·M̃ (n, 12, 12); exact and PSD, ``project`` is ignored."""
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        gradient = np.empty((n, 12))
+        hessian = np.empty((n, 12, 12))
+        _gradient_hessian_kernel(
+            q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters(), gradient, hessian
+        )
+        return gradient, hessian

@@ -1,0 +1,207 @@
+"""The numerical model of a validated scene: initial q, masses, joint frames and energy terms.
+
+Joint frames are captured once from the frame-0 poses (reference §3.0 and pitfall 8): points
+by the full inverse transform (x_bar = T^-1 x), directions by the inverse rotation only
+(v_bar = R^-1 v). Both bodies of a joint are anchored at the same world points, so every joint
+starts satisfied and its raw ``distance``/``angle`` start at 0.
+
+Stiffness convention (reference §2.2, pitfall 1, documented here because it surprises): the
+joint, driving, limit and soft-transform energies are NOT multiplied by dt^2 in the incremental
+potential, while the OrthoPotential is (kappa v_bar dt^2). A joint's K = strength_ratio (m_i + m_j)
+therefore acts like a physical spring constant K / dt^2: halving dt quadruples the physical
+joint stiffness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .affine_body import mass_matrix, q_from_transform, velocity_q
+from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
+from .constitutions.kinetic import Kinetic
+from .constitutions.ortho_potential import OrthoPotential
+from .constitutions.prismatic_joint import PrismaticJoint
+from .constitutions.prismatic_joint_limit import PrismaticJointLimit
+from .constitutions.revolute_joint import RevoluteJoint
+from .constitutions.revolute_joint_limit import RevoluteJointLimit
+from .constitutions.soft_transform_constraint import SoftTransformConstraint
+from .mass import DyadicMass, mesh_mass_properties, mesh_volume, override_mass_properties
+from .scene import Scene
+
+
+def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, b) completing the unit ``tangent`` (3,) to a right-handed frame (reference §3.0).
+
+    helper = X unless |t . X| > 0.9, then Y; n = normalize(t x helper); b = normalize(t x n).
+    """
+    helper = np.array([1.0, 0.0, 0.0]) if abs(tangent[0]) <= 0.9 else np.array([0.0, 1.0, 0.0])
+    normal = np.cross(tangent, helper)
+    normal /= np.linalg.norm(normal)
+    binormal = np.cross(tangent, normal)
+    return normal, binormal / np.linalg.norm(binormal)
+
+
+def body_mass(body) -> DyadicMass:
+    """Dyadic mass of a validated body: its override if given, else its mesh times density."""
+    if body.mass is not None:
+        volume = abs(mesh_volume(body.mesh.vertices, body.mesh.triangles))
+        return override_mass_properties(body.mass.mass, body.mass.mass_center, body.mass.inertia, volume)
+    return mesh_mass_properties(body.mesh.vertices, body.mesh.triangles, body.mass_density)
+
+
+@dataclass
+class JointGroup:
+    """Joints of one type: their indices in ``scene.joints`` and the base constitution."""
+
+    joint_indices: np.ndarray
+    base: object
+
+
+class Model:
+    """Everything the time stepper needs, built once from a validated :class:`Scene`.
+
+    Attributes:
+        q0: (bodies, 12) initial states (animated bodies: their frame-0 animated pose).
+        dq0: (bodies, 12) initial dq/dt of dynamic bodies (zero for others).
+        masses: per body :class:`DyadicMass`.
+        dynamic: (bodies,) bool. slot: (bodies,) int, index among dynamic bodies or -1.
+        animated_q: (frame_count + 1, bodies, 12), the prescribed q of animated bodies per frame
+            (fixed bodies repeat q0; dynamic rows are unused).
+        corners: (bodies, 8, 3) body-local bounding-box corners, for the convergence test.
+        kinetic, ortho, soft: single-body terms over the dynamic bodies (soft may have 0 rows).
+        revolute, prismatic: :class:`JointGroup` (possibly empty).
+        driving, prismatic_limit, revolute_limit: extras with ``joint_indices`` (n,) attributes.
+        terms: every energy term, in the order the Newton loop sums them.
+    """
+
+    def __init__(self, scene: Scene):
+        settings = scene.settings
+        bodies = scene.bodies
+        count = len(bodies)
+        frames = settings.frame_count + 1
+        dt = settings.dt
+        self.dt = dt
+        self.masses = [body_mass(body) for body in bodies]
+        self.dynamic = np.array([body.motion == "dynamic" for body in bodies], dtype=bool)
+        self.slot = np.where(self.dynamic, np.cumsum(self.dynamic) - 1, -1).astype(np.int64)
+        self.animated_q = np.empty((frames, count, 12))
+        self.q0 = np.empty((count, 12))
+        self.dq0 = np.zeros((count, 12))
+        for index, body in enumerate(bodies):
+            if body.motion == "animated":
+                self.animated_q[:, index] = q_from_transform(body.animated_transforms)
+            else:
+                self.animated_q[:, index] = q_from_transform(body.transform)
+            self.q0[index] = self.animated_q[0, index]
+            if body.motion == "dynamic":
+                self.dq0[index] = velocity_q(
+                    body.transform, self.masses[index].mass_center, body.linear_velocity, body.angular_velocity
+                )
+        self.corners = np.empty((count, 8, 3))
+        for index, body in enumerate(bodies):
+            low, high = body.mesh.vertices.min(axis=0), body.mesh.vertices.max(axis=0)
+            self.corners[index] = [[(low, high)[(c >> axis) & 1][axis] for axis in range(3)] for c in range(8)]
+
+        dynamic_indices = np.flatnonzero(self.dynamic)
+        single = dynamic_indices[:, None].astype(np.int64)
+        self.kinetic = Kinetic(single, np.array([self._mass_matrix(i) for i in dynamic_indices]).reshape(-1, 12, 12))
+        self.ortho = OrthoPotential(
+            single,
+            np.array([bodies[i].kappa for i in dynamic_indices], dtype=np.float64),
+            np.array([self.masses[i].volume for i in dynamic_indices], dtype=np.float64),
+            dt,
+        )
+        soft_indices = np.array([i for i in dynamic_indices if bodies[i].soft_transform is not None], dtype=np.int64)
+        self.soft_indices = soft_indices
+        self.soft = SoftTransformConstraint(
+            soft_indices[:, None],
+            np.array([self.masses[i].mass for i in soft_indices], dtype=np.float64),
+            np.array([self.masses[i].mass_x_bar for i in soft_indices], dtype=np.float64).reshape(-1, 3),
+            np.array([self.masses[i].second_moment for i in soft_indices], dtype=np.float64).reshape(-1, 3, 3),
+        )
+        self._build_joints(scene)
+        self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic.base,
+                      self.driving, self.prismatic_limit, self.revolute_limit]
+
+    def _mass_matrix(self, index: int) -> np.ndarray:
+        mass = self.masses[index]
+        return mass_matrix(mass.mass, mass.mass_x_bar, mass.second_moment)
+
+    def _build_joints(self, scene: Scene) -> None:
+        transforms = {index: self.q0[index] for index in range(len(scene.bodies))}
+        rotations, inverses = {}, {}
+        for index, q in transforms.items():
+            matrix = q[3:12].reshape(3, 3)
+            rotations[index] = matrix
+            inverses[index] = np.linalg.inv(matrix)
+
+        def local_point(body: int, point: np.ndarray) -> np.ndarray:
+            return inverses[body] @ (point - transforms[body][0:3])
+
+        def local_direction(body: int, direction: np.ndarray) -> np.ndarray:
+            return inverses[body] @ direction
+
+        revolute_rows, prismatic_rows = [], []
+        for index, joint in enumerate(scene.joints):
+            i, j = scene.body_index(joint.l_body), scene.body_index(joint.r_body)
+            p0, p1 = joint.position0, joint.position1
+            tangent = (p1 - p0) / np.linalg.norm(p1 - p0)
+            normal, binormal = orthonormal_basis(tangent)
+            stiffness = joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass)
+            row = dict(
+                index=index, bodies=(i, j), stiffness=stiffness,
+                basis_i=[local_direction(i, normal), local_direction(i, binormal)],
+                basis_j=[local_direction(j, normal), local_direction(j, binormal)],
+            )
+            if joint.type == "revolute":
+                row["points_i"] = [local_point(i, p0), local_point(i, p1)]
+                row["points_j"] = [local_point(j, p0), local_point(j, p1)]
+                revolute_rows.append(row)
+            else:
+                row["anchor_i"], row["anchor_j"] = local_point(i, p0), local_point(j, p0)
+                row["frame_i"] = [local_direction(i, d) for d in (tangent, normal, binormal)]
+                row["frame_j"] = [local_direction(j, d) for d in (tangent, normal, binormal)]
+                prismatic_rows.append(row)
+
+        def column(rows, key, shape):
+            return np.array([row[key] for row in rows], dtype=np.float64).reshape((len(rows),) + shape)
+
+        def pairs(rows):
+            return np.array([row["bodies"] for row in rows], dtype=np.int64).reshape(-1, 2)
+
+        revolute = RevoluteJoint(pairs(revolute_rows), column(revolute_rows, "points_i", (2, 3)),
+                                 column(revolute_rows, "points_j", (2, 3)), column(revolute_rows, "basis_i", (2, 3)),
+                                 column(revolute_rows, "basis_j", (2, 3)))
+        revolute.stiffness = column(revolute_rows, "stiffness", ())
+        self.revolute = JointGroup(np.array([row["index"] for row in revolute_rows], dtype=np.int64), revolute)
+        prismatic = PrismaticJoint(pairs(prismatic_rows), column(prismatic_rows, "anchor_i", (3,)),
+                                   column(prismatic_rows, "anchor_j", (3,)), column(prismatic_rows, "frame_i", (3, 3)),
+                                   column(prismatic_rows, "frame_j", (3, 3)))
+        prismatic.stiffness = column(prismatic_rows, "stiffness", ())
+        self.prismatic = JointGroup(np.array([row["index"] for row in prismatic_rows], dtype=np.int64), prismatic)
+
+        # Extras refer to their base joint by explicit index (pitfall 15), never by position.
+        driving_rows = [r for r in prismatic_rows if scene.joints[r["index"]].driving is not None]
+        prismatic_limit_rows = [r for r in prismatic_rows if scene.joints[r["index"]].limit is not None]
+        revolute_limit_rows = [r for r in revolute_rows if scene.joints[r["index"]].limit is not None]
+
+        def tangents(rows, side):
+            return column(rows, "frame_" + side, (3, 3))[:, 0, :].copy()
+
+        self.driving = DrivingPrismaticJoint(pairs(driving_rows), column(driving_rows, "anchor_i", (3,)),
+                                             column(driving_rows, "anchor_j", (3,)), tangents(driving_rows, "i"),
+                                             tangents(driving_rows, "j"))
+        self.driving.joint_indices = np.array([r["index"] for r in driving_rows], dtype=np.int64)
+        self.driving.masses = np.array([self.masses[i].mass + self.masses[j].mass for i, j in pairs(driving_rows)])
+        self.prismatic_limit = PrismaticJointLimit(pairs(prismatic_limit_rows),
+                                                   column(prismatic_limit_rows, "anchor_i", (3,)),
+                                                   column(prismatic_limit_rows, "anchor_j", (3,)),
+                                                   tangents(prismatic_limit_rows, "i"),
+                                                   tangents(prismatic_limit_rows, "j"))
+        self.prismatic_limit.joint_indices = np.array([r["index"] for r in prismatic_limit_rows], dtype=np.int64)
+        self.revolute_limit = RevoluteJointLimit(pairs(revolute_limit_rows),
+                                                 column(revolute_limit_rows, "basis_i", (2, 3)),
+                                                 column(revolute_limit_rows, "basis_j", (2, 3)))
+        self.revolute_limit.joint_indices = np.array([r["index"] for r in revolute_limit_rows], dtype=np.int64)

@@ -1,0 +1,142 @@
+"""Newton's method with backtracking line search on the incremental potential of one time step.
+
+Implicit (backward) Euler is the minimisation over q of the incremental potential
+(reference §2.1-2.2):
+
+    E(q) = 1/2 (q - q_tilde)^T M (q - q_tilde) + kappa v_bar dt^2 ||A A^T - I||^2 + sum of joint,
+           driving, limit and soft-transform energies (not dt^2-scaled),
+
+with q_tilde = q^t + dt dq/dt + dt^2 [g, 0] for dynamic bodies. Each iteration assembles the
+gradient and the PSD-projected Hessian (:mod:`solver.assembly`), solves H dq = -g with a sparse
+direct LU factorisation (SciPy SuperLU, symmetric mode), tests convergence on the raw Newton
+direction before the line search (reference §2.5, pitfall 6):
+
+- largest displacement of a body's bounding-box corner, max |J(x_bar) dq| <= velocity_tol dt
+  (the box corners bound every mesh vertex, so this never declares convergence early), and
+- largest affine entry, max |dq[3:12]| <= transrate_tol dt,
+
+then halves the step until E(q + alpha dq) <= E(q), at most ``line_search_max_iterations`` times
+(reference §2.1 e; after the last halving the smallest step stays applied, as in libuipc).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse.linalg
+
+from .assembly import Assembly
+
+
+class NewtonFailure(RuntimeError):
+    """A Newton step produced a non-finite energy, gradient or direction."""
+
+
+@dataclass
+class NewtonResult:
+    """Statistics of one time step's solve.
+
+    Attributes:
+        iterations: Newton iterations (linear solves) taken.
+        line_search_iterations: halvings summed over the iterations.
+        converged: whether the tolerances were met within ``max_iterations``.
+    """
+
+    iterations: int
+    line_search_iterations: int
+    converged: bool
+
+
+class IncrementalPotential:
+    """Sum of energy terms over the global state, restricted to the dynamic bodies' DOFs.
+
+    Args:
+        terms: constitution objects with ``bodies``, ``energy(q)`` and ``gradient_hessian(q)``.
+        slot: (bodies,) index of each dynamic body among the unknowns, -1 otherwise.
+    """
+
+    def __init__(self, terms: list, slot: np.ndarray):
+        self.terms = terms
+        self.slot = slot
+        self.dynamic_indices = np.flatnonzero(slot >= 0)
+        self.element_bodies = [term.bodies for term in terms]
+        self.assembly = Assembly(slot, self.element_bodies)
+
+    def energy(self, q: np.ndarray) -> float:
+        """E(q) in J (incremental-potential units) for q (bodies, 12)."""
+        return float(sum(term.energy(q) for term in self.terms if len(term.bodies)))
+
+    def gradient_hessian(self, q: np.ndarray):
+        """Gradient (12 x dynamic,) and PSD Hessian (BSR, 12 x dynamic square) at q (bodies, 12)."""
+        derivatives = [
+            term.gradient_hessian(q) if len(term.bodies) else (None, None) for term in self.terms
+        ]
+        return self.assembly.assemble(derivatives, self.element_bodies)
+
+
+def solve_step(
+    potential: IncrementalPotential,
+    q: np.ndarray,
+    corners: np.ndarray,
+    dt: float,
+    settings,
+) -> NewtonResult:
+    """Minimise the incremental potential from q (bodies, 12), updating q in place.
+
+    Args:
+        potential: the step's :class:`IncrementalPotential` (its per-step parameters set).
+        q: (bodies, 12) start state q^t on entry (libuipc starts Newton at q^t, pitfall 3); the
+            minimiser on return. Rows of non-dynamic bodies are not touched.
+        corners: (bodies, 8, 3) body-local bounding-box corners.
+        dt: time step, s.
+        settings: :class:`solver.scene.Settings` (tolerances and iteration caps).
+
+    Raises:
+        NewtonFailure: on a non-finite energy, gradient or Newton direction.
+    """
+    dynamic = potential.dynamic_indices
+    line_search_total = 0
+    corners_dynamic = corners[dynamic]
+    for iteration in range(1, settings.max_iterations + 1):
+        gradient, hessian = potential.gradient_hessian(q)
+        if not np.all(np.isfinite(gradient)):
+            raise NewtonFailure("the gradient is not finite")
+        direction = _solve(hessian, -gradient).reshape(-1, 12)
+        if not np.all(np.isfinite(direction)):
+            raise NewtonFailure("the Newton direction is not finite")
+        displacement = direction[:, None, 0:3] + np.einsum("bij,bcj->bci", direction[:, 3:12].reshape(-1, 3, 3), corners_dynamic)
+        converged = (
+            np.max(np.abs(displacement), initial=0.0) <= settings.velocity_tol * dt
+            and np.max(np.abs(direction[:, 3:12]), initial=0.0) <= settings.transrate_tol * dt
+        )
+        start = q[dynamic].copy()
+        if converged:
+            q[dynamic] = start + direction
+            if iteration >= settings.min_iterations:
+                return NewtonResult(iteration, line_search_total, True)
+            continue
+        energy0 = potential.energy(q)
+        if not np.isfinite(energy0):
+            raise NewtonFailure("the incremental potential is not finite")
+        alpha = 1.0
+        for _ in range(settings.line_search_max_iterations + 1):
+            q[dynamic] = start + alpha * direction
+            if potential.energy(q) <= energy0:
+                break
+            alpha *= 0.5
+            line_search_total += 1
+    return NewtonResult(settings.max_iterations, line_search_total, False)
+
+
+def _solve(hessian, right_hand_side: np.ndarray) -> np.ndarray:
+    """Direct sparse solve of the SPD system (SuperLU with a symmetric-mode ordering)."""
+    if hessian.shape[0] == 0:
+        return right_hand_side
+    try:
+        factor = scipy.sparse.linalg.splu(
+            hessian.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+        )
+    except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
+        raise NewtonFailure(f"the Newton system is singular ({error})") from error
+    return factor.solve(right_hand_side)

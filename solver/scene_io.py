@@ -1,0 +1,337 @@
+"""The JSON scene file (``"format": "abd-scene", "version": 1``): read, convert, write.
+
+The format is documented field by field in ``docs/scene_format.md``. Reading is done in two
+stages: :func:`scene_from_dict` checks the document's structure (objects, known and required
+keys, per-type keys) and builds the :mod:`solver.scene` dataclasses with the raw values, then
+:func:`solver.scene.validate_scene` checks every value and normalises it. Every problem with the
+input is reported as :class:`~solver.scene.SceneError`, whose message names the body or joint
+and the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+from .scene import (
+    Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
+)
+
+FORMAT = "abd-scene"
+VERSION = 1
+
+_TOP_KEYS = ("format", "version", "settings", "bodies", "joints")
+_SETTINGS_KEYS = (
+    "frame_rate", "substeps", "frame_count", "gravity", "max_iterations", "min_iterations", "velocity_tol",
+    "transrate_tol", "line_search_max_iterations",
+)
+_BODY_KEYS = (
+    "name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity", "mass",
+    "soft_transform", "animated_transforms",
+)
+_MESH_KEYS = ("vertices", "triangles")
+_MASS_KEYS = ("mass", "mass_center", "inertia")
+_SOFT_KEYS = ("strength_ratio", "aim_transform", "is_constrained")
+_JOINT_KEYS = (
+    "name", "type", "l_body", "r_body", "position0", "position1", "strength_ratio", "init_distance", "init_angle",
+    "limit", "driving",
+)
+_JOINT_ONLY = {"init_angle": "revolute", "init_distance": "prismatic", "driving": "prismatic"}
+_LIMIT_KEYS = ("lower", "upper", "strength")
+_DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance")
+
+
+def _object(value: Any, where: str, field_name: str) -> dict:
+    if not isinstance(value, dict):
+        raise SceneError(f"{where}: {field_name}: must be an object {{...}}, got {_json_type(value)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _check_keys(obj: dict, where: str, prefix: str, allowed: tuple, required: tuple = ()) -> None:
+    """Refuse unknown keys (suggesting the closest known one) and missing required keys."""
+    for key in obj:
+        if key not in allowed:
+            hint = ""
+            if isinstance(key, str):
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise SceneError(
+                f"{where}: {prefix}{key}: unknown key{hint}; allowed keys: {', '.join(allowed)}"
+            )
+    for key in required:
+        if key not in obj:
+            raise SceneError(f"{where}: {prefix}{key}: missing required field")
+
+
+def _optional(obj: dict, key: str) -> dict:
+    """The keyword arguments for a dataclass field that is only set when present in ``obj``."""
+    return {key: obj[key]} if key in obj else {}
+
+
+def _settings_from_dict(data: Any) -> Settings:
+    data = _object(data, "settings", "settings")
+    _check_keys(data, "settings", "", _SETTINGS_KEYS)
+    return Settings(**{key: data[key] for key in _SETTINGS_KEYS if key in data})
+
+
+def _body_from_dict(data: Any, index: int) -> Body:
+    if not isinstance(data, dict):
+        raise SceneError(f"body #{index}: must be an object {{...}}, got {_json_type(data)}")
+    name = data.get("name")
+    where = f"body {name!r}" if isinstance(name, str) and name else f"body #{index}"
+    _check_keys(data, where, "", _BODY_KEYS, ("name", "mesh"))
+    mesh = _object(data["mesh"], where, "mesh")
+    _check_keys(mesh, where, "mesh.", _MESH_KEYS, _MESH_KEYS)
+    kwargs: dict = {"name": name, "mesh": Mesh(vertices=mesh["vertices"], triangles=mesh["triangles"])}
+    for key in ("transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity",
+                "animated_transforms"):
+        kwargs.update(_optional(data, key))
+    if data.get("mass") is not None:
+        mass = _object(data["mass"], where, "mass")
+        _check_keys(mass, where, "mass.", _MASS_KEYS, _MASS_KEYS)
+        kwargs["mass"] = MassOverride(mass=mass["mass"], mass_center=mass["mass_center"], inertia=mass["inertia"])
+    if data.get("soft_transform") is not None:
+        soft = _object(data["soft_transform"], where, "soft_transform")
+        _check_keys(soft, where, "soft_transform.", _SOFT_KEYS)
+        kwargs["soft_transform"] = SoftTransform(**{key: soft[key] for key in _SOFT_KEYS if key in soft})
+    # An animated body may leave out "transform": it is then frame 0 of its animation.
+    animated = data.get("animated_transforms")
+    if "transform" not in data and data.get("motion") == "animated" and isinstance(animated, list) and animated:
+        kwargs["transform"] = animated[0]
+    return Body(**kwargs)
+
+
+def _joint_from_dict(data: Any, index: int) -> Joint:
+    if not isinstance(data, dict):
+        raise SceneError(f"joint #{index}: must be an object {{...}}, got {_json_type(data)}")
+    name = data.get("name")
+    where = f"joint {name!r}" if isinstance(name, str) and name else f"joint #{index}"
+    _check_keys(data, where, "", _JOINT_KEYS, ("name", "type", "l_body", "r_body", "position0", "position1"))
+    kind = data["type"]
+    for key, only in _JOINT_ONLY.items():
+        misplaced = key in data and not (key == "driving" and data[key] is None)
+        if misplaced and isinstance(kind, str) and kind in ("prismatic", "revolute") and kind != only:
+            raise SceneError(f"{where}: {key}: is only valid on {only} joints, not on a {kind} joint")
+    kwargs: dict = {key: data[key] for key in ("name", "type", "l_body", "r_body", "position0", "position1")}
+    for key in ("strength_ratio", "init_distance", "init_angle"):
+        kwargs.update(_optional(data, key))
+    if data.get("limit") is not None:
+        limit = _object(data["limit"], where, "limit")
+        _check_keys(limit, where, "limit.", _LIMIT_KEYS)
+        kwargs["limit"] = Limit(**{key: limit[key] for key in _LIMIT_KEYS if key in limit})
+    if data.get("driving") is not None:
+        driving = _object(data["driving"], where, "driving")
+        _check_keys(driving, where, "driving.", _DRIVING_KEYS)
+        kwargs["driving"] = Driving(**{key: driving[key] for key in _DRIVING_KEYS if key in driving})
+    return Joint(**kwargs)
+
+
+def scene_from_dict(data: dict) -> Scene:
+    """Build and validate a :class:`~solver.scene.Scene` from a parsed scene document.
+
+    Args:
+        data: the JSON document as Python objects (dicts, lists, str, numbers, bool, None):
+            ``{"format": "abd-scene", "version": 1, "settings": {...}, "bodies": [...],
+            "joints": [...]}``; ``settings`` and ``joints`` are optional.
+
+    Returns:
+        The normalised scene returned by :func:`solver.scene.validate_scene` (arrays float64,
+        per-frame series broadcast to ``frame_count + 1`` entries).
+
+    Raises:
+        SceneError: for any malformed or invalid document: not an object, wrong ``format`` or
+            ``version``, missing or unknown keys, wrong types, shapes or values. The message
+            names the body or joint and the field.
+    """
+    if not isinstance(data, dict):
+        raise SceneError(f"scene: must be a JSON object {{...}}, got {_json_type(data)}")
+    _check_keys(data, "scene", "", _TOP_KEYS, ("format", "version", "bodies"))
+    if data["format"] != FORMAT or not isinstance(data["format"], str):
+        raise SceneError(f"scene: format: must be {FORMAT!r}, got {data['format']!r:.60}")
+    version = data["version"]
+    if type(version) is not int or version != VERSION:
+        raise SceneError(f"scene: version: unsupported version {version!r:.60}; this solver reads version {VERSION}")
+    settings = _settings_from_dict(data["settings"]) if "settings" in data else Settings()
+    bodies = data["bodies"]
+    if not isinstance(bodies, list):
+        raise SceneError(f"scene: bodies: must be a list of body objects, got {_json_type(bodies)}")
+    joints = data.get("joints", [])
+    if not isinstance(joints, list):
+        raise SceneError(f"scene: joints: must be a list of joint objects, got {_json_type(joints)}")
+    scene = Scene(
+        settings=settings,
+        bodies=[_body_from_dict(body, index) for index, body in enumerate(bodies)],
+        joints=[_joint_from_dict(joint, index) for index, joint in enumerate(joints)],
+    )
+    return validate_scene(scene)
+
+
+def _reject_duplicate_keys(pairs: list) -> dict:
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise SceneError(f"scene: {key}: duplicate key in a JSON object")
+        result[key] = value
+    return result
+
+
+def load_scene(path: Union[str, Path]) -> Scene:
+    """Read, check and normalise a JSON scene file.
+
+    Args:
+        path: the ``.json`` scene file (UTF-8).
+
+    Returns:
+        The validated :class:`~solver.scene.Scene` (see :func:`solver.scene.validate_scene`).
+
+    Raises:
+        SceneError: when the file cannot be read, is not valid JSON (also: duplicate keys in an
+            object), or is not a valid scene (see :func:`scene_from_dict`).
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise SceneError(f"{path}: cannot read the scene file: {error}") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except json.JSONDecodeError as error:
+        raise SceneError(f"{path}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+    except (ValueError, RecursionError) as error:  # e.g. an integer literal with too many digits
+        raise SceneError(f"{path}: not a readable JSON document: {error}") from None
+    return scene_from_dict(data)
+
+
+def _plain(array: np.ndarray, flag: bool = False):
+    """A JSON value of a float array: nested lists of floats (ints for flags)."""
+    array = np.asarray(array)
+    return array.astype(np.int64).tolist() if flag else array.astype(np.float64).tolist()
+
+
+def _series_value(series: np.ndarray, flag: bool = False):
+    """One value when every frame of a broadcast series is equal, else the per-frame list."""
+    series = np.asarray(series)
+    if np.all(series == series[0]):
+        return _plain(series[0], flag)
+    return _plain(series, flag)
+
+
+def scene_to_dict(scene: Scene) -> dict:
+    """The JSON document (plain dicts, lists, str, float, int) of a scene.
+
+    The scene is validated first; every field is written explicitly, optional sub-objects that
+    are None are left out, and a per-frame series whose frames are all equal is written as one
+    value. ``scene_from_dict(scene_to_dict(s))`` equals ``validate_scene(s)``.
+
+    Raises:
+        SceneError: if the scene is not valid.
+    """
+    scene = validate_scene(scene)
+    settings = scene.settings
+    document: dict = {
+        "format": FORMAT,
+        "version": VERSION,
+        "settings": {
+            "frame_rate": settings.frame_rate,
+            "substeps": settings.substeps,
+            "frame_count": settings.frame_count,
+            "gravity": _plain(settings.gravity),
+            "max_iterations": settings.max_iterations,
+            "min_iterations": settings.min_iterations,
+            "velocity_tol": settings.velocity_tol,
+            "transrate_tol": settings.transrate_tol,
+            "line_search_max_iterations": settings.line_search_max_iterations,
+        },
+        "bodies": [],
+        "joints": [],
+    }
+    for body in scene.bodies:
+        entry: dict = {
+            "name": body.name,
+            "mesh": {"vertices": _plain(body.mesh.vertices), "triangles": body.mesh.triangles.tolist()},
+            "transform": _plain(body.transform),
+            "mass_density": body.mass_density,
+            "kappa": body.kappa,
+            "motion": body.motion,
+            "linear_velocity": _plain(body.linear_velocity),
+            "angular_velocity": _plain(body.angular_velocity),
+        }
+        if body.mass is not None:
+            entry["mass"] = {
+                "mass": body.mass.mass,
+                "mass_center": _plain(body.mass.mass_center),
+                "inertia": _plain(body.mass.inertia),
+            }
+        if body.soft_transform is not None:
+            soft = body.soft_transform
+            entry["soft_transform"] = {
+                "strength_ratio": _series_value(soft.strength_ratio),
+                "aim_transform": _series_value(soft.aim_transform),
+                "is_constrained": _series_value(soft.is_constrained, flag=True),
+            }
+        if body.animated_transforms is not None:
+            entry["animated_transforms"] = _plain(body.animated_transforms)
+        document["bodies"].append(entry)
+    for joint in scene.joints:
+        entry = {
+            "name": joint.name,
+            "type": joint.type,
+            "l_body": joint.l_body,
+            "r_body": joint.r_body,
+            "position0": _plain(joint.position0),
+            "position1": _plain(joint.position1),
+            "strength_ratio": joint.strength_ratio,
+        }
+        if joint.type == "prismatic":
+            entry["init_distance"] = joint.init_distance
+        else:
+            entry["init_angle"] = joint.init_angle
+        if joint.limit is not None:
+            entry["limit"] = {
+                "lower": _series_value(joint.limit.lower),
+                "upper": _series_value(joint.limit.upper),
+                "strength": _series_value(joint.limit.strength),
+            }
+        if joint.driving is not None:
+            entry["driving"] = {
+                "strength_ratio": _series_value(joint.driving.strength_ratio),
+                "is_constrained": _series_value(joint.driving.is_constrained, flag=True),
+                "is_passive": _series_value(joint.driving.is_passive, flag=True),
+                "aim_distance": _series_value(joint.driving.aim_distance),
+            }
+        document["joints"].append(entry)
+    return document
+
+
+_NUMBER_LIST = re.compile(r"\[\s+(-?[0-9][0-9.eE+-]*(?:,\s+-?[0-9][0-9.eE+-]*)*)\s+\]")
+
+
+def dumps_scene(scene: Scene) -> str:
+    """The scene file text: indented JSON with each innermost list of numbers on one line.
+
+    Raises:
+        SceneError: if the scene is not valid.
+    """
+    text = json.dumps(scene_to_dict(scene), indent=2, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda match: "[" + ", ".join(re.split(r",\s+", match.group(1))) + "]", text) + "\n"
+
+
+def save_scene(scene: Scene, path: Union[str, Path]) -> None:
+    """Validate ``scene`` and write it to ``path`` as a JSON scene file (UTF-8).
+
+    Raises:
+        SceneError: if the scene is not valid (nothing is written).
+        OSError: if the file cannot be written.
+    """
+    text = dumps_scene(scene)
+    Path(path).write_text(text, encoding="utf-8")

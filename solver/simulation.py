@@ -1,0 +1,180 @@
+"""Frames and substeps: per-frame parameters, prediction, Newton solve, state update.
+
+Source: ``../shared/spec/libuipc_reference.md`` §2.1 (per-frame pipeline) and §3.10 (state
+tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate substeps):
+
+1. animated bodies move to lerp(q_anim[f-1], q_anim[f], s / substeps) (linear in q, which is
+   affine and therefore exact at the frame boundaries); fixed bodies stay at q0;
+2. per-frame values of frame f are applied (drive stiffness and aim, limit bounds, soft-transform
+   strengths and aim); per-step values are taken from the committed state (passive drive target,
+   revolute limit's accumulated angle);
+3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
+   uniform field, reference §1.6);
+4. Newton from q^t (:mod:`solver.newton`); 5. dq/dt = (q - q^t) / dt, and the joint readouts
+   are committed (:mod:`solver.joint_state`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from .affine_body import q_from_transform, transform_from_q
+from .joint_state import JointState
+from .model import Model
+from .newton import IncrementalPotential, NewtonFailure, solve_step
+from .scene import Scene, validate_scene
+from .trajectory import Trajectory
+
+
+class SolverError(RuntimeError):
+    """The solver failed: a non-finite state, a singular system, or a cancelled run."""
+
+
+class SimulationCancelled(SolverError):
+    """The progress callback returned False; nothing is returned."""
+
+
+def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
+    """Simulate ``scene`` and return its :class:`Trajectory`.
+
+    Args:
+        scene: a :class:`Scene`; it is validated (and normalised) first.
+        progress: called as ``progress(frame_done, frame_count)`` after each frame; returning
+            ``False`` cancels the run.
+
+    Returns:
+        The trajectory. Steps that did not converge within ``max_iterations`` are flagged in
+        ``Trajectory.converged``; callers decide whether that is an error.
+
+    Raises:
+        SceneError: the scene is invalid.
+        SolverError: a non-finite state or a singular Newton system (the message names the frame
+            and step); :class:`SimulationCancelled` when ``progress`` returned False.
+    """
+    scene = validate_scene(scene)
+    settings = scene.settings
+    model = Model(scene)
+    potential = IncrementalPotential(model.terms, model.slot)
+    stepper = _Stepper(scene, model)
+
+    frames, steps = settings.frame_count, settings.frame_count * settings.substeps
+    transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
+    distance = np.full((frames + 1, len(scene.joints)), np.nan)
+    angle = np.full((frames + 1, len(scene.joints)), np.nan)
+    iterations = np.zeros(steps, dtype=np.int64)
+    line_search = np.zeros(steps, dtype=np.int64)
+    converged = np.zeros(steps, dtype=bool)
+
+    transforms[0] = transform_from_q(stepper.q)
+    distance[0], angle[0] = stepper.joints.distance, stepper.joints.angle
+    step = 0
+    for frame in range(1, frames + 1):
+        stepper.begin_frame(frame)
+        for substep in range(1, settings.substeps + 1):
+            try:
+                result = stepper.step(potential, frame, substep)
+            except NewtonFailure as error:
+                raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+            iterations[step], line_search[step], converged[step] = (
+                result.iterations, result.line_search_iterations, result.converged
+            )
+            step += 1
+        if not np.all(np.isfinite(stepper.q)):
+            raise SolverError(f"frame {frame}: the state is not finite")
+        transforms[frame] = transform_from_q(stepper.q)
+        distance[frame], angle[frame] = stepper.joints.distance, stepper.joints.angle
+        if progress is not None and progress(frame, frames) is False:
+            raise SimulationCancelled(f"cancelled after frame {frame} of {frames}")
+
+    return Trajectory(
+        transforms=transforms,
+        body_names=np.array([body.name for body in scene.bodies], dtype=str),
+        joint_names=np.array([joint.name for joint in scene.joints], dtype=str),
+        distance=distance,
+        angle=angle,
+        newton_iterations=iterations,
+        line_search_iterations=line_search,
+        converged=converged,
+        frame_rate=float(settings.frame_rate),
+        substeps=int(settings.substeps),
+    )
+
+
+class _Stepper:
+    """The mutable state of a run (q, dq/dt, joint readouts) and the per-step updates."""
+
+    def __init__(self, scene: Scene, model: Model):
+        self.scene = scene
+        self.model = model
+        self.settings = scene.settings
+        self.dt = scene.settings.dt
+        self.q = model.q0.copy()
+        self.velocity = model.dq0.copy()
+        self.gravity_q = np.zeros(12)
+        self.gravity_q[0:3] = scene.settings.gravity
+        joints = scene.joints
+        frames = scene.settings.frame_count + 1
+        self.joints = JointState(
+            len(joints),
+            np.array([joint.init_distance for joint in joints], dtype=np.float64),
+            np.array([joint.init_angle for joint in joints], dtype=np.float64),
+        )
+        self.joints.reset(model, self.q)
+        self.dynamic = np.flatnonzero(model.dynamic)
+        self.kinematic = np.flatnonzero(~model.dynamic)
+
+        driving = [joints[k].driving for k in model.driving.joint_indices]
+        self.driving_series = {name: np.array([getattr(d, name) for d in driving], dtype=np.float64).reshape(len(driving), frames)
+                               for name in ("strength_ratio", "is_constrained", "is_passive", "aim_distance")}
+        self.limit_series = {}
+        for key, extra in (("prismatic", model.prismatic_limit), ("revolute", model.revolute_limit)):
+            limits = [joints[k].limit for k in extra.joint_indices]
+            self.limit_series[key] = {name: np.array([getattr(limit, name) for limit in limits], dtype=np.float64).reshape(len(limits), frames)
+                                      for name in ("lower", "upper", "strength")}
+        soft = [scene.bodies[b].soft_transform for b in model.soft_indices]
+        self.soft_strength = np.array([s.strength_ratio for s in soft], dtype=np.float64).reshape(len(soft), frames, 2)
+        self.soft_active = np.array([s.is_constrained for s in soft], dtype=np.float64).reshape(len(soft), frames)
+        self.soft_aim_q = q_from_transform(np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
+
+    def begin_frame(self, frame: int) -> None:
+        """Apply the per-frame series values of ``frame`` (1..frame_count) to the energy terms."""
+        model = self.model
+        driving = self.driving_series
+        model.driving.stiffness = (driving["strength_ratio"][:, frame] * driving["is_constrained"][:, frame] * model.driving.masses)
+        self.driving_passive = driving["is_passive"][:, frame] != 0.0
+        self.driving_aim = driving["aim_distance"][:, frame] - self.joints.init_distance[model.driving.joint_indices]
+        limits = self.limit_series["prismatic"]
+        model.prismatic_limit.lower = limits["lower"][:, frame].copy()
+        model.prismatic_limit.upper = limits["upper"][:, frame].copy()
+        model.prismatic_limit.strength = limits["strength"][:, frame].copy()
+        # Seed 001: the revolute limit's effective bounds are offset by init_angle.
+        limits = self.limit_series["revolute"]
+        init_angle = self.joints.init_angle[model.revolute_limit.joint_indices]
+        model.revolute_limit.lower = limits["lower"][:, frame] + init_angle
+        model.revolute_limit.upper = limits["upper"][:, frame] + init_angle
+        model.revolute_limit.strength = limits["strength"][:, frame].copy()
+        model.soft.strength_ratio = self.soft_strength[:, frame].copy()
+        model.soft.active = self.soft_active[:, frame].copy()
+        model.soft.aim_q = self.soft_aim_q[:, frame].copy()
+
+    def step(self, potential: IncrementalPotential, frame: int, substep: int):
+        """One implicit Euler step; returns the :class:`solver.newton.NewtonResult`."""
+        model, dt = self.model, self.dt
+        ratio = substep / self.settings.substeps
+        self.q[self.kinematic] = (1.0 - ratio) * model.animated_q[frame - 1, self.kinematic] + ratio * model.animated_q[frame, self.kinematic]
+        start = self.q.copy()
+        model.kinetic.q_tilde = start[self.dynamic] + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
+        # Seed 000: passive drives hold the committed (step-start) raw distance.
+        committed = self.joints.raw_distance[model.driving.joint_indices]
+        model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
+        limit = model.revolute_limit
+        limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
+        limit.sin_t = self.joints.sin[limit.joint_indices].copy()
+        limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+
+        result = solve_step(potential, self.q, model.corners, dt, self.settings)
+        self.velocity[self.dynamic] = (self.q[self.dynamic] - start[self.dynamic]) / dt
+        self.joints.commit(model, self.q)
+        return result

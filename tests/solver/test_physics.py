@@ -1,0 +1,239 @@
+"""Scene tests whose answers are known from physics, one or more per constitution.
+
+Reference values: ``../shared/peers.md`` §6 (BDF1 recurrences of the same scenes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solver import Body, Driving, Joint, Limit, MassOverride, Scene, Settings, SoftTransform, simulate
+from solver.primitives import box_mesh
+
+G = 9.81
+
+
+def rotation_y(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def rotation_z(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def pose(rotation=np.eye(3), translation=(0.0, 0.0, 0.0)) -> np.ndarray:
+    transform = np.eye(4)
+    transform[:3, :3] = rotation
+    transform[:3, 3] = translation
+    return transform
+
+
+def fixed_base(name="base") -> Body:
+    return Body(name=name, mesh=box_mesh([0.2, 0.2, 0.2]), motion="fixed")
+
+
+def slider_scene(axis, frame_count, gravity=(0.0, 0.0, -G), driving=None, limit=None, substeps=10) -> Scene:
+    """A fixed base and a 40 kg box on a prismatic joint through the origin along ``axis``."""
+    axis = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    slider = Body(name="slider", mesh=box_mesh([1.0, 0.2, 0.2]))
+    joint = Joint(name="rail", type="prismatic", l_body="base", r_body="slider",
+                  position0=np.zeros(3), position1=axis, driving=driving, limit=limit)
+    settings = Settings(frame_rate=24.0, substeps=substeps, frame_count=frame_count, gravity=np.array(gravity, dtype=float))
+    return Scene(settings=settings, bodies=[fixed_base(), slider], joints=[joint])
+
+
+def pendulum_scene(theta0: float, seconds: float, substeps=10) -> Scene:
+    """A 1 x 0.2 x 0.2 m box (40 kg) hanging from a hinge about +y at its top end."""
+    box = Body(name="box", mesh=box_mesh([0.2, 0.2, 1.0], center=(0.0, 0.0, -0.5)), transform=pose(rotation_y(theta0)))
+    # init_angle makes the reported angle the physical one (the raw angle starts at 0).
+    hinge = Joint(name="hinge", type="revolute", l_body="base", r_body="box",
+                  position0=np.zeros(3), position1=np.array([0.0, 1.0, 0.0]), init_angle=theta0)
+    settings = Settings(frame_rate=24.0, substeps=substeps, frame_count=int(round(seconds * 24)))
+    base = Body(name="base", mesh=box_mesh([0.2, 0.2, 0.2], center=(0.0, 0.0, 0.2)), motion="fixed")
+    return Scene(settings=settings, bodies=[base, box], joints=[hinge])
+
+
+def test_tilted_slide_follows_the_backward_euler_recurrence():
+    """s(n dt) = a dt^2 n (n + 1) / 2 with a = g sin(30 deg): 2.46272 m after 1 s at dt = 1/240."""
+    theta = np.radians(30.0)
+    scene = slider_scene([np.cos(theta), 0.0, -np.sin(theta)], frame_count=24)
+    trajectory = simulate(scene)
+    dt, n = scene.settings.dt, 240
+    expected = G * np.sin(theta) * dt * dt * n * (n + 1) / 2
+    assert expected == pytest.approx(2.46272, abs=1e-5)
+    assert trajectory.distance[-1, 0] == pytest.approx(expected, rel=2e-4)
+    # The continuous answer 1/2 g sin(theta) t^2 differs by the scheme's known +0.42 %.
+    assert trajectory.distance[-1, 0] == pytest.approx(0.5 * G * np.sin(theta), rel=6e-3)
+    assert trajectory.all_converged
+    np.testing.assert_array_equal(trajectory.transforms[:, 0], np.broadcast_to(np.eye(4), (25, 4, 4)))
+
+
+def upward_zero_crossings(times, values):
+    crossings = []
+    for k in range(len(values) - 1):
+        if values[k] < 0.0 <= values[k + 1]:
+            crossings.append(times[k] - values[k] * (times[k + 1] - times[k]) / (values[k + 1] - values[k]))
+    return np.array(crossings)
+
+
+def test_box_pendulum_swings_with_the_compound_pendulum_period():
+    """T0 = 2 pi sqrt(I / (m g d)) = 1.64612 s, x (1 + theta0^2 / 16); BDF1 adds +0.008 % at 1/240."""
+    theta0, seconds = 0.05, 10.0
+    scene = pendulum_scene(theta0, seconds)
+    trajectory = simulate(scene)
+    inertia_pivot = 40.0 * (1.0 + 0.04) / 12.0 + 40.0 * 0.25
+    period_exact = 2 * np.pi * np.sqrt(inertia_pivot / (40.0 * G * 0.5)) * (1 + theta0**2 / 16)
+    assert period_exact == pytest.approx(1.64637, abs=1e-4)
+    omega, dt = 2 * np.pi / period_exact, scene.settings.dt
+    period_bdf1 = period_exact * omega * dt / np.arctan(omega * dt)
+    times = np.arange(trajectory.frame_count + 1) / 24.0
+    angle = trajectory.angle[:, 0]
+    crossings = upward_zero_crossings(times, angle)
+    assert len(crossings) >= 5
+    period = np.mean(np.diff(crossings))
+    assert period == pytest.approx(period_bdf1, rel=5e-4)
+    # Amplitude: backward Euler damps by (1 + omega^2 dt^2)^(-n/2) and nothing else may.
+    window = times >= 8.0
+    peak = np.argmax(np.abs(angle) * window)
+    expected_amplitude = theta0 * (1 + (omega * dt) ** 2) ** (-(times[peak] / dt) / 2)
+    assert np.abs(angle[peak]) == pytest.approx(expected_amplitude, rel=0.02)
+    # The fixed base never moves, bit for bit.
+    assert np.all(trajectory.transforms[:, 0] == trajectory.transforms[0, 0])
+    assert trajectory.all_converged
+
+
+def test_active_drive_reaches_its_aim_distance():
+    scene = slider_scene([1.0, 0.0, 0.0], frame_count=24, gravity=(0.0, 0.0, 0.0),
+                         driving=Driving(strength_ratio=100.0, aim_distance=0.3))
+    trajectory = simulate(scene)
+    assert trajectory.distance[-1, 0] == pytest.approx(0.3, abs=1e-4)
+    assert trajectory.distance[1, 0] > 0.01  # it moved from the first frame on
+    assert trajectory.all_converged
+
+
+def test_drive_aim_is_in_the_reported_frame():
+    """Seed 000: the target is aim_distance - init_distance in raw coordinates."""
+    scene = slider_scene([1.0, 0.0, 0.0], frame_count=24, gravity=(0.0, 0.0, 0.0),
+                         driving=Driving(aim_distance=0.5))
+    scene.joints[0].init_distance = 0.2
+    trajectory = simulate(scene)
+    assert trajectory.distance[0, 0] == pytest.approx(0.2)
+    assert trajectory.distance[-1, 0] == pytest.approx(0.5, abs=1e-4)
+    slider_x = trajectory.transforms[-1, 1, 0, 3]
+    assert slider_x == pytest.approx(0.3, abs=1e-4)
+
+
+def test_passive_drive_holds_against_gravity_along_its_axis():
+    falling = simulate(slider_scene([0.0, 0.0, 1.0], frame_count=24))
+    held = simulate(slider_scene([0.0, 0.0, 1.0], frame_count=24, driving=Driving(is_passive=1)))
+    assert falling.distance[-1, 0] < -4.0
+    # Passive mode re-anchors at every step start, so it creeps by about g dt^2 / (2 gamma) per step.
+    assert abs(held.distance[-1, 0]) < 2e-3
+    assert held.all_converged
+
+
+def test_switching_is_constrained_off_stops_the_drive():
+    frames = 24
+    is_constrained = np.array([1.0] * 13 + [0.0] * 12)
+    scene = slider_scene([0.0, 0.0, 1.0], frame_count=frames,
+                         driving=Driving(aim_distance=0.3, is_constrained=is_constrained))
+    trajectory = simulate(scene)
+    at_switch = trajectory.distance[12, 0]
+    assert at_switch == pytest.approx(0.3, abs=2e-3)
+    # Afterwards it falls freely: backward Euler from rest, s = g dt^2 n (n + 1) / 2.
+    dt, n = scene.settings.dt, 120
+    assert trajectory.distance[-1, 0] == pytest.approx(at_switch - G * dt * dt * n * (n + 1) / 2, abs=0.02)
+
+
+def test_limit_stops_a_falling_slider_near_its_bound():
+    scene = slider_scene([0.0, 0.0, 1.0], frame_count=48,
+                         limit=Limit(lower=-0.5, upper=0.5, strength=1000.0))
+    trajectory = simulate(scene)
+    distance = trajectory.distance[:, 0]
+    assert distance.min() > -0.5 - 0.02
+    assert distance[-1] == pytest.approx(-0.5, abs=0.01)
+    assert trajectory.all_converged
+
+
+def test_prismatic_limit_bounds_are_raw_coordinates():
+    """Seed 002 compares the raw coordinate with lower/upper: no init_distance offset."""
+    scene = slider_scene([0.0, 0.0, 1.0], frame_count=48,
+                         limit=Limit(lower=-0.5, upper=0.5, strength=1000.0))
+    scene.joints[0].init_distance = 1.0
+    trajectory = simulate(scene)
+    assert trajectory.distance[-1, 0] == pytest.approx(0.5, abs=0.01)
+
+
+def test_revolute_limit_holds_a_falling_door():
+    """A horizontal bar hinged about +y falls; the upper limit 0.5 rad (+ init_angle, seed 001) stops it."""
+    bar = Body(name="bar", mesh=box_mesh([1.0, 0.2, 0.2], center=(0.5, 0.0, 0.0)))
+    hinge = Joint(name="hinge", type="revolute", l_body="base", r_body="bar", position0=np.zeros(3),
+                  position1=np.array([0.0, 1.0, 0.0]), init_angle=0.1,
+                  limit=Limit(lower=-0.5, upper=0.5, strength=1000.0))
+    scene = Scene(Settings(frame_count=48), [fixed_base(), bar], [hinge])
+    trajectory = simulate(scene)
+    angle = trajectory.angle[:, 0]
+    # Falling under gravity turns the +x bar about +y by a positive angle (right-hand rule).
+    assert angle[6] > angle[0]
+    raw_upper = 0.5 + 0.1
+    assert angle[-1] - 0.1 == pytest.approx(raw_upper, abs=0.01)
+    assert angle.max() - 0.1 < raw_upper + 0.03
+
+
+def test_spinning_wheel_angle_passes_two_pi_without_wrapping():
+    wheel = Body(name="wheel", mesh=box_mesh([0.6, 0.6, 0.1]), angular_velocity=np.array([0.0, 0.0, 2 * np.pi]))
+    axle = Joint(name="axle", type="revolute", l_body="base", r_body="wheel", position0=np.zeros(3),
+                 position1=np.array([0.0, 0.0, 1.0]), init_angle=0.25)
+    scene = Scene(Settings(frame_count=48, gravity=np.zeros(3)), [fixed_base(), wheel], [axle])
+    trajectory = simulate(scene)
+    angle = trajectory.angle[:, 0] - 0.25
+    assert np.all(np.diff(angle) > 0)
+    assert angle[-1] > 2 * np.pi + 2.0
+    rotation = trajectory.transforms[:, 1, :3, :3]
+    from_pose = np.unwrap(np.arctan2(rotation[:, 1, 0], rotation[:, 0, 0]))
+    np.testing.assert_allclose(angle, from_pose, atol=1e-6)
+
+
+def test_soft_transform_follows_an_animated_aim():
+    frames = 48
+    times = np.arange(frames + 1) / 24.0
+    aim = np.array([pose(rotation_z(0.5 * np.sin(np.pi * t)), (0.5 * np.sin(np.pi * t), 0.0, 0.0)) for t in times])
+    body = Body(name="puppet", mesh=box_mesh([0.4, 0.4, 0.4]),
+                soft_transform=SoftTransform(strength_ratio=(100.0, 100.0), aim_transform=aim))
+    scene = Scene(Settings(frame_count=frames, gravity=np.zeros(3)), [body], [])
+    trajectory = simulate(scene)
+    np.testing.assert_allclose(trajectory.transforms[6:, 0, :3, 3], aim[6:, :3, 3], atol=0.01)
+    np.testing.assert_allclose(trajectory.transforms[6:, 0, :3, :3], aim[6:, :3, :3], atol=0.02)
+
+
+def test_soft_transform_splits_translation_and_rotation_about_an_off_origin_centre():
+    """libuipc sim case 92: strength (100, 0) rotates the aim 90 deg about z; the centre of mass
+    c = (0, 1, 0) must end at (-1, 0, 0) while the body's rotation is left free."""
+    frames = 70
+    angles = np.minimum(np.arange(frames + 1) / 50.0, 1.0) * np.pi / 2
+    aim = np.array([pose(rotation_z(a)) for a in angles])
+    body = Body(name="tet", mesh=box_mesh([0.1, 0.1, 0.1]),
+                mass=MassOverride(mass=1.0, mass_center=np.array([0.0, 1.0, 0.0]), inertia=np.eye(3)),
+                soft_transform=SoftTransform(strength_ratio=(100.0, 0.0), aim_transform=aim))
+    scene = Scene(Settings(frame_count=frames, gravity=np.zeros(3), substeps=4), [body], [])
+    trajectory = simulate(scene)
+    final = trajectory.transforms[-1, 0]
+    centre = final[:3, :3] @ np.array([0.0, 1.0, 0.0]) + final[:3, 3]
+    np.testing.assert_allclose(centre, [-1.0, 0.0, 0.0], atol=1e-3)
+
+
+def test_animated_body_follows_its_keys_and_drags_a_pendulum():
+    frames = 24
+    keys = np.array([pose(translation=(0.1 * f, 0.0, 0.0)) for f in range(frames + 1)])
+    carrier = Body(name="carrier", mesh=box_mesh([0.2, 0.2, 0.2]), motion="animated", animated_transforms=keys)
+    box = Body(name="box", mesh=box_mesh([0.2, 0.2, 1.0], center=(0.0, 0.0, -0.5)))
+    hinge = Joint(name="hinge", type="revolute", l_body="carrier", r_body="box",
+                  position0=np.zeros(3), position1=np.array([0.0, 1.0, 0.0]))
+    trajectory = simulate(Scene(Settings(frame_count=frames), [carrier, box], [hinge]))
+    np.testing.assert_allclose(trajectory.transforms[:, 0], keys, atol=1e-12)
+    # The hinge holds: the box's top centre stays on the carrier's origin.
+    top = trajectory.transforms[:, 1, :3, 3]
+    np.testing.assert_allclose(top, keys[:, :3, 3], atol=1e-3)
