@@ -15,11 +15,16 @@ from __future__ import annotations
 import os as _os
 
 if "NUMBA_CACHE_DIR" not in _os.environ:
-    # Numba's on-disk cache must live somewhere writable: an installed extension's folder may
-    # be read-only. The add-on points this at bpy.utils.extension_path_user before importing us.
-    _os.environ["NUMBA_CACHE_DIR"] = _os.path.join(
-        _os.environ.get("XDG_CACHE_HOME", _os.path.join(_os.path.expanduser("~"), ".cache")), "abd_joints", "numba"
+    # Numba's on-disk cache must live somewhere writable (an installed extension's folder may be
+    # read-only). The base is $ABD_JOINTS_CACHE_DIR (the add-on points it at
+    # bpy.utils.extension_path_user) or the user cache folder. Numba keys its cache on the source
+    # path, not on the import name, and its entries name the module they were compiled for, so
+    # the same sources imported as `solver` and as `bl_ext.<repo>.abd_joints.solver` need
+    # separate folders: the package's own name is the last path element.
+    _base = _os.environ.get("ABD_JOINTS_CACHE_DIR") or _os.path.join(
+        _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "abd_joints"
     )
+    _os.environ["NUMBA_CACHE_DIR"] = _os.path.join(_base, "numba", __name__)
 
 from .scene import Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform  # noqa: E402
 from .trajectory import Trajectory  # noqa: E402

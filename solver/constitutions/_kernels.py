@@ -7,10 +7,19 @@ Every energy is written as q_e -> F = J_F q_e -> E(F), where q_e is the element'
 (12 per body, body i first) and J_F a constant (m, 12 k) Jacobian built once per element. Then
 gradient = J_Fᵀ ∇_F E and Hessian = J_Fᵀ H_F J_F, with H_F projected to PSD for nonlinear energies.
 
-Numba kernels here are ``njit(cache=True)`` and called from the per-constitution kernels; the
-plain-Python helpers at the end convert and check constructor arguments and per-step attributes.
+The ``njit(cache=True)`` kernels here are called from the per-constitution kernels; the batched
+Jacobian builders (numpy, constructor time) build the J_F; the plain-Python helpers at the end
+convert and check constructor arguments and per-step attributes.
 Note: Numba's on-disk cache of a caller is not invalidated when only this module changes; clear
 ``$NUMBA_CACHE_DIR`` after editing it.
+
+Threading: the per-constitution element loops are written with ``numba.prange`` (each iteration
+writes only its own element's outputs; energies are a single ``+=`` reduction), but compiled
+without ``parallel=True``. Measured on the development machine: serial ``gradient_hessian`` costs
+~1-20 µs per element, so threads only pay beyond ~10³ elements, while ``parallel=True`` roughly
+doubles the cold compile time (+~2 s per kernel) and adds a fork/join cost per call that grew to
+~10 ms per call on a loaded 2-core machine. Adding ``parallel=True`` to one kernel's decorator is the
+only change needed to thread it.
 """
 
 from __future__ import annotations
@@ -77,6 +86,25 @@ def add_identity_block(matrix, row, column, value):
 
 
 @numba.njit(cache=True)
+def cross3(a, b):
+    """a × b (3,) of two 3-vectors (hand-written: compiles much faster than np.cross)."""
+    out = np.empty(3)
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+    return out
+
+
+@numba.njit(cache=True)
+def add_outer_block(matrix, row, column, scale, a, b):
+    """matrix[row:row+len(a), column:column+len(b)] += scale * a bᵀ (in place)."""
+    for r in range(a.shape[0]):
+        scaled = scale * a[r]
+        for c in range(b.shape[0]):
+            matrix[row + r, column + c] += scaled * b[c]
+
+
+@numba.njit(cache=True)
 def add_outer(matrix, scale, a, b):
     """matrix += scale * a bᵀ (in place), a (m,), b (m,)."""
     for r in range(a.shape[0]):
@@ -90,36 +118,27 @@ def add_outer(matrix, scale, a, b):
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def add_point_jacobian(jacobian, row, column, x_bar, sign):
-    """jacobian[row:row+3, column:column+12] += sign * J(x_bar), J(x_bar) = [I3 | e1 x̄ᵀ | e2 x̄ᵀ | e3 x̄ᵀ].
+def point_jacobians(x_bar: np.ndarray) -> np.ndarray:
+    """J(x̄) (n, 3, 12) of n body-local points x̄ (n, 3), m: J(x̄) = [I3 | e1 x̄ᵀ | e2 x̄ᵀ | e3 x̄ᵀ].
 
-    J(x_bar) q = p + A x_bar is the world position of the body-local point x_bar (m).
+    J(x̄) q = p + A x̄ is the world position of the point (reference §1.1). Vectorised numpy
+    (constructor-time only), the batched form of :func:`solver.affine_body.point_jacobian`.
     """
-    for k in range(3):
-        jacobian[row + k, column + k] += sign
-        for c in range(3):
-            jacobian[row + k, column + 3 + 3 * k + c] += sign * x_bar[c]
+    jacobian = direction_jacobians(x_bar)
+    jacobian[:, 0, 0] = jacobian[:, 1, 1] = jacobian[:, 2, 2] = 1.0
+    return jacobian
 
 
-@numba.njit(cache=True)
-def add_direction_jacobian(jacobian, row, column, v_bar, sign):
-    """jacobian[row:row+3, column:column+12] += sign * J̊(v_bar): J(v_bar) without the I3 block.
+def direction_jacobians(v_bar: np.ndarray) -> np.ndarray:
+    """J̊(v̄) (n, 3, 12) of n body-local directions v̄ (n, 3): J(v̄) without the I3 block.
 
-    J̊(v_bar) q = A v_bar is the world image of the body-local direction v_bar (seed 004).
+    J̊(v̄) q = A v̄ is the world image of the direction (seed 004, reference §1.1).
     """
+    v_bar = np.asarray(v_bar, dtype=np.float64)
+    jacobian = np.zeros((v_bar.shape[0], 3, 12))
     for k in range(3):
-        for c in range(3):
-            jacobian[row + k, column + 3 + 3 * k + c] += sign * v_bar[c]
-
-
-@numba.njit(cache=True)
-def affine_apply(q_body, v_bar):
-    """A v_bar (3,) for one body's q (12,): row k of A is q[3+3k:6+3k]."""
-    out = np.empty(3)
-    for k in range(3):
-        out[k] = q_body[3 + 3 * k] * v_bar[0] + q_body[4 + 3 * k] * v_bar[1] + q_body[5 + 3 * k] * v_bar[2]
-    return out
+        jacobian[:, k, 3 + 3 * k : 6 + 3 * k] = v_bar
+    return jacobian
 
 
 # ---------------------------------------------------------------------------------------------

@@ -49,7 +49,8 @@ def driving_gradient_hessian_F(F, stiffness, target):
     """Gradient (9,) and exact Hessian (9, 9) of the driving energy with respect to F = [d; t_i; t_j]."""
     gradient = np.zeros(9)
     hessian = np.zeros((9, 9))
-    for block in (3, 6):
+    for side in range(2):
+        block = 3 + 3 * side  # t_i, then t_j
         residual = dot3(F[block : block + 3], F[0:3]) - target
         gradient_residual = np.zeros(9)
         for k in range(3):
@@ -66,13 +67,13 @@ def driving_gradient_hessian_F(F, stiffness, target):
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, jacobian, stiffness, target):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
         total += driving_energy_F(F, stiffness[e], target[e])
     return total
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0

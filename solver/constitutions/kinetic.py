@@ -19,7 +19,7 @@ from ._kernels import as_bodies, as_float_array, as_float_view, check_state
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, mass_matrix, q_tilde):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         body = bodies[e, 0]
         delta = np.empty(12)
         for r in range(12):
@@ -36,7 +36,7 @@ def _energy_kernel(q, bodies, mass_matrix, q_tilde):
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, mass_matrix, q_tilde, gradient, hessian):
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         body = bodies[e, 0]
         for r in range(12):
             row = 0.0

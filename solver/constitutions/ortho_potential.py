@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_outer, as_bodies, as_float_array, check_state, dot3, project_psd
+from ._kernels import add_outer_block, as_bodies, as_float_array, check_state, dot3, project_psd
 
 
 @numba.njit(cache=True)
@@ -42,7 +42,7 @@ def ortho_gradient_hessian_F(F):
         for k in range(3):
             gradient[3 * i + k] += 4.0 * stretch * a_i[k]
             hessian[3 * i + k, 3 * i + k] += 4.0 * stretch
-        add_outer(hessian[3 * i : 3 * i + 3, 3 * i : 3 * i + 3], 8.0, a_i, a_i)
+        add_outer_block(hessian, 3 * i, 3 * i, 8.0, a_i, a_i)
         for j in range(3):
             if j == i:
                 continue
@@ -51,20 +51,20 @@ def ortho_gradient_hessian_F(F):
             for k in range(3):
                 gradient[3 * i + k] += 4.0 * shear * a_j[k]
                 hessian[3 * i + k, 3 * j + k] += 4.0 * shear
-            add_outer(hessian[3 * i : 3 * i + 3, 3 * i : 3 * i + 3], 4.0, a_j, a_j)
-            add_outer(hessian[3 * i : 3 * i + 3, 3 * j : 3 * j + 3], 4.0, a_j, a_i)
+            add_outer_block(hessian, 3 * i, 3 * i, 4.0, a_j, a_j)
+            add_outer_block(hessian, 3 * i, 3 * j, 4.0, a_j, a_i)
     return gradient, hessian
 
 
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, scale):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         total += scale[e] * ortho_energy_F(q[bodies[e, 0], 3:12])
     return total
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, scale, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient_F, hessian_F = ortho_gradient_hessian_F(q[bodies[e, 0], 3:12])

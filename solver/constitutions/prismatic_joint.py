@@ -23,18 +23,19 @@ import numba
 import numpy as np
 
 from ._kernels import (
-    add_direction_jacobian,
     add_identity_block,
     add_mapped_derivatives,
-    add_outer,
-    add_point_jacobian,
+    add_outer_block,
     apply_jacobian,
     as_bodies,
     as_float_array,
     as_float_view,
     check_state,
+    cross3,
+    direction_jacobians,
     dot3,
     gather_dofs,
+    point_jacobians,
     project_psd,
 )
 
@@ -43,16 +44,13 @@ from ._kernels import (
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def build_axis_jacobians(anchor_i, anchor_j, tangent_i, tangent_j):
+def build_axis_jacobians(anchor_i, anchor_j, tangent_i, tangent_j) -> np.ndarray:
     """F-Jacobians (n, 9, 24) of F = [c_j − c_i; t_i; t_j] from body-local anchors and tangents (n, 3)."""
-    n = anchor_i.shape[0]
-    jacobian = np.zeros((n, 9, 24))
-    for e in range(n):
-        add_point_jacobian(jacobian[e], 0, 0, anchor_i[e], -1.0)
-        add_point_jacobian(jacobian[e], 0, 12, anchor_j[e], 1.0)
-        add_direction_jacobian(jacobian[e], 3, 0, tangent_i[e], 1.0)
-        add_direction_jacobian(jacobian[e], 6, 12, tangent_j[e], 1.0)
+    jacobian = np.zeros((anchor_i.shape[0], 9, 24))
+    jacobian[:, 0:3, 0:12] = -point_jacobians(anchor_i)
+    jacobian[:, 0:3, 12:24] = point_jacobians(anchor_j)
+    jacobian[:, 3:6, 0:12] = direction_jacobians(tangent_i)
+    jacobian[:, 6:9, 12:24] = direction_jacobians(tangent_j)
     return jacobian
 
 
@@ -83,7 +81,7 @@ def distance_kernel(q, bodies, axis_jacobian):
     """Raw distance d(q) (n,) of every element."""
     n = bodies.shape[0]
     out = np.empty(n)
-    for e in range(n):
+    for e in numba.prange(n):
         out[e] = distance_F(apply_jacobian(axis_jacobian[e], gather_dofs(q, bodies[e])))
     return out
 
@@ -93,15 +91,12 @@ def distance_kernel(q, bodies, axis_jacobian):
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def _build_frame_jacobians(frame_i, frame_j):
+def _build_frame_jacobians(frame_i: np.ndarray, frame_j: np.ndarray) -> np.ndarray:
     """F-Jacobians (n, 6, 24) of F = [n_i − n_j; b_i − b_j]; frame rows are [t̄, n̄, b̄]."""
-    n = frame_i.shape[0]
-    jacobian = np.zeros((n, 6, 24))
-    for e in range(n):
-        for row in range(2):
-            add_direction_jacobian(jacobian[e], 3 * row, 0, frame_i[e, 1 + row], 1.0)
-            add_direction_jacobian(jacobian[e], 3 * row, 12, frame_j[e, 1 + row], -1.0)
+    jacobian = np.zeros((frame_i.shape[0], 6, 24))
+    for row in range(2):
+        jacobian[:, 3 * row : 3 * row + 3, 0:12] = direction_jacobians(frame_i[:, 1 + row])
+        jacobian[:, 3 * row : 3 * row + 3, 12:24] = -direction_jacobians(frame_j[:, 1 + row])
     return jacobian
 
 
@@ -110,9 +105,10 @@ def cross_terms_energy_F(F, stiffness):
     """E01 = K/2 (|d × t_i|² + |d × t_j|²) for F = [d; t_i; t_j] (9,)."""
     d = F[0:3]
     total = 0.0
-    for block in (3, 6):
+    for side in range(2):
+        block = 3 + 3 * side  # t_i, then t_j
         t = F[block : block + 3]
-        cross = np.cross(d, t)  # direct, not |d|²|t|² − (d·t)²: that cancels near d ∥ t (the rest state)
+        cross = cross3(d, t)  # direct, not |d|²|t|² − (d·t)²: that cancels near d ∥ t (the rest state)
         total += dot3(cross, cross)
     return 0.5 * stiffness * total
 
@@ -128,23 +124,27 @@ def cross_terms_gradient_hessian_F(F, stiffness):
     dd = dot3(d, d)
     gradient = np.zeros(9)
     hessian = np.zeros((9, 9))
-    for block in (3, 6):
+    for side in range(2):
+        block = 3 + 3 * side  # t_i, then t_j
         t = F[block : block + 3]
         tt = dot3(t, t)
         dt = dot3(d, t)
-        d_cross_t = np.cross(d, t)
-        gradient[0:3] += np.cross(t, d_cross_t)  # |t|² d − (d·t) t
-        gradient[block : block + 3] -= np.cross(d, d_cross_t)  # |d|² t − (d·t) d
+        d_cross_t = cross3(d, t)
+        gradient_d = cross3(t, d_cross_t)  # |t|² d − (d·t) t
+        gradient_t = cross3(d_cross_t, d)  # |d|² t − (d·t) d
+        for k in range(3):
+            gradient[k] += gradient_d[k]
+            gradient[block + k] += gradient_t[k]
         add_identity_block(hessian, 0, 0, tt)
-        add_outer(hessian[0:3, 0:3], -1.0, t, t)
+        add_outer_block(hessian, 0, 0, -1.0, t, t)
         add_identity_block(hessian, block, block, dd)
-        add_outer(hessian[block : block + 3, block : block + 3], -1.0, d, d)
+        add_outer_block(hessian, block, block, -1.0, d, d)
         add_identity_block(hessian, 0, block, -dt)
-        add_outer(hessian[0:3, block : block + 3], 2.0, d, t)
-        add_outer(hessian[0:3, block : block + 3], -1.0, t, d)
+        add_outer_block(hessian, 0, block, 2.0, d, t)
+        add_outer_block(hessian, 0, block, -1.0, t, d)
         add_identity_block(hessian, block, 0, -dt)
-        add_outer(hessian[block : block + 3, 0:3], 2.0, t, d)
-        add_outer(hessian[block : block + 3, 0:3], -1.0, d, t)
+        add_outer_block(hessian, block, 0, 2.0, t, d)
+        add_outer_block(hessian, block, 0, -1.0, d, t)
     # The factor 2 of |·|² and the K/2 combine to K.
     return stiffness * gradient, stiffness * hessian
 
@@ -161,7 +161,7 @@ def frame_terms_energy_F(F, stiffness):
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])
         element = cross_terms_energy_F(apply_jacobian(axis_jacobian[e], q_element), stiffness[e])
         element += frame_terms_energy_F(apply_jacobian(frame_jacobian[e], q_element), stiffness[e])
@@ -169,7 +169,7 @@ def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness):
     return total
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])
@@ -213,9 +213,7 @@ class PrismaticJoint:
         self.frame_i = as_float_array(frame_i, (n, 3, 3), "frame_i")
         self.frame_j = as_float_array(frame_j, (n, 3, 3), "frame_j")
         self.stiffness = np.zeros(n)
-        self._axis_jacobian = build_axis_jacobians(
-            self.anchor_i, self.anchor_j, np.ascontiguousarray(self.frame_i[:, 0]), np.ascontiguousarray(self.frame_j[:, 0])
-        )
+        self._axis_jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.frame_i[:, 0], self.frame_j[:, 0])
         self._frame_jacobian = _build_frame_jacobians(self.frame_i, self.frame_j)
 
     def energy(self, q: np.ndarray) -> float:

@@ -35,13 +35,13 @@ from .prismatic_joint import build_axis_jacobians, distance_derivatives_F, dista
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, jacobian, lower, upper, strength):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         x = distance_F(apply_jacobian(jacobian[e], gather_dofs(q, bodies[e])))
         total += penalty(x, lower[e], upper[e], strength[e])[0]
     return total
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0

@@ -26,15 +26,15 @@ import numba
 import numpy as np
 
 from ._kernels import (
-    add_direction_jacobian,
     add_mapped_derivatives,
-    add_point_jacobian,
     apply_jacobian,
     as_bodies,
     as_float_array,
     as_float_view,
     check_state,
+    direction_jacobians,
     gather_dofs,
+    point_jacobians,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -42,16 +42,13 @@ from ._kernels import (
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def build_basis_jacobians(basis_i, basis_j):
+def build_basis_jacobians(basis_i: np.ndarray, basis_j: np.ndarray) -> np.ndarray:
     """F-Jacobians (n, 12, 24) of F = [n_i; b_i; n_j; b_j] from body-local bases (n, 2, 3) = [n̄, b̄]."""
-    n = basis_i.shape[0]
-    jacobian = np.zeros((n, 12, 24))
-    for e in range(n):
-        add_direction_jacobian(jacobian[e], 0, 0, basis_i[e, 0], 1.0)
-        add_direction_jacobian(jacobian[e], 3, 0, basis_i[e, 1], 1.0)
-        add_direction_jacobian(jacobian[e], 6, 12, basis_j[e, 0], 1.0)
-        add_direction_jacobian(jacobian[e], 9, 12, basis_j[e, 1], 1.0)
+    jacobian = np.zeros((basis_i.shape[0], 12, 24))
+    jacobian[:, 0:3, 0:12] = direction_jacobians(basis_i[:, 0])
+    jacobian[:, 3:6, 0:12] = direction_jacobians(basis_i[:, 1])
+    jacobian[:, 6:9, 12:24] = direction_jacobians(basis_j[:, 0])
+    jacobian[:, 9:12, 12:24] = direction_jacobians(basis_j[:, 1])
     return jacobian
 
 
@@ -105,7 +102,7 @@ def sin_cos_kernel(q, bodies, basis_jacobian):
     n = bodies.shape[0]
     sine = np.empty(n)
     cosine = np.empty(n)
-    for e in range(n):
+    for e in numba.prange(n):
         F = apply_jacobian(basis_jacobian[e], gather_dofs(q, bodies[e]))
         sine[e], cosine[e] = sin_cos_F(F)
     return sine, cosine
@@ -116,15 +113,12 @@ def sin_cos_kernel(q, bodies, basis_jacobian):
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
-def _build_jacobians(points_i, points_j):
+def _build_jacobians(points_i: np.ndarray, points_j: np.ndarray) -> np.ndarray:
     """F-Jacobians (n, 6, 24) of F = [J(x̄_i0) q_i − J(x̄_j0) q_j; J(x̄_i1) q_i − J(x̄_j1) q_j]."""
-    n = points_i.shape[0]
-    jacobian = np.zeros((n, 6, 24))
-    for e in range(n):
-        for end in range(2):
-            add_point_jacobian(jacobian[e], 3 * end, 0, points_i[e, end], 1.0)
-            add_point_jacobian(jacobian[e], 3 * end, 12, points_j[e, end], -1.0)
+    jacobian = np.zeros((points_i.shape[0], 6, 24))
+    for end in range(2):
+        jacobian[:, 3 * end : 3 * end + 3, 0:12] = point_jacobians(points_i[:, end])
+        jacobian[:, 3 * end : 3 * end + 3, 12:24] = -point_jacobians(points_j[:, end])
     return jacobian
 
 
@@ -146,7 +140,7 @@ def revolute_gradient_hessian_F(F, stiffness):
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, jacobian, stiffness):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
         total += revolute_energy_F(F, stiffness[e])
     return total
@@ -154,7 +148,7 @@ def _energy_kernel(q, bodies, jacobian, stiffness):
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian):
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
         gradient_F, hessian_F = revolute_gradient_hessian_F(F, stiffness[e])
         gradient[e, :] = 0.0

@@ -14,9 +14,10 @@ u = limit/upper + init_angle (the caller computes them; the reference subtracts 
 the seed wins, ``../shared/spec/README.md``). Not dt²-scaled; ``strength`` is used raw.
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. δ differs from atan2(sinθ, cosθ) by a locally constant
-angle (the step-start one, up to 2π), so ∇δ = (c ∇s − s ∇c)/ρ² and ∇²δ = (c ∇²s − s ∇²c)/ρ² − (v wᵀ + w vᵀ)/ρ⁴ with s = sinθ, c = cosθ,
-ρ² = s² + c², v = c ∇s − s ∇c, w = s ∇s + c ∇c. H_F = f'' ∇x ∇xᵀ + P(f' ∇²x), P = PSD projection
-when requested.
+angle (the step-start one, up to 2π), so with s = sinθ, c = cosθ, ρ² = s² + c²,
+v = c ∇s − s ∇c, w = s ∇s + c ∇c:  ∇x = v/ρ²,  ∇²x = (c ∇²s − s ∇²c)/ρ² − (v wᵀ + w vᵀ)/ρ⁴.
+H_F = f'' ∇x ∇xᵀ + P(f' ∇²x), P = PSD projection when requested. ρ² > 0 unless the frames are degenerate (e.g. bodies collapsed to rank < 2 in the
+plane ⟂ t̂); the derivatives are undefined there.
 """
 
 from __future__ import annotations
@@ -55,9 +56,14 @@ def limit_angle_derivatives_F(F):
     sine, cosine = sin_cos_F(F)
     gradient_sin, gradient_cos, hessian_sin, hessian_cos = sin_cos_derivatives_F(F)
     radius2 = sine * sine + cosine * cosine
-    v = (cosine * gradient_sin - sine * gradient_cos) / radius2
-    w = (sine * gradient_sin + cosine * gradient_cos) / radius2
-    hessian = (cosine * hessian_sin - sine * hessian_cos) / radius2
+    v = np.empty(12)  # (c ∇s − s ∇c)/ρ² = ∇x
+    w = np.empty(12)  # (s ∇s + c ∇c)/ρ²
+    hessian = np.empty((12, 12))
+    for r in range(12):
+        v[r] = (cosine * gradient_sin[r] - sine * gradient_cos[r]) / radius2
+        w[r] = (sine * gradient_sin[r] + cosine * gradient_cos[r]) / radius2
+        for c in range(12):
+            hessian[r, c] = (cosine * hessian_sin[r, c] - sine * hessian_cos[r, c]) / radius2
     add_outer(hessian, -1.0, v, w)
     add_outer(hessian, -1.0, w, v)
     return v, hessian
@@ -66,14 +72,14 @@ def limit_angle_derivatives_F(F):
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
         x = limit_angle_F(F, angle_t[e], sin_t[e], cos_t[e])
         total += penalty(x, lower[e], upper[e], strength[e])[0]
     return total
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0
@@ -92,7 +98,7 @@ def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_
 def _angle_kernel(q, bodies, jacobian, angle_t, sin_t, cos_t):
     n = bodies.shape[0]
     out = np.empty(n)
-    for e in range(n):
+    for e in numba.prange(n):
         out[e] = limit_angle_F(apply_jacobian(jacobian[e], gather_dofs(q, bodies[e])), angle_t[e], sin_t[e], cos_t[e])
     return out
 

@@ -46,7 +46,7 @@ def _weighted_mass(mass_matrix, center_mass_matrix, strength_ratio, active, r, c
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, mass_matrix, center_mass_matrix, strength_ratio, aim_q, active):
     total = 0.0
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         if active[e] == 0.0:
             continue
         body = bodies[e, 0]
@@ -65,7 +65,7 @@ def _energy_kernel(q, bodies, mass_matrix, center_mass_matrix, strength_ratio, a
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, mass_matrix, center_mass_matrix, strength_ratio, aim_q, active, gradient, hessian):
-    for e in range(bodies.shape[0]):
+    for e in numba.prange(bodies.shape[0]):
         body = bodies[e, 0]
         for r in range(12):
             row = 0.0

@@ -1,0 +1,594 @@
+"""Derivative, projection and convention tests of the energy constitutions (solver/constitutions).
+
+For every constitution, at several random states (several elements sharing bodies):
+- the assembled gradient matches central finite differences of ``energy`` (relative error <= 1e-5);
+- the assembled exact Hessian (project=False) matches central differences of the gradient (<= 1e-4);
+- the projected Hessian is symmetric PSD, and equals the exact one where that is already PSD.
+Plus: zero energy/gradient at each joint's rest configuration, the revolute angle sign (θ = +φ for a
+right-hand rotation about +t̂), the prismatic distance, and the limit penalty itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solver.affine_body import mass_matrix, point_jacobian
+from solver.constitutions import (
+    DrivingPrismaticJoint,
+    Kinetic,
+    OrthoPotential,
+    PrismaticJoint,
+    PrismaticJointLimit,
+    RevoluteJoint,
+    RevoluteJointLimit,
+    SoftTransformConstraint,
+    penalty,
+)
+
+STEP = 1e-6
+GRADIENT_TOLERANCE = 1e-5
+HESSIAN_TOLERANCE = 1e-4
+SEEDS = (0, 1, 2)
+N_BODIES = 3
+SINGLE_BODIES = np.array([[0], [1], [2], [1]])
+PAIRS = np.array([[0, 1], [1, 2], [2, 0], [1, 0], [0, 2]])  # shared bodies, both orders
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Right-hand rotation matrix (3, 3) by ``angle`` about ``axis`` (Rodrigues)."""
+    axis = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    cross = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * cross + (1.0 - np.cos(angle)) * cross @ cross
+
+
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    return rotation(rng.standard_normal(3), rng.uniform(-np.pi, np.pi))
+
+
+def q_of(translation: np.ndarray, affine: np.ndarray) -> np.ndarray:
+    """q (12,) = [p, rows of A]."""
+    return np.concatenate([translation, np.asarray(affine).reshape(9)])
+
+
+def identity_q(n_bodies: int = N_BODIES) -> np.ndarray:
+    return np.tile(q_of(np.zeros(3), np.eye(3)), (n_bodies, 1))
+
+
+def random_state(rng: np.random.Generator, n_bodies: int = N_BODIES, deformation: float = 0.05) -> np.ndarray:
+    """Rigid random poses plus a small random affine perturbation (q near a rotation)."""
+    q = np.empty((n_bodies, 12))
+    for b in range(n_bodies):
+        affine = random_rotation(rng) @ (np.eye(3) + deformation * rng.standard_normal((3, 3)))
+        q[b] = q_of(rng.standard_normal(3), affine)
+    return q
+
+
+def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, b) with n = normalize(t × helper), b = normalize(t × n) (reference §3.0)."""
+    t = tangent / np.linalg.norm(tangent)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(t[0]) <= 0.9 else np.array([0.0, 1.0, 0.0])
+    n = np.cross(t, helper)
+    n /= np.linalg.norm(n)
+    b = np.cross(t, n)
+    return n, b / np.linalg.norm(b)
+
+
+def to_local_point(q_body: np.ndarray, world: np.ndarray) -> np.ndarray:
+    affine = q_body[3:12].reshape(3, 3)
+    return np.linalg.solve(affine, world - q_body[0:3])
+
+
+def to_local_direction(q_body: np.ndarray, world: np.ndarray) -> np.ndarray:
+    return np.linalg.solve(q_body[3:12].reshape(3, 3), world)
+
+
+def assemble(constitution, q: np.ndarray, project: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Global gradient (12 N,) and Hessian (12 N, 12 N) from the per-element arrays."""
+    gradient_e, hessian_e = constitution.gradient_hessian(q, project=project)
+    bodies = constitution.bodies
+    k = bodies.shape[1]
+    size = q.size
+    gradient = np.zeros(size)
+    hessian = np.zeros((size, size))
+    for e in range(bodies.shape[0]):
+        dofs = np.concatenate([np.arange(12 * body, 12 * body + 12) for body in bodies[e]])
+        assert dofs.size == 12 * k
+        gradient[dofs] += gradient_e[e]
+        hessian[np.ix_(dofs, dofs)] += hessian_e[e]
+    return gradient, hessian
+
+
+def relative_error(value: np.ndarray, reference: np.ndarray, floor: float = 1e-8) -> float:
+    return float(np.linalg.norm(value - reference) / max(np.linalg.norm(reference), floor))
+
+
+def check_derivatives(constitution, q: np.ndarray) -> None:
+    """Gradient vs central differences of the energy; exact Hessian vs central differences of the gradient."""
+    q = np.ascontiguousarray(q, dtype=np.float64)
+    gradient, hessian = assemble(constitution, q, project=False)
+    flat = q.reshape(-1)
+    gradient_fd = np.empty(flat.size)
+    hessian_fd = np.empty((flat.size, flat.size))
+    for index in range(flat.size):
+        plus = flat.copy()
+        minus = flat.copy()
+        plus[index] += STEP
+        minus[index] -= STEP
+        q_plus, q_minus = plus.reshape(q.shape), minus.reshape(q.shape)
+        gradient_fd[index] = (constitution.energy(q_plus) - constitution.energy(q_minus)) / (2 * STEP)
+        hessian_fd[:, index] = (assemble(constitution, q_plus, False)[0] - assemble(constitution, q_minus, False)[0]) / (
+            2 * STEP
+        )
+    assert relative_error(gradient, gradient_fd) <= GRADIENT_TOLERANCE, relative_error(gradient, gradient_fd)
+    assert relative_error(hessian, hessian_fd) <= HESSIAN_TOLERANCE, relative_error(hessian, hessian_fd)
+    assert np.linalg.norm(gradient) > 0.0  # the state exercises a non-trivial branch
+
+
+def check_projection(constitution, q: np.ndarray, always_exact: bool = False, whole_projection: bool = True) -> None:
+    """Projected per-element Hessians are symmetric PSD and equal the exact one where that is PSD.
+
+    always_exact: the energy is quadratic in q, the projected Hessian must equal the exact one.
+    whole_projection: the full F-Hessian is projected (not only a geometric term), so a PSD exact
+        Hessian must come back unchanged.
+    """
+    _, exact = constitution.gradient_hessian(q, project=False)
+    _, projected = constitution.gradient_hessian(q, project=True)
+    for e in range(exact.shape[0]):
+        scale = max(1.0, np.abs(exact[e]).max())
+        assert np.allclose(projected[e], projected[e].T, rtol=0.0, atol=1e-12 * scale)
+        assert np.linalg.eigvalsh(projected[e]).min() >= -1e-9 * scale
+        if always_exact:
+            assert np.array_equal(projected[e], exact[e])
+        elif whole_projection and np.linalg.eigvalsh(0.5 * (exact[e] + exact[e].T)).min() >= 1e-12 * scale:
+            assert np.allclose(projected[e], exact[e], rtol=0.0, atol=1e-10 * scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# Element data factories
+# ---------------------------------------------------------------------------------------------
+
+
+def random_unit(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    v = rng.standard_normal(shape)
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def make_ortho(rng):
+    n = SINGLE_BODIES.shape[0]
+    return OrthoPotential(SINGLE_BODIES, rng.uniform(1e7, 1e8, n), rng.uniform(0.01, 0.1, n), 0.01)
+
+
+def random_dyadic(rng):
+    """(m, m x̄, S) of a random weighted point cloud, so that M is PSD."""
+    points = rng.standard_normal((20, 3)) * 0.3 + rng.standard_normal(3) * 0.2
+    weights = rng.uniform(0.5, 2.0, 20)
+    return weights.sum(), weights @ points, np.einsum("p,pa,pb->ab", weights, points, points)
+
+
+def make_kinetic(rng, q):
+    matrices = np.array([mass_matrix(*random_dyadic(rng)) for _ in range(SINGLE_BODIES.shape[0])])
+    kinetic = Kinetic(SINGLE_BODIES, matrices)
+    kinetic.q_tilde = q[SINGLE_BODIES[:, 0]] + 0.1 * rng.standard_normal((SINGLE_BODIES.shape[0], 12))
+    return kinetic
+
+
+def make_revolute(rng):
+    n = PAIRS.shape[0]
+    joint = RevoluteJoint(PAIRS, rng.standard_normal((n, 2, 3)), rng.standard_normal((n, 2, 3)),
+                          random_unit(rng, (n, 2, 3)), random_unit(rng, (n, 2, 3)))
+    joint.stiffness = rng.uniform(1e2, 1e3, n)
+    return joint
+
+
+def make_prismatic(rng):
+    n = PAIRS.shape[0]
+    joint = PrismaticJoint(PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)),
+                           random_unit(rng, (n, 3, 3)), random_unit(rng, (n, 3, 3)))
+    joint.stiffness = rng.uniform(1e2, 1e3, n)
+    return joint
+
+
+def make_driving(rng):
+    n = PAIRS.shape[0]
+    joint = DrivingPrismaticJoint(PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)),
+                                  random_unit(rng, (n, 3)), random_unit(rng, (n, 3)))
+    joint.stiffness = rng.uniform(1e2, 1e3, n)
+    joint.stiffness[-1] = 0.0  # one disabled element
+    joint.target = rng.uniform(-1.0, 1.0, n)
+    return joint
+
+
+def limit_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds putting the elements, in turn, above upper, below lower, degenerate above/below, inside."""
+    lower = np.empty_like(x)
+    upper = np.empty_like(x)
+    for e, value in enumerate(x):
+        case = e % 5
+        if case == 0:  # above upper
+            upper[e], lower[e] = value - 0.2, value - 0.5
+        elif case == 1:  # below lower
+            lower[e], upper[e] = value + 0.2, value + 0.6
+        elif case == 2:  # degenerate, above
+            lower[e] = upper[e] = value - 0.3
+        elif case == 3:  # degenerate, below
+            lower[e] = upper[e] = value + 0.25
+        else:  # inside
+            lower[e], upper[e] = value - 0.1, value + 0.1
+    return lower, upper
+
+
+def make_prismatic_limit(rng, q):
+    n = PAIRS.shape[0]
+    limit = PrismaticJointLimit(PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)),
+                                random_unit(rng, (n, 3)), random_unit(rng, (n, 3)))
+    limit.lower, limit.upper = limit_bounds(limit.distance(q))
+    limit.strength = rng.uniform(10.0, 100.0, n)
+    return limit
+
+
+def make_revolute_limit(rng, q):
+    n = PAIRS.shape[0]
+    limit = RevoluteJointLimit(PAIRS, random_unit(rng, (n, 2, 3)), random_unit(rng, (n, 2, 3)))
+    # Step-start state: q plus a small perturbation; θᵗ its angle plus whole turns (multi-turn tracking).
+    q_start = q + 0.05 * rng.standard_normal(q.shape)
+    sine, cosine = limit.sin_cos(q_start)
+    limit.sin_t, limit.cos_t = sine, cosine
+    limit.angle_t = np.arctan2(sine, cosine) + 2.0 * np.pi * rng.integers(-2, 3, n)
+    limit.lower, limit.upper = limit_bounds(limit.angle(q))
+    limit.strength = rng.uniform(10.0, 100.0, n)
+    return limit
+
+
+def make_soft_transform(rng, q):
+    n = SINGLE_BODIES.shape[0]
+    dyadic = [random_dyadic(rng) for _ in range(n)]
+    constraint = SoftTransformConstraint(
+        SINGLE_BODIES, [d[0] for d in dyadic], [d[1] for d in dyadic], [d[2] for d in dyadic]
+    )
+    constraint.strength_ratio = rng.uniform(0.0, 100.0, (n, 2))
+    constraint.aim_q = q[SINGLE_BODIES[:, 0]] + 0.1 * rng.standard_normal((n, 12))
+    constraint.active = np.array([1.0, 1.0, 0.0, 1.0])
+    return constraint
+
+
+# ---------------------------------------------------------------------------------------------
+# Finite-difference and projection tests
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_ortho_potential(seed):
+    rng = np.random.default_rng(seed)
+    ortho = make_ortho(rng)
+    q = random_state(rng, deformation=0.2)
+    check_derivatives(ortho, q)
+    check_projection(ortho, q)
+    # At rotations the exact F-Hessian is a Gauss-Newton matrix (PSD): projection must not change it.
+    q_rigid = random_state(rng, deformation=0.0)
+    assert abs(ortho.energy(q_rigid)) <= 1e-20 * ortho.energy(q)
+    _, exact = ortho.gradient_hessian(q_rigid, project=False)
+    _, projected = ortho.gradient_hessian(q_rigid, project=True)
+    assert np.allclose(projected, exact, rtol=0.0, atol=1e-9 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_kinetic(seed):
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    kinetic = make_kinetic(rng, q)
+    check_derivatives(kinetic, q)
+    check_projection(kinetic, q, always_exact=True)
+    gradient, hessian = kinetic.gradient_hessian(q)
+    delta = q[SINGLE_BODIES[:, 0]] - kinetic.q_tilde
+    assert np.allclose(gradient, np.einsum("eab,eb->ea", kinetic.mass_matrix, delta))
+    assert np.array_equal(hessian, kinetic.mass_matrix)
+    kinetic.q_tilde = q[SINGLE_BODIES[:, 0]]
+    assert kinetic.energy(q) == 0.0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_revolute_joint(seed):
+    rng = np.random.default_rng(seed)
+    joint = make_revolute(rng)
+    q = random_state(rng)
+    check_derivatives(joint, q)
+    check_projection(joint, q, always_exact=True)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_prismatic_joint(seed):
+    rng = np.random.default_rng(seed)
+    joint = make_prismatic(rng)
+    q = random_state(rng)
+    check_derivatives(joint, q)
+    check_projection(joint, q, whole_projection=False)  # E23 is added unprojected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_driving_prismatic_joint(seed):
+    rng = np.random.default_rng(seed)
+    joint = make_driving(rng)
+    q = random_state(rng)
+    check_derivatives(joint, q)
+    check_projection(joint, q)
+    gradient, hessian = joint.gradient_hessian(q)
+    assert not gradient[-1].any() and not hessian[-1].any()  # stiffness 0: disabled
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_prismatic_joint_limit(seed):
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    limit = make_prismatic_limit(rng, q)
+    check_derivatives(limit, q)
+    check_projection(limit, q, whole_projection=False)
+    gradient, hessian = limit.gradient_hessian(q)
+    assert not gradient[4].any() and not hessian[4].any()  # inside the window
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_revolute_joint_limit(seed):
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    limit = make_revolute_limit(rng, q)
+    check_derivatives(limit, q)
+    check_projection(limit, q, whole_projection=False)
+    gradient, hessian = limit.gradient_hessian(q)
+    assert not gradient[4].any() and not hessian[4].any()  # inside the window
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_soft_transform_constraint(seed):
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    constraint = make_soft_transform(rng, q)
+    check_derivatives(constraint, q)
+    check_projection(constraint, q, always_exact=True)
+    gradient, hessian = constraint.gradient_hessian(q)
+    assert not gradient[2].any() and not hessian[2].any()  # inactive
+
+
+def test_limit_projection_is_on_the_product():
+    """Bug #414: with f' < 0 (below lower) the projected Hessian must stay PSD and differ from the exact one."""
+    rng = np.random.default_rng(7)
+    q = random_state(rng)
+    limit = make_prismatic_limit(rng, q)
+    _, exact = limit.gradient_hessian(q, project=False)
+    _, projected = limit.gradient_hessian(q, project=True)
+    for e in (0, 1, 2, 3):  # outside the window: f' != 0 and ∇²x is indefinite
+        assert np.linalg.eigvalsh(exact[e]).min() < -1e-9 * np.abs(exact[e]).max()
+        assert np.linalg.eigvalsh(projected[e]).min() >= -1e-9 * np.abs(projected[e]).max()
+
+
+# ---------------------------------------------------------------------------------------------
+# Rest configurations, angle sign and distance
+# ---------------------------------------------------------------------------------------------
+
+
+def rest_joint_data(q: np.ndarray, rng: np.random.Generator, pairs: np.ndarray):
+    """Local joint data of ``pairs`` built from world geometry at the state q (the init pose)."""
+    n = pairs.shape[0]
+    points_i = np.empty((n, 2, 3))
+    points_j = np.empty((n, 2, 3))
+    basis_i = np.empty((n, 2, 3))
+    basis_j = np.empty((n, 2, 3))
+    frame_i = np.empty((n, 3, 3))
+    frame_j = np.empty((n, 3, 3))
+    for e, (i, j) in enumerate(pairs):
+        p0 = rng.standard_normal(3)
+        p1 = p0 + rng.standard_normal(3)
+        t = (p1 - p0) / np.linalg.norm(p1 - p0)
+        normal, binormal = orthonormal_basis(t)
+        for end, point in enumerate((p0, p1)):
+            points_i[e, end] = to_local_point(q[i], point)
+            points_j[e, end] = to_local_point(q[j], point)
+        for row, vector in enumerate((normal, binormal)):
+            basis_i[e, row] = to_local_direction(q[i], vector)
+            basis_j[e, row] = to_local_direction(q[j], vector)
+        for row, vector in enumerate((t, normal, binormal)):
+            frame_i[e, row] = to_local_direction(q[i], vector)
+            frame_j[e, row] = to_local_direction(q[j], vector)
+    return points_i, points_j, basis_i, basis_j, frame_i, frame_j
+
+
+def all_joints_at_rest(q: np.ndarray, rng: np.random.Generator):
+    points_i, points_j, basis_i, basis_j, frame_i, frame_j = rest_joint_data(q, rng, PAIRS)
+    n = PAIRS.shape[0]
+    anchor_i, anchor_j = points_i[:, 0], points_j[:, 0]
+    revolute = RevoluteJoint(PAIRS, points_i, points_j, basis_i, basis_j)
+    prismatic = PrismaticJoint(PAIRS, anchor_i, anchor_j, frame_i, frame_j)
+    driving = DrivingPrismaticJoint(PAIRS, anchor_i, anchor_j, frame_i[:, 0], frame_j[:, 0])
+    prismatic_limit = PrismaticJointLimit(PAIRS, anchor_i, anchor_j, frame_i[:, 0], frame_j[:, 0])
+    revolute_limit = RevoluteJointLimit(PAIRS, basis_i, basis_j)
+    for joint in (revolute, prismatic, driving):
+        joint.stiffness = np.full(n, 1e4)
+    for limit in (prismatic_limit, revolute_limit):
+        limit.strength = np.full(n, 50.0)
+    revolute_limit.sin_t, revolute_limit.cos_t = revolute_limit.sin_cos(q)
+    return revolute, prismatic, driving, prismatic_limit, revolute_limit
+
+
+@pytest.mark.parametrize("identity", [True, False])
+def test_rest_configuration_is_zero(identity):
+    rng = np.random.default_rng(11)
+    q = identity_q() if identity else random_state(rng, deformation=0.0)
+    for constitution in all_joints_at_rest(q, rng):
+        gradient, _ = constitution.gradient_hessian(q)
+        assert abs(constitution.energy(q)) <= 1e-18, type(constitution).__name__
+        assert np.abs(gradient).max() <= 1e-9, type(constitution).__name__
+    ortho = make_ortho(rng)
+    assert ortho.energy(q) <= 1e-18 * ortho.kappa.max()
+    assert np.abs(ortho.gradient_hessian(q)[0]).max() <= 1e-9 * ortho.kappa.max()
+
+
+def test_rest_configuration_identity_exact():
+    """Both bodies at identity, points shared: energy and gradient exactly zero, projected = exact."""
+    rng = np.random.default_rng(3)
+    q = identity_q()
+    for constitution in all_joints_at_rest(q, rng):
+        gradient, projected = constitution.gradient_hessian(q, project=True)
+        _, exact = constitution.gradient_hessian(q, project=False)
+        assert constitution.energy(q) == pytest.approx(0.0, abs=1e-24)
+        assert np.abs(gradient).max() <= 1e-12
+        assert np.allclose(projected, exact, rtol=0.0, atol=1e-9 * max(1.0, np.abs(exact).max()))
+
+
+PHIS = (-np.pi + 1e-3, -2.5, -1.0, -0.1, 0.0, 0.3, 1.5707963267948966, 2.9, np.pi)
+
+
+def test_revolute_angle_sign_right_hand_rule():
+    """Body j rotated by +φ about +t̂ (world) relative to body i gives θ = +φ, φ ∈ (−π, π]."""
+    rng = np.random.default_rng(5)
+    q0 = random_state(rng, n_bodies=2, deformation=0.0)
+    pairs = np.array([[0, 1]])
+    points_i, points_j, basis_i, basis_j, _, _ = rest_joint_data(q0, rng, pairs)
+    joint = RevoluteJoint(pairs, points_i, points_j, basis_i, basis_j)
+    limit = RevoluteJointLimit(pairs, basis_i, basis_j)
+    axis = q0[0, 3:12].reshape(3, 3) @ (points_i[0, 1] - points_i[0, 0])
+    assert joint.angle(q0)[0] == pytest.approx(0.0, abs=1e-12)
+    for phi in PHIS:
+        q = q0.copy()
+        q[1, 3:12] = (rotation(axis, phi) @ q0[1, 3:12].reshape(3, 3)).reshape(9)
+        theta = joint.angle(q)[0]
+        assert np.isclose(np.angle(np.exp(1j * (theta - phi))), 0.0, atol=1e-10), (phi, theta)
+        sine, cosine = joint.sin_cos(q)
+        assert sine[0] == pytest.approx(np.sin(phi), abs=1e-12)
+        assert cosine[0] == pytest.approx(np.cos(phi), abs=1e-12)
+        assert np.allclose(limit.sin_cos(q), joint.sin_cos(q))
+        # With θᵗ = 0 at the rest state, the limit coordinate is the same angle.
+        assert np.isclose(np.angle(np.exp(1j * (limit.angle(q)[0] - phi))), 0.0, atol=1e-10)
+
+
+def test_revolute_angle_sign_simple_frame():
+    """t̂ = +z: n = +y, b = −x (reference §3.0); a +90° turn of j about +z reads +π/2."""
+    basis = np.array([[[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]])
+    points = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]])
+    joint = RevoluteJoint([[0, 1]], points, points, basis, basis)
+    q = identity_q(2)
+    q[1, 3:12] = rotation([0.0, 0.0, 1.0], 0.5 * np.pi).reshape(9)
+    assert joint.angle(q)[0] == pytest.approx(0.5 * np.pi)
+    # Seed 001's written formula, (n_i·b_j − b_i·n_j)/2, would read −sin(π/2) with this basis; the
+    # implementation follows the seed's stated right-hand rule instead (see revolute_joint.py).
+    n_i, b_i = basis[0]
+    turn = rotation([0.0, 0.0, 1.0], 0.5 * np.pi)
+    n_j, b_j = turn @ n_i, turn @ b_i
+    assert 0.5 * (n_i @ b_j - b_i @ n_j) == pytest.approx(-1.0)
+    assert joint.sin_cos(q)[0][0] == pytest.approx(0.5 * (b_i @ n_j - n_i @ b_j)) == pytest.approx(1.0)
+
+
+def test_revolute_limit_multi_turn():
+    """x = θᵗ + δ keeps whole turns of θᵗ and adds the in-step increment δ."""
+    basis = np.array([[[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]])
+    limit = RevoluteJointLimit([[0, 1]], basis, basis)
+    q_start = identity_q(2)
+    q_start[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.0).reshape(9)
+    limit.sin_t, limit.cos_t = limit.sin_cos(q_start)
+    limit.angle_t = np.array([3.0 + 2.0 * np.pi])
+    q = identity_q(2)
+    q[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.4).reshape(9)  # crosses the ±π branch of atan2
+    assert limit.angle(q)[0] == pytest.approx(3.4 + 2.0 * np.pi)
+
+
+def test_prismatic_distance_is_translation_along_axis():
+    rng = np.random.default_rng(9)
+    q0 = random_state(rng, n_bodies=2, deformation=0.0)
+    pairs = np.array([[0, 1]])
+    points_i, points_j, _, _, frame_i, frame_j = rest_joint_data(q0, rng, pairs)
+    joint = PrismaticJoint(pairs, points_i[:, 0], points_j[:, 0], frame_i, frame_j)
+    limit = PrismaticJointLimit(pairs, points_i[:, 0], points_j[:, 0], frame_i[:, 0], frame_j[:, 0])
+    axis = q0[0, 3:12].reshape(3, 3) @ frame_i[0, 0]
+    joint.stiffness = np.array([1e3])
+    for shift in (-1.3, -0.2, 0.0, 0.05, 2.0):
+        q = q0.copy()
+        q[1, 0:3] += shift * axis
+        assert joint.distance(q)[0] == pytest.approx(shift, abs=1e-12)
+        assert limit.distance(q)[0] == pytest.approx(shift, abs=1e-12)
+        assert joint.energy(q) == pytest.approx(0.0, abs=1e-16)  # sliding is free
+        # Moving body i instead reverses the sign.
+        q = q0.copy()
+        q[0, 0:3] += shift * axis
+        assert joint.distance(q)[0] == pytest.approx(-shift, abs=1e-12)
+
+
+def test_driving_target_nonzero():
+    """E = K (d − d̃)² when the base joint is satisfied; zero at the target."""
+    rng = np.random.default_rng(13)
+    q0 = random_state(rng, n_bodies=2, deformation=0.0)
+    pairs = np.array([[0, 1]])
+    points_i, points_j, _, _, frame_i, frame_j = rest_joint_data(q0, rng, pairs)
+    driving = DrivingPrismaticJoint(pairs, points_i[:, 0], points_j[:, 0], frame_i[:, 0], frame_j[:, 0])
+    driving.stiffness = np.array([200.0])
+    driving.target = np.array([0.4])
+    axis = q0[0, 3:12].reshape(3, 3) @ frame_i[0, 0]
+    assert driving.energy(q0) == pytest.approx(200.0 * 0.4**2)
+    q = q0.copy()
+    q[1, 0:3] += 0.4 * axis
+    assert driving.energy(q) == pytest.approx(0.0, abs=1e-20)
+    assert np.abs(driving.gradient_hessian(q)[0]).max() <= 1e-10
+
+
+# ---------------------------------------------------------------------------------------------
+# The penalty, the soft transform mass split, argument checks
+# ---------------------------------------------------------------------------------------------
+
+
+def test_penalty_values_and_derivatives():
+    s = 7.0
+    assert penalty(0.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)
+    assert penalty(1.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)  # boundaries are in range
+    assert penalty(-1.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)
+    assert penalty(0.5, 0.5, 0.5, s) == (0.0, 0.0, 0.0)
+    assert penalty(2.0, -1.0, 1.0, s)[0] == pytest.approx(s * (1.0 / 2.0) ** 3)
+    assert penalty(-1.5, -1.0, 1.0, s)[0] == pytest.approx(s * (0.5 / 2.0) ** 3)
+    assert penalty(0.8, 0.5, 0.5, s)[0] == pytest.approx(s * 0.3**3)
+    assert penalty(0.1, 0.5, 0.5, s)[0] == pytest.approx(s * 0.4**3)
+    h = 1e-6
+    for x, lower, upper in ((2.0, -1.0, 1.0), (-1.7, -1.0, 1.0), (0.9, 0.5, 0.5), (0.2, 0.5, 0.5)):
+        energy, first, second = penalty(x, lower, upper, s)
+        first_fd = (penalty(x + h, lower, upper, s)[0] - penalty(x - h, lower, upper, s)[0]) / (2 * h)
+        second_fd = (penalty(x + h, lower, upper, s)[1] - penalty(x - h, lower, upper, s)[1]) / (2 * h)
+        assert first == pytest.approx(first_fd, rel=1e-6)
+        assert second == pytest.approx(second_fd, rel=1e-6)
+
+
+def test_soft_transform_mass_split():
+    rng = np.random.default_rng(17)
+    mass, mass_x_bar, second = random_dyadic(rng)
+    constraint = SoftTransformConstraint([[0]], [mass], [mass_x_bar], [second])
+    center = mass_x_bar / mass
+    jacobian = point_jacobian(center)
+    assert np.allclose(constraint.mass_matrix[0], mass_matrix(mass, mass_x_bar, second))
+    assert np.allclose(constraint.center_mass_matrix[0], mass * jacobian.T @ jacobian)
+    constraint.active = np.array([1.0])
+    constraint.strength_ratio = np.array([[3.0, 3.0]])
+    assert np.allclose(constraint.gradient_hessian(identity_q(1))[1][0], 3.0 * constraint.mass_matrix[0])
+    # η_a = 0: only the centre-of-mass translation is held; a rotation about the centre of mass is free.
+    constraint.strength_ratio = np.array([[50.0, 0.0]])
+    constraint.aim_q = identity_q(1)
+    turn = rotation(rng.standard_normal(3), 0.7)
+    q = q_of(center - turn @ center, turn)[None, :]
+    assert constraint.energy(q) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_argument_checks():
+    with pytest.raises(ValueError):
+        RevoluteJoint([[0, 1]], np.zeros((2, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)))
+    with pytest.raises(ValueError):
+        Kinetic([[-1]], np.eye(12)[None])
+    with pytest.raises(ValueError):
+        OrthoPotential([[0]], [1e8], [1.0], 0.0)
+    with pytest.raises(ValueError):
+        SoftTransformConstraint([[0]], [0.0], [[0.0, 0.0, 0.0]], [np.eye(3)])
+    limit = PrismaticJointLimit([[0, 1]], np.zeros((1, 3)), np.zeros((1, 3)), [[1.0, 0, 0]], [[1.0, 0, 0]])
+    limit.lower, limit.upper = np.array([0.2]), np.array([0.1])
+    with pytest.raises(ValueError):
+        limit.energy(identity_q(2))
+    with pytest.raises(ValueError):
+        RevoluteJoint([[0, 5]], np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3))).energy(
+            identity_q(2)
+        )
