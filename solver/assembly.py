@@ -3,7 +3,7 @@
 The unknowns are the q of the dynamic bodies only (fixed and animated bodies have prescribed q,
 so their rows and columns are left out of the system instead of being replaced by identity
 blocks as in libuipc, reference §2.3 and pitfall 4: the result is the same Newton direction).
-The Hessian is a SciPy BSR matrix with 12x12 blocks whose sparsity pattern (indptr, indices)
+The Hessian is a block-sparse (BSR, 12x12 blocks) matrix whose sparsity pattern (indptr, indices)
 is built once per scene from the element-to-body lists of all energy terms; each Newton
 iteration only refills the block values with a Numba scatter kernel.
 """
@@ -83,12 +83,16 @@ class Assembly:
             element_bodies: per term, (n, k) body indices (the same list as at construction).
 
         Returns:
-            gradient (dof_count,) and the Hessian as a ``scipy.sparse.bsr_matrix`` (dof_count, dof_count).
+            gradient (dof_count,) and the Hessian's BSR block values (block_count, 12, 12) in the
+            pattern (``indptr``, ``indices``); see :meth:`matrix` for a SciPy matrix.
         """
         gradient = np.zeros((self.dof_count // 12, 12))
         blocks = np.zeros((self.block_count, 12, 12))
         for (gradient_elements, hessian_elements), bodies, block_index in zip(derivatives, element_bodies, self.block_indices):
             if len(bodies):
                 _scatter(gradient_elements, hessian_elements, bodies, self.slot, block_index, gradient, blocks)
-        hessian = scipy.sparse.bsr_matrix((blocks, self.indices, self.indptr), shape=(self.dof_count, self.dof_count))
-        return gradient.reshape(-1), hessian
+        return gradient.reshape(-1), blocks
+
+    def matrix(self, blocks: np.ndarray) -> scipy.sparse.bsr_matrix:
+        """The Hessian (dof_count, dof_count) as a SciPy BSR matrix from its block values."""
+        return scipy.sparse.bsr_matrix((blocks, self.indices, self.indptr), shape=(self.dof_count, self.dof_count))

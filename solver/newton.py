@@ -7,8 +7,8 @@ Implicit (backward) Euler is the minimisation over q of the incremental potentia
            driving, limit and soft-transform energies (not dt^2-scaled),
 
 with q_tilde = q^t + dt dq/dt + dt^2 [g, 0] for dynamic bodies. Each iteration assembles the
-gradient and the PSD-projected Hessian (:mod:`solver.assembly`), solves H dq = -g with a sparse
-direct LU factorisation (SciPy SuperLU, symmetric mode), tests convergence on the raw Newton
+gradient and the PSD-projected Hessian (:mod:`solver.assembly`), solves H dq = -g with a direct
+solver (:mod:`solver.linear_solver`: banded Cholesky or SciPy SuperLU), tests convergence on the raw Newton
 direction before the line search (reference §2.5, pitfall 6):
 
 - largest displacement of a body's bounding-box corner, max |J(x_bar) dq| <= velocity_tol dt
@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse.linalg
 
 from .assembly import Assembly
+from .linear_solver import LinearSolver, SingularSystem
 
 
 class NewtonFailure(RuntimeError):
@@ -62,13 +62,14 @@ class IncrementalPotential:
         self.dynamic_indices = np.flatnonzero(slot >= 0)
         self.element_bodies = [term.bodies for term in terms]
         self.assembly = Assembly(slot, self.element_bodies)
+        self.linear_solver = LinearSolver(self.assembly.indptr, self.assembly.indices)
 
     def energy(self, q: np.ndarray) -> float:
         """E(q) in J (incremental-potential units) for q (bodies, 12)."""
         return float(sum(term.energy(q) for term in self.terms if len(term.bodies)))
 
     def gradient_hessian(self, q: np.ndarray):
-        """Gradient (12 x dynamic,) and PSD Hessian (BSR, 12 x dynamic square) at q (bodies, 12)."""
+        """Gradient (12 x dynamic,) and PSD Hessian block values (blocks, 12, 12) at q (bodies, 12)."""
         derivatives = [
             term.gradient_hessian(q) if len(term.bodies) else (None, None) for term in self.terms
         ]
@@ -102,7 +103,10 @@ def solve_step(
         gradient, hessian = potential.gradient_hessian(q)
         if not np.all(np.isfinite(gradient)):
             raise NewtonFailure("the gradient is not finite")
-        direction = _solve(hessian, -gradient).reshape(-1, 12)
+        try:
+            direction = potential.linear_solver.solve(hessian, -gradient).reshape(-1, 12)
+        except SingularSystem as error:
+            raise NewtonFailure(str(error)) from error
         if not np.all(np.isfinite(direction)):
             raise NewtonFailure("the Newton direction is not finite")
         displacement = direction[:, None, 0:3] + np.einsum("bij,bcj->bci", direction[:, 3:12].reshape(-1, 3, 3), corners_dynamic)
@@ -128,15 +132,3 @@ def solve_step(
             line_search_total += 1
     return NewtonResult(settings.max_iterations, line_search_total, False)
 
-
-def _solve(hessian, right_hand_side: np.ndarray) -> np.ndarray:
-    """Direct sparse solve of the SPD system (SuperLU with a symmetric-mode ordering)."""
-    if hessian.shape[0] == 0:
-        return right_hand_side
-    try:
-        factor = scipy.sparse.linalg.splu(
-            hessian.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
-        )
-    except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
-        raise NewtonFailure(f"the Newton system is singular ({error})") from error
-    return factor.solve(right_hand_side)

@@ -9,8 +9,8 @@ Per-frame series
 ----------------
 Values an artist may animate (``aim_distance``, ``is_constrained``, ``is_passive``, the
 ``strength_ratio`` of a drive or of a soft transform, the limit's ``lower``/``upper``/``strength``,
-and ``aim_transform``) are given either as one value or as one value per frame,
-``frame_count + 1`` entries with frame 0 first. :func:`validate_scene` broadcasts every such field
+the soft transform's ``is_constrained``, and ``aim_transform``) are given either as one value or
+as one value per frame, ``frame_count + 1`` entries with frame 0 first. :func:`validate_scene` broadcasts every such field
 to a NumPy array with a leading axis of length ``frame_count + 1``. The value of frame ``f`` holds
 for every substep that computes frame ``f`` (frames ``1 .. frame_count``; frame 0 is the initial
 state and only its value of a series is never used by a step).
@@ -235,6 +235,12 @@ MAX_NEWTON_ITERATIONS = 100_000
 #: Largest accepted ``line_search_max_iterations`` (halvings; 2^-100 is already far below 1e-16).
 MAX_LINE_SEARCH_ITERATIONS = 100
 
+#: Largest accepted magnitude of any number in a scene (SI units). Larger values are unit
+#: errors and would overflow the solver's arithmetic (products of several such numbers).
+MAX_MAGNITUDE = 1e12
+#: Smallest accepted value of a quantity that must be positive (densities, kappa, mass,
+#: frame_rate, tolerances).
+MIN_POSITIVE = 1e-12
 #: |R^T R - I| (largest entry) above which a transform is not rigid.
 RIGID_TOLERANCE = 1e-6
 #: |volume| (m^3) at or below which a mesh has zero volume.
@@ -268,7 +274,25 @@ def _number(value, where: str, field_name: str) -> float:
         raise _fail(where, field_name, "number is too large") from None
     if not np.isfinite(number):
         raise _fail(where, field_name, f"must be finite, got {number}")
+    if abs(number) > MAX_MAGNITUDE:
+        raise _fail(where, field_name, f"magnitude must be at most {MAX_MAGNITUDE:g} (check the units), got {number:g}")
     return number
+
+
+def _positive(value: float, where: str, field_name: str, unit: str = "") -> float:
+    """``value`` if it is at least MIN_POSITIVE, else a SceneError."""
+    if not value >= MIN_POSITIVE:
+        raise _fail(where, field_name, f"must be > 0{unit} (at least {MIN_POSITIVE:g}), got {value:g}")
+    return value
+
+
+def _check_magnitude(array: np.ndarray, where: str, field_name: str, what: str = "") -> None:
+    """Refuse entries above MAX_MAGNITUDE; ``what`` locates the first (e.g. " at frame 3")."""
+    if array.size and np.abs(array).max() > MAX_MAGNITUDE:
+        raise _fail(
+            where, field_name,
+            f"magnitude must be at most {MAX_MAGNITUDE:g} (check the units), got {np.abs(array).max():g}{what}",
+        )
 
 
 def _count(value, where: str, field_name: str, minimum: int, maximum: int) -> int:
@@ -317,6 +341,7 @@ def _fixed_array(value, shape: tuple, where: str, field_name: str) -> np.ndarray
         raise _fail(where, field_name, f"must have shape {shape}, got {array.shape}")
     if not np.all(np.isfinite(array)):
         raise _fail(where, field_name, "must be finite (found NaN or infinity)")
+    _check_magnitude(array, where, field_name)
     return array
 
 
@@ -343,6 +368,9 @@ def _series(value, item_shape: tuple, frames: int, where: str, field_name: str, 
     finite = np.isfinite(array).reshape(frames, -1).all(axis=1)
     if not finite.all():
         raise _fail(where, field_name, f"must be finite (NaN or infinity at frame {int(np.argmin(finite))})")
+    large = (np.abs(array) > MAX_MAGNITUDE).reshape(frames, -1).any(axis=1)
+    if large.any():
+        _check_magnitude(array[int(np.argmax(large))], where, field_name, f" at frame {int(np.argmax(large))}")
     if flag:
         good = ((array == 0.0) | (array == 1.0)).reshape(frames, -1).all(axis=1)
         if not good.all():
@@ -414,8 +442,7 @@ def _validate_settings(settings) -> Settings:
     if not isinstance(settings, Settings):
         raise SceneError(f"settings: must be a Settings, got {_type_name(settings)}")
     frame_rate = _number(settings.frame_rate, where, "frame_rate")
-    if frame_rate <= 0.0:
-        raise _fail(where, "frame_rate", f"must be > 0, got {frame_rate}")
+    _positive(frame_rate, where, "frame_rate", " frames/s")
     substeps = _count(settings.substeps, where, "substeps", 1, MAX_SUBSTEPS)
     frame_count = _count(settings.frame_count, where, "frame_count", 0, MAX_FRAME_COUNT)
     gravity = _fixed_array(settings.gravity, (3,), where, "gravity")
@@ -426,8 +453,7 @@ def _validate_settings(settings) -> Settings:
     tolerances = {}
     for name in ("velocity_tol", "transrate_tol"):
         tolerances[name] = _number(getattr(settings, name), where, name)
-        if tolerances[name] <= 0.0:
-            raise _fail(where, name, f"must be > 0, got {tolerances[name]}")
+        _positive(tolerances[name], where, name)
     line_search = _count(
         settings.line_search_max_iterations, where, "line_search_max_iterations", 0, MAX_LINE_SEARCH_ITERATIONS
     )
@@ -452,6 +478,7 @@ def _validate_mesh(mesh, where: str) -> Mesh:
     if not np.all(np.isfinite(vertices)):
         row = int(np.argmin(np.isfinite(vertices).all(axis=1)))
         raise _fail(where, "mesh.vertices", f"must be finite (NaN or infinity in vertex {row})")
+    _check_magnitude(vertices, where, "mesh.vertices")
 
     raw = _float_array(mesh.triangles, where, "mesh.triangles")
     if raw.ndim != 2 or raw.shape[1] != 3 or raw.shape[0] == 0:
@@ -552,8 +579,7 @@ def _validate_mass(mass, mesh: Mesh, density: float, where: str) -> Optional[Mas
     if not isinstance(mass, MassOverride):
         raise _fail(where, "mass", f"must be a MassOverride or None, got {_type_name(mass)}")
     value = _number(mass.mass, where, "mass.mass")
-    if value <= 0.0:
-        raise _fail(where, "mass.mass", f"must be > 0 kg, got {value}")
+    _positive(value, where, "mass.mass", " kg")
     center = _fixed_array(mass.mass_center, (3,), where, "mass.mass_center")
     inertia = _fixed_array(mass.inertia, (3, 3), where, "mass.inertia")
     with np.errstate(all="ignore"):
@@ -603,11 +629,9 @@ def _validate_body(body, index: int, frames: int) -> Body:
     transform = _fixed_array(body.transform, (4, 4), where, "transform")
     transform = _check_transforms(transform, where, "transform", series=False)
     density = _number(body.mass_density, where, "mass_density")
-    if density <= 0.0:
-        raise _fail(where, "mass_density", f"must be > 0 kg/m^3, got {density}")
+    _positive(density, where, "mass_density", " kg/m^3")
     kappa = _number(body.kappa, where, "kappa")
-    if kappa <= 0.0:
-        raise _fail(where, "kappa", f"must be > 0 Pa, got {kappa}")
+    _positive(kappa, where, "kappa", " Pa")
     if not isinstance(body.motion, str) or body.motion not in MOTIONS:
         raise _fail(where, "motion", f"must be one of {', '.join(map(repr, MOTIONS))}, got {body.motion!r:.60}")
     linear_velocity = _fixed_array(body.linear_velocity, (3,), where, "linear_velocity")
@@ -626,6 +650,7 @@ def _validate_body(body, index: int, frames: int) -> Body:
         finite = np.isfinite(animated).reshape(frames, -1).all(axis=1)
         if not finite.all():
             raise _fail(where, "animated_transforms", f"must be finite (NaN or infinity at frame {int(np.argmin(finite))})")
+        _check_magnitude(animated, where, "animated_transforms")
         animated = _check_transforms(animated, where, "animated_transforms", series=True)
         if np.abs(animated[0] - transform).max() > RIGID_TOLERANCE * max(1.0, np.abs(transform).max()):
             raise _fail(where, "animated_transforms", "frame 0 must equal the body's transform")

@@ -1,0 +1,104 @@
+"""Direct solves of the Newton system H dq = -g (H symmetric positive definite, 12x12 blocks).
+
+Two library paths, chosen once per scene from the block sparsity pattern:
+
+- **banded Cholesky** (LAPACK ``pbsv`` through ``scipy.linalg.solveh_banded``) after a reverse
+  Cuthill-McKee ordering of the body graph (``scipy.sparse.csgraph``), when the ordered matrix
+  is narrow: chains and trees of bodies give a bandwidth of one or two blocks, and the banded
+  factorisation then costs O(n b^2) with no fill-in analysis;
+- **sparse LU** (SciPy SuperLU in symmetric mode with a minimum-degree ordering of A^T + A)
+  otherwise.
+
+H is positive definite because every unknown belongs to a dynamic body whose kinetic term
+contributes its (positive definite) mass matrix, and every other term is PSD-projected.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+import scipy.sparse.csgraph
+import scipy.sparse.linalg
+
+
+class SingularSystem(RuntimeError):
+    """The Newton system could not be factorised (not positive definite or singular)."""
+
+
+@numba.njit(cache=True)
+def _fill_banded(blocks, block_rows, block_columns, position, bandwidth, banded):
+    """Scatter the lower triangle of the permuted block matrix into LAPACK lower band storage."""
+    banded[:, :] = 0.0
+    for index in range(blocks.shape[0]):
+        block_row = position[block_rows[index]]
+        block_column = position[block_columns[index]]
+        if block_row < block_column:
+            continue
+        for r in range(12):
+            row = 12 * block_row + r
+            for c in range(12):
+                column = 12 * block_column + c
+                if row >= column and row - column <= bandwidth:
+                    banded[row - column, column] = blocks[index, r, c]
+
+
+class LinearSolver:
+    """Chooses and runs the direct solver for a fixed block sparsity pattern.
+
+    Args:
+        indptr: (block_rows + 1,) and indices: (blocks,) the BSR pattern of H (12x12 blocks).
+
+    Attributes:
+        method: ``"banded"`` or ``"superlu"``.
+        bandwidth: lower bandwidth in scalar rows of the reordered matrix (banded path).
+    """
+
+    #: Use the banded path while its dense band costs at most this many times the sparse storage.
+    BAND_FILL_LIMIT = 8.0
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray):
+        block_count = len(indptr) - 1
+        self.size = 12 * block_count
+        self.block_rows = np.repeat(np.arange(block_count), np.diff(indptr)).astype(np.int64)
+        self.block_columns = np.asarray(indices, dtype=np.int64)
+        graph = scipy.sparse.csr_matrix(
+            (np.ones(len(indices)), self.block_columns, np.asarray(indptr)), shape=(block_count, block_count)
+        )
+        order = scipy.sparse.csgraph.reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
+        self.position = np.empty(block_count, dtype=np.int64)
+        self.position[order] = np.arange(block_count)
+        self.order = order
+        block_band = int(np.max(np.abs(self.position[self.block_rows] - self.position[self.block_columns]), initial=0))
+        self.bandwidth = 12 * block_band + 11
+        band_storage = (self.bandwidth + 1) * self.size
+        sparse_storage = 144 * max(len(indices), 1)
+        self.method = "banded" if band_storage <= self.BAND_FILL_LIMIT * sparse_storage else "superlu"
+        self._banded = np.zeros((self.bandwidth + 1, self.size)) if self.method == "banded" else None
+
+    def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
+        """Solve H x = b for H given by its BSR block values (blocks, 12, 12); b (size,)."""
+        if self.size == 0:
+            return right_hand_side.copy()
+        if self.method == "banded":
+            _fill_banded(blocks, self.block_rows, self.block_columns, self.position, self.bandwidth, self._banded)
+            permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1)
+            try:
+                solution = scipy.linalg.solveh_banded(self._banded, permuted, lower=True, check_finite=False)
+            except np.linalg.LinAlgError as error:
+                raise SingularSystem(f"the Newton system is not positive definite ({error})") from error
+            result = np.empty_like(solution).reshape(-1, 12)
+            result[self.order] = solution.reshape(-1, 12)
+            return result.reshape(-1)
+        hessian = scipy.sparse.bsr_matrix((blocks, self.block_columns, self._indptr()), shape=(self.size, self.size))
+        try:
+            factor = scipy.sparse.linalg.splu(
+                hessian.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+            )
+        except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
+            raise SingularSystem(f"the Newton system is singular ({error})") from error
+        return factor.solve(right_hand_side)
+
+    def _indptr(self) -> np.ndarray:
+        return np.searchsorted(self.block_rows, np.arange(self.size // 12 + 1)).astype(np.int64)

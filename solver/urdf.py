@@ -1,0 +1,1037 @@
+"""URDF importer: a robot description file (links, inertias, meshes, joints) to a :class:`Scene`.
+
+The file is parsed by `yourdfpy <https://github.com/clemense/yourdfpy>`_ (on lxml) and its meshes
+are read and repaired by `trimesh <https://trimesh.org>`_; this module only maps the parsed model
+onto the solver's scene. Units are SI throughout (m, kg, s, rad), as in URDF.
+
+Mapping
+-------
+Bodies
+    Links joined by ``fixed`` joints are merged into one body (a *group*), named after the
+    group's top link (the one nearest the root) and using that link's frame as its body-local
+    frame. ``Body.transform`` is the top link's world pose at the initial configuration (forward
+    kinematics from the root link, which sits at the world origin, with ``joint_positions``).
+Mass
+    The URDF ``<inertial>`` of every link in a group is combined (masses added, centres of mass
+    averaged, inertias moved to the common centre by the parallel-axis theorem, each
+    ``<inertial><origin rpy>`` rotated into the body frame) and given as the explicit
+    :class:`~solver.scene.MassOverride`. An inertia tensor that is not positive definite or
+    breaks the triangle inequality (I1 + I2 > I3) is replaced, with a warning, by the inertia of
+    the body's shape at uniform density scaled to the URDF mass.
+Massless groups (mass 0 or no ``<inertial>`` in any link)
+    The root group is fixed (``motion="fixed"``), as PyBullet does with a massless base. Its mass
+    only scales the stiffness K = strength_ratio (m_i + m_j) of the joints attached to it, so it
+    is set (through ``mass_density``) to the total mass of the robot's dynamic bodies: the base
+    joint then carries about the whole robot's weight with the same relative stiffness as the
+    other joints. A massless group that is not the root becomes dynamic with a tiny mass,
+    ``MASSLESS_FRACTION`` times the lightest massive body (1e-3 kg if there is none), spread
+    uniformly over its shape, and a warning names it (an error would refuse the common
+    "massless intermediate link" rigs; PyBullet also accepts them).
+Shape
+    A body's mesh (body-local) is the union of its links' ``<collision>`` geometries; a link with
+    no collision element uses its ``<visual>`` geometries; a group with neither gets a box with
+    the group's inertia (the box of uniform density with the same principal moments, centred on
+    the centre of mass along the principal axes), or a ``PLACEHOLDER_SIZE`` cube at the frame
+    origin when it has no mass either. Boxes, cylinders and spheres are meshed by trimesh; mesh
+    files are loaded by trimesh (STL, OBJ, DAE, ...), scaled by ``<mesh scale>``. Each geometry
+    element must be a closed, outward-oriented triangle mesh (the solver needs the enclosed
+    volume): one that is not (open, non-manifold, inconsistently wound) is replaced by its convex
+    hull, with a warning naming the link and file; an inside-out one is flipped.
+Joints
+    ``revolute`` -> Revolute Joint #18 plus Revolute Joint Limit #670 from ``<limit>``;
+    ``continuous`` -> #18 without a limit; ``prismatic`` -> Prismatic Joint #20 plus #669.
+    ``position0`` is the joint origin in world at the initial configuration (the child link's
+    frame origin) and ``position1 = position0 +`` the unit joint axis in world, so the solver's
+    angle/distance follow the URDF sign convention (right-hand rule about the axis, child moved
+    along the axis). ``init_angle``/``init_distance`` are the initial joint position, so the
+    reported ``angle``/``distance`` equal the URDF joint coordinate q.
+Limits
+    The solver's revolute limit #670 compares the raw angle (which starts at 0; q = raw +
+    init_angle) with ``limit.lower + init_angle`` .. ``limit.upper + init_angle`` (seed 001, see
+    ``solver/simulation.py``). To keep q in the URDF range [lo, hi] the importer therefore writes
+    ``Limit(lower=lo - 2 q0, upper=hi - 2 q0)``. The prismatic limit #669 compares the raw distance
+    (q = raw + init_distance) with ``lower``/``upper`` directly (seed 002), so it gets
+    ``Limit(lower=lo - q0, upper=hi - q0)``. See :func:`revolute_limit` and :func:`prismatic_limit`.
+    ``strength`` is ``limit_strength`` (default ``DEFAULT_LIMIT_STRENGTH`` = 1e4 J): the cubic
+    penalty s ((x - u) / (u - l))^3 enters the incremental potential without a dt^2 factor, so it
+    acts as a physical potential s/dt^2 (...); at dt = 1/240 s a 20 kg arm held 0.5 m from the
+    axis (about 100 N m) stops within about 0.01 rad of a 4 rad wide window.
+Unsupported
+    ``floating`` joints add no joint (the child group is a free body; warning); ``planar`` and
+    unknown types raise :class:`UrdfError`; ``<mimic>`` is ignored, the joint imported as an
+    independent one (warning). ``<dynamics damping friction>``, ``effort`` and ``velocity``
+    limits, transmissions and ``<gazebo>`` tags are ignored (no warning: they are not part of
+    the passive mechanics the solver models).
+
+Errors
+------
+Every problem with the file raises :class:`UrdfError` (a :class:`~solver.scene.SceneError`) whose
+message starts with the file name and names the element: ``link 'x'``, ``joint 'y'``, the mesh
+file, or the XML line. Warnings are issued as :class:`UrdfWarning` (``warnings.warn``) and also
+returned in :attr:`UrdfImport.warnings`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import warnings
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from .mass import mesh_mass_properties, mesh_volume
+from .scene import Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, validate_scene
+
+#: Revolute/prismatic limit strength s (J) written to every #669/#670 limit unless given.
+DEFAULT_LIMIT_STRENGTH = 1.0e4
+#: Joint strength ratio gamma (K = gamma (m_i + m_j)) written to every joint unless given.
+DEFAULT_STRENGTH_RATIO = 100.0
+#: Mass of a massless non-root group as a fraction of the lightest massive group.
+MASSLESS_FRACTION = 1.0e-3
+#: Mass (kg) of a massless non-root group when no group has mass.
+MASSLESS_FALLBACK = 1.0e-3
+#: Edge length (m) of the cube given to a group with no geometry and no mass.
+PLACEHOLDER_SIZE = 0.05
+#: Smallest edge (m) of a box made from an inertia tensor or of a flat mesh's bounding box.
+MIN_BOX_EDGE = 1.0e-3
+#: Subdivisions of the icosphere meshing a ``<sphere>`` (2: 320 triangles).
+SPHERE_SUBDIVISIONS = 2
+#: Segments around a ``<cylinder>``.
+CYLINDER_SECTIONS = 32
+#: Joint types that become solver joints.
+MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
+#: Joint types accepted in a file.
+KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar")
+
+
+class UrdfError(SceneError):
+    """A URDF file cannot be imported; the message names the file and the link, joint or mesh."""
+
+
+class UrdfWarning(UserWarning):
+    """Something in a URDF file was approximated or ignored; the message names the element."""
+
+
+@dataclass
+class VisualPart:
+    """One ``<visual>`` geometry of a link, for display (not used by the solver).
+
+    Attributes:
+        link: the URDF link it belongs to.
+        vertices: (V, 3) float, in the body-local frame (the body's top link frame), m.
+        triangles: (T, 3) int. The mesh is as in the file: it may be open.
+        rgba: (4,) colour in [0, 1] from the visual's ``<material>`` (or the robot-level material
+            of that name), or None.
+        material: the material name, or None.
+    """
+
+    link: str
+    vertices: np.ndarray
+    triangles: np.ndarray
+    rgba: Optional[np.ndarray] = None
+    material: Optional[str] = None
+
+
+@dataclass
+class UrdfBody:
+    """How one scene body was made (same order as ``Scene.bodies``).
+
+    Attributes:
+        name: the body name (the group's top link).
+        links: the URDF links merged into the body, top link first.
+        link_transforms: link name -> (4, 4) pose of that link in the body-local frame.
+        shape: where the body mesh came from: ``"collision"``, ``"visual"`` (a mix of links
+            using one or the other is reported as ``"collision+visual"``), ``"inertia box"`` or
+            ``"placeholder"``.
+        massless: True when the URDF gives the body no mass (see the module doc).
+        visuals: the ``<visual>`` geometries of the links (empty unless ``load_visuals``).
+    """
+
+    name: str
+    links: list
+    link_transforms: dict
+    shape: str
+    massless: bool
+    visuals: list = field(default_factory=list)
+
+
+@dataclass
+class UrdfJoint:
+    """A URDF joint as imported (fixed and floating joints included, for reference).
+
+    Attributes:
+        name: URDF joint name (the scene joint has the same name when ``imported``).
+        type: URDF type (``revolute``, ``continuous``, ``prismatic``, ``fixed``, ``floating``).
+        parent, child: URDF link names.
+        parent_body, child_body: scene body names.
+        imported: True when the scene has a joint of this name.
+        position, velocity: initial q (rad or m) and dq/dt (rad/s or m/s).
+        lower, upper: URDF limits in the joint coordinate, or None when unlimited.
+        axis: (3,) unit axis in the parent... child link frame (URDF ``<axis>``, normalised).
+        mimic: the joint named by ``<mimic joint>``, or None (the mimic relation is not imported).
+    """
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    parent_body: str
+    child_body: str
+    imported: bool
+    position: float = 0.0
+    velocity: float = 0.0
+    lower: Optional[float] = None
+    upper: Optional[float] = None
+    axis: Optional[np.ndarray] = None
+    mimic: Optional[str] = None
+
+
+@dataclass
+class UrdfImport:
+    """Result of :func:`import_urdf`.
+
+    Attributes:
+        scene: the scene (not normalised: scalars stay scalars, so ``settings`` may still be
+            changed; it passed :func:`~solver.scene.validate_scene`).
+        robot_name: the ``<robot name>``.
+        bodies: one :class:`UrdfBody` per scene body, same order.
+        joints: one :class:`UrdfJoint` per URDF joint, file order.
+        warnings: the warning messages issued.
+    """
+
+    scene: Scene
+    robot_name: str
+    bodies: list
+    joints: list
+    warnings: list
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------
+
+
+def scene_from_urdf(
+    path: Union[str, os.PathLike],
+    *,
+    fixed_base: bool = False,
+    joint_positions: Optional[dict] = None,
+    joint_velocities: Optional[dict] = None,
+    settings: Optional[Settings] = None,
+    strength_ratio: float = DEFAULT_STRENGTH_RATIO,
+    limit_strength: float = DEFAULT_LIMIT_STRENGTH,
+) -> Scene:
+    """Import a URDF file as a :class:`Scene` (see the module doc for the mapping).
+
+    Args:
+        path: the ``.urdf`` file. Relative mesh paths and ``package://pkg/...`` URIs are resolved
+            against the file's directory and its parents.
+        fixed_base: fix the root body even when it has mass (a massless root is always fixed).
+        joint_positions: initial joint coordinates by joint name: rad (revolute, continuous) or
+            m (prismatic); others start at 0.
+        joint_velocities: initial joint velocities by joint name: rad/s or m/s; others 0. They
+            become the initial linear (centre of mass) and angular (world axes) velocities of
+            the child bodies, propagated down the tree.
+        settings: time stepping; default ``Settings()``.
+        strength_ratio: gamma of every joint (K = gamma (m_i + m_j)).
+        limit_strength: s (J) of every joint limit.
+
+    Returns:
+        The scene: bodies in breadth-first order from the root, joints in file order.
+
+    Raises:
+        UrdfError: unreadable file, malformed XML or URDF (missing/duplicate links or joints, a
+            joint naming an undefined link, a link with two parents, a cycle, several roots), an
+            unsupported joint type (``planar``), a zero joint axis, a missing or unreadable mesh
+            file, a negative mass, or ``joint_positions``/``joint_velocities`` naming no movable
+            joint. The message starts with the file name and names the element.
+    """
+    return import_urdf(
+        path, fixed_base=fixed_base, joint_positions=joint_positions, joint_velocities=joint_velocities,
+        settings=settings, strength_ratio=strength_ratio, limit_strength=limit_strength, load_visuals=False,
+    ).scene
+
+
+def import_urdf(
+    path: Union[str, os.PathLike],
+    *,
+    fixed_base: bool = False,
+    joint_positions: Optional[dict] = None,
+    joint_velocities: Optional[dict] = None,
+    settings: Optional[Settings] = None,
+    strength_ratio: float = DEFAULT_STRENGTH_RATIO,
+    limit_strength: float = DEFAULT_LIMIT_STRENGTH,
+    load_visuals: bool = True,
+) -> UrdfImport:
+    """Import a URDF file: the :class:`Scene` plus per-body display meshes and bookkeeping.
+
+    This is the single call a Blender importer needs: ``result.scene`` holds the bodies (mesh,
+    transform, mass, motion, initial velocities) and joints exactly as the solver will use them,
+    and ``result.bodies[k].visuals`` the ``<visual>`` meshes of body k in its body-local frame
+    (object space), with colours, for display.
+
+    Args:
+        path, fixed_base, joint_positions, joint_velocities, settings, strength_ratio,
+        limit_strength: as in :func:`scene_from_urdf`.
+        load_visuals: also load the ``<visual>`` meshes of every link for display (they may be
+            large); when False, ``UrdfBody.visuals`` are empty.
+
+    Returns:
+        :class:`UrdfImport`.
+
+    Raises:
+        UrdfError: as in :func:`scene_from_urdf`.
+    """
+    importer = _Importer(Path(path), fixed_base=bool(fixed_base), strength_ratio=float(strength_ratio),
+                         limit_strength=float(limit_strength), load_visuals=bool(load_visuals))
+    return importer.run(joint_positions or {}, joint_velocities or {}, settings if settings is not None else Settings())
+
+
+def revolute_limit(lower: float, upper: float, init_angle: float, strength: float) -> Limit:
+    """#670 limit keeping the reported angle q = raw + init_angle in [lower, upper] (rad).
+
+    The solver bounds the raw angle by ``limit.lower + init_angle`` and ``limit.upper +
+    init_angle`` (seed 001), so q in [lower, upper] needs ``limit = [lower - 2 init, upper - 2 init]``.
+    """
+    return Limit(lower=lower - 2.0 * init_angle, upper=upper - 2.0 * init_angle, strength=strength)
+
+
+def prismatic_limit(lower: float, upper: float, init_distance: float, strength: float) -> Limit:
+    """#669 limit keeping the reported distance q = raw + init_distance in [lower, upper] (m).
+
+    The solver bounds the raw distance by ``limit.lower``/``limit.upper`` directly (seed 002).
+    """
+    return Limit(lower=lower - init_distance, upper=upper - init_distance, strength=strength)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small geometry helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation matrix (3, 3) by ``angle`` (rad) about the unit ``axis`` (right-hand rule)."""
+    x, y, z = axis
+    c, s = math.cos(angle), math.sin(angle)
+    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
+
+
+def _motion(joint_type: str, axis: np.ndarray, q: float) -> np.ndarray:
+    """4x4 motion of a joint's child frame relative to the joint frame at coordinate q."""
+    motion = np.eye(4)
+    if joint_type in ("revolute", "continuous"):
+        motion[:3, :3] = _rotation(axis, q)
+    elif joint_type == "prismatic":
+        motion[:3, 3] = q * axis
+    return motion
+
+
+def _closed(triangles: np.ndarray) -> bool:
+    """The solver's closedness rule: every directed edge once, its reverse once, no repeats."""
+    if len(triangles) == 0:
+        return False
+    t = np.asarray(triangles, dtype=np.int64)
+    if np.any((t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2])):
+        return False
+    heads, tails = t.reshape(-1), t[:, [1, 2, 0]].reshape(-1)
+    size = int(t.max()) + 1
+    keys = heads * size + tails
+    unique, counts = np.unique(keys, return_counts=True)
+    if np.any(counts > 1):
+        return False
+    return bool(np.isin(tails * size + heads, unique).all())
+
+
+def _box_trimesh(extents, transform=None):
+    import trimesh
+
+    return trimesh.creation.box(extents=np.maximum(np.asarray(extents, dtype=np.float64), MIN_BOX_EDGE),
+                                transform=transform)
+
+
+def _inertia_ok(mass: float, inertia: np.ndarray) -> bool:
+    """Inertia about the centre of mass is symmetric positive definite and physical (I1 + I2 > I3)."""
+    if not (mass > 0.0 and np.all(np.isfinite(inertia))):
+        return False
+    symmetric = 0.5 * (inertia + inertia.T)
+    if np.abs(inertia - inertia.T).max() > 1e-9 * max(np.abs(inertia).max(), 1e-300):
+        return False
+    for matrix in (symmetric, 0.5 * np.trace(symmetric) * np.eye(3) - symmetric):
+        values = np.linalg.eigvalsh(matrix)
+        if not (values[-1] > 0.0 and values[0] > 1e-9 * values[-1]):
+            return False
+    return True
+
+
+def _inertia_box(mass: float, center: np.ndarray, inertia: np.ndarray):
+    """The uniform box with this mass and inertia (principal axes), as a trimesh, or None."""
+    values, vectors = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    if np.linalg.det(vectors) < 0.0:
+        vectors[:, 2] *= -1.0
+    # I_x = m (b^2 + c^2) / 12 etc. -> a^2 = 6 (I_y + I_z - I_x) / m.
+    total = values.sum()
+    squares = 6.0 * (total - 2.0 * values) / mass
+    if not np.all(np.isfinite(squares)):
+        return None
+    transform = np.eye(4)
+    transform[:3, :3] = vectors
+    transform[:3, 3] = center
+    return _box_trimesh(np.sqrt(np.maximum(squares, 0.0)), transform)
+
+
+# ---------------------------------------------------------------------------------------------
+# The importer
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """Links merged by fixed joints into one body."""
+
+    top: str
+    links: list
+    parent_joint: Optional[object] = None  # the movable/floating URDF joint above the top link
+    mass: float = 0.0
+    center: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    mesh: Optional[Mesh] = None
+    shape: str = ""
+    massless: bool = True
+    part_masses: list = field(default_factory=list)  # (mass, centre, inertia) per massive link, body frame
+    local: dict = field(default_factory=dict)  # link -> 4x4 pose in the body frame
+
+
+class _Importer:
+    def __init__(self, path: Path, *, fixed_base: bool, strength_ratio: float, limit_strength: float,
+                 load_visuals: bool):
+        self.path = path
+        self.name = path.name
+        self.fixed_base = fixed_base
+        self.strength_ratio = strength_ratio
+        self.limit_strength = limit_strength
+        self.load_visuals = load_visuals
+        self.warnings: list[str] = []
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def error(self, message: str) -> UrdfError:
+        return UrdfError(f"{self.name}: {message}")
+
+    def warn(self, message: str) -> None:
+        text = f"{self.name}: {message}"
+        self.warnings.append(text)
+        # Attribute the warning to the first caller outside this module.
+        level, frame = 1, sys._getframe(0)
+        while frame is not None and frame.f_code.co_filename == __file__:
+            level, frame = level + 1, frame.f_back
+        warnings.warn(text, UrdfWarning, stacklevel=level)
+
+    # -- parsing -------------------------------------------------------------------------------
+
+    def parse(self):
+        """The yourdfpy Robot, after XML and structure checks with clear messages."""
+        from lxml import etree
+        import yourdfpy
+
+        if not self.path.is_file():
+            raise self.error(f"no such file: {str(self.path)!r}")
+        try:
+            tree = etree.parse(str(self.path), etree.XMLParser(remove_blank_text=True))
+        except etree.XMLSyntaxError as error:
+            raise self.error(f"not well-formed XML: {error}") from None
+        except OSError as error:
+            raise self.error(f"cannot read the file: {error}") from None
+        root = tree.getroot()
+        if root.tag != "robot":
+            raise self.error(f"the root element is <{root.tag}>, not <robot> (line {root.sourceline})")
+        self._check_elements(root)
+        try:
+            model = yourdfpy.URDF.load(
+                str(self.path), build_scene_graph=False, build_collision_scene_graph=False,
+                load_meshes=False, load_collision_meshes=False,
+            )
+        except (ValueError, KeyError, AttributeError, TypeError, IndexError) as error:
+            raise self.error(f"cannot parse the URDF: {type(error).__name__}: {error}") from None
+        self.materials = {m.name: m for m in model.robot.materials if m.name}
+        return model.robot
+
+    def _check_elements(self, root) -> None:
+        """Required attributes and children, named by element and line (yourdfpy would crash)."""
+        for element in root.findall("link"):
+            if not element.get("name"):
+                raise self.error(f"<link> at line {element.sourceline} has no name attribute")
+            where = f"link {element.get('name')!r}"
+            for kind in ("visual", "collision"):
+                for item in element.findall(kind):
+                    geometry = item.find("geometry")
+                    if geometry is None or len(geometry) == 0:
+                        raise self.error(f"{where}: <{kind}> at line {item.sourceline} has no <geometry> shape")
+                    shape = geometry[0]
+                    if shape.tag not in ("box", "cylinder", "sphere", "mesh"):
+                        raise self.error(f"{where}: <{kind}> at line {item.sourceline}: unknown geometry <{shape.tag}>")
+                    if shape.tag == "mesh" and not shape.get("filename"):
+                        raise self.error(f"{where}: <{kind}> at line {shape.sourceline}: <mesh> has no filename")
+                    required = {"box": ("size",), "cylinder": ("radius", "length"), "sphere": ("radius",)}
+                    for attribute in required.get(shape.tag, ()):
+                        if shape.get(attribute) is None:
+                            raise self.error(f"{where}: <{kind}> at line {shape.sourceline}: <{shape.tag}> has no {attribute}")
+        for element in root.findall("joint"):
+            if not element.get("name"):
+                raise self.error(f"<joint> at line {element.sourceline} has no name attribute")
+            where = f"joint {element.get('name')!r}"
+            if not element.get("type"):
+                raise self.error(f"{where}: no type attribute (line {element.sourceline})")
+            for tag in ("parent", "child"):
+                item = element.find(tag)
+                if item is None or not item.get("link"):
+                    raise self.error(f"{where}: missing <{tag} link=\"...\"/> (line {element.sourceline})")
+
+    # -- the tree ------------------------------------------------------------------------------
+
+    def build_tree(self, robot) -> None:
+        self.links = {}
+        for link in robot.links:
+            if link.name in self.links:
+                raise self.error(f"link {link.name!r} is defined twice")
+            self.links[link.name] = link
+        if not self.links:
+            raise self.error("the robot has no <link>")
+        self.joints = {}
+        self.parent_joint = {}
+        self.children = {name: [] for name in self.links}
+        for joint in robot.joints:
+            where = f"joint {joint.name!r}"
+            if joint.name in self.joints:
+                raise self.error(f"{where} is defined twice")
+            if joint.type not in KNOWN_TYPES:
+                raise self.error(f"{where}: unknown joint type {joint.type!r} (URDF types: {', '.join(KNOWN_TYPES)})")
+            if joint.type == "planar":
+                raise self.error(f"{where}: planar joints are not supported (only revolute, continuous, prismatic, fixed)")
+            for side in ("parent", "child"):
+                name = getattr(joint, side)
+                if name not in self.links:
+                    raise self.error(f"{where}: {side} link {name!r} is not defined (no <link name={name!r}>)")
+            if joint.parent == joint.child:
+                raise self.error(f"{where}: parent and child are the same link {joint.parent!r}")
+            if joint.child in self.parent_joint:
+                other = self.parent_joint[joint.child].name
+                raise self.error(
+                    f"link {joint.child!r} has two parent joints, {other!r} and {joint.name!r} "
+                    "(a URDF must be a tree; closed loops are not supported)"
+                )
+            self.joints[joint.name] = joint
+            self.parent_joint[joint.child] = joint
+            self.children[joint.parent].append(joint)
+        roots = [name for name in self.links if name not in self.parent_joint]
+        reached = set()
+        order = []
+        queue = deque(roots)
+        while queue:
+            name = queue.popleft()
+            reached.add(name)
+            order.append(name)
+            queue.extend(j.child for j in self.children[name])
+        unreached = [name for name in self.links if name not in reached]
+        if unreached:
+            # Every unreached link has a parent: follow parents until one repeats -> a cycle.
+            seen: list[str] = []
+            name = unreached[0]
+            while name not in seen:
+                seen.append(name)
+                name = self.parent_joint[name].parent
+            cycle = seen[seen.index(name):]
+            joints = [self.parent_joint[link].name for link in reversed(cycle)]
+            raise self.error(
+                f"joints {', '.join(map(repr, joints))} form a cycle through links "
+                f"{', '.join(map(repr, reversed(cycle)))} (a URDF must be a tree)"
+            )
+        if len(roots) > 1:
+            raise self.error(
+                f"the robot has {len(roots)} root links ({', '.join(map(repr, roots))}); a URDF must be one "
+                "tree: connect them with joints"
+            )
+        self.root = roots[0]
+        self.order = order  # breadth-first from the root
+
+    # -- configuration -------------------------------------------------------------------------
+
+    def configuration(self, positions: dict, velocities: dict) -> None:
+        movable = [j.name for j in self.joints.values() if j.type in MOVABLE_TYPES]
+        for label, values in (("joint_positions", positions), ("joint_velocities", velocities)):
+            if not isinstance(values, dict):
+                raise self.error(f"{label}: must be a dict of joint name -> number, got {type(values).__name__}")
+            for name, value in values.items():
+                if name not in self.joints:
+                    raise self.error(f"{label}: there is no joint named {name!r} (movable joints: {', '.join(movable) or 'none'})")
+                if self.joints[name].type not in MOVABLE_TYPES:
+                    raise self.error(f"{label}: joint {name!r} is {self.joints[name].type}, not a movable (revolute, continuous, prismatic) joint")
+                if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)):
+                    raise self.error(f"{label}: joint {name!r}: value must be a finite number, got {value!r}")
+        self.q = {name: float(positions.get(name, 0.0)) for name in movable}
+        self.qd = {name: float(velocities.get(name, 0.0)) for name in movable}
+        self.axes = {}
+        for joint in self.joints.values():
+            if joint.type not in MOVABLE_TYPES:
+                continue
+            axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=np.float64)
+            norm = float(np.linalg.norm(axis)) if axis.shape == (3,) and np.all(np.isfinite(axis)) else 0.0
+            if not norm > 1e-12:
+                raise self.error(f"joint {joint.name!r}: <axis xyz> must be a non-zero 3-vector, got {joint.axis!r}")
+            self.axes[joint.name] = axis / norm
+        # Forward kinematics (positions and velocities) from the root at the world origin.
+        self.world = {self.root: np.eye(4)}
+        self.omega = {self.root: np.zeros(3)}
+        self.velocity = {self.root: np.zeros(3)}  # velocity of the link frame origin
+        for name in self.order[1:]:
+            joint = self.parent_joint[name]
+            parent = joint.parent
+            origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, dtype=np.float64)
+            axis = self.axes.get(joint.name)
+            q = self.q.get(joint.name, 0.0)
+            frame = self.world[parent] @ origin
+            self.world[name] = frame @ _motion(joint.type, axis, q) if axis is not None else frame
+            omega, velocity = self.omega[parent].copy(), self.velocity[parent].copy()
+            offset = self.world[name][:3, 3] - self.world[parent][:3, 3]
+            velocity += np.cross(omega, offset)
+            if axis is not None:
+                world_axis = frame[:3, :3] @ axis
+                if joint.type == "prismatic":
+                    velocity += self.qd[joint.name] * world_axis
+                else:
+                    omega += self.qd[joint.name] * world_axis
+            self.omega[name], self.velocity[name] = omega, velocity
+        self.limit_of = {}
+        for joint in self.joints.values():
+            if joint.type == "continuous":
+                self.limit_of[joint.name] = (None, None)
+            elif joint.type in MOVABLE_TYPES:
+                lower, upper = self.limit_of[joint.name] = self._limits(joint)
+                q = self.q[joint.name]
+                if lower is not None and not lower - 1e-9 <= q <= upper + 1e-9:
+                    self.warn(f"joint {joint.name!r}: initial position {q:g} is outside its limits [{lower:g}, {upper:g}]; "
+                              "the limit will push it back")
+
+    def _limits(self, joint) -> tuple:
+        """(lower, upper) of a revolute/prismatic joint, or (None, None) when unlimited (warned)."""
+        limit = joint.limit
+        if limit is None:
+            self.warn(f"joint {joint.name!r}: {joint.type} joint without <limit>; imported without a limit")
+            return None, None
+        # URDF: lower and upper default to 0.
+        lower = 0.0 if limit.lower is None else float(limit.lower)
+        upper = 0.0 if limit.upper is None else float(limit.upper)
+        if not (math.isfinite(lower) and math.isfinite(upper)):
+            raise self.error(f"joint {joint.name!r}: <limit> lower/upper must be finite, got {lower}, {upper}")
+        if lower > upper:
+            self.warn(f"joint {joint.name!r}: <limit> lower {lower:g} > upper {upper:g}; imported without a limit "
+                      "(as PyBullet does)")
+            return None, None
+        return lower, upper
+
+    # -- groups, mass and shape -----------------------------------------------------------------
+
+    def build_groups(self) -> None:
+        self.group_of = {}
+        self.groups: list[_Group] = []
+        for name in self.order:
+            joint = self.parent_joint.get(name)
+            if joint is not None and joint.type == "fixed":
+                group = self.group_of[joint.parent]
+                group.links.append(name)
+            else:
+                group = _Group(top=name, links=[name], parent_joint=joint)
+                self.groups.append(group)
+            self.group_of[name] = group
+            if joint is not None and joint.mimic is not None:
+                self.warn(f"joint {joint.name!r}: <mimic joint={joint.mimic.joint!r}> is not supported; "
+                          "imported as an independent joint")
+            if joint is not None and joint.type == "floating":
+                self.warn(f"joint {joint.name!r}: floating joint: link {name!r} is imported as a free body (no joint)")
+        for group in self.groups:
+            top_inverse = np.linalg.inv(self.world[group.top])
+            group.local = {name: top_inverse @ self.world[name] for name in group.links}
+            self._group_mass(group)
+
+    def _group_mass(self, group: _Group) -> None:
+        masses, centers, inertias = [], [], []
+        for name in group.links:
+            inertial = self.links[name].inertial
+            if inertial is None or inertial.mass is None:
+                continue
+            mass = float(inertial.mass)
+            if not math.isfinite(mass) or mass < 0.0:
+                raise self.error(f"link {name!r}: <inertial><mass value> must be a finite number >= 0, got {mass}")
+            if mass == 0.0:
+                continue
+            origin = np.eye(4) if inertial.origin is None else np.asarray(inertial.origin, dtype=np.float64)
+            pose = group.local[name] @ origin
+            if inertial.inertia is None:
+                inertia = np.full((3, 3), np.nan)  # replaced by the shape's inertia below
+                self.warn(f"link {name!r}: <inertial> has a mass but no <inertia>; using the inertia of its shape")
+            else:
+                inertia = np.asarray(inertial.inertia, dtype=np.float64)
+                if not _inertia_ok(mass, inertia):
+                    self.warn(
+                        f"link {name!r}: <inertia> {inertia[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]].tolist()} "
+                        "(ixx iyy izz ixy ixz iyz) is not positive definite or breaks I1 + I2 > I3; "
+                        "using the inertia of its shape"
+                    )
+                    inertia = np.full((3, 3), np.nan)
+            rotation = pose[:3, :3]
+            masses.append(mass)
+            centers.append(pose[:3, 3])
+            inertias.append(rotation @ inertia @ rotation.T)
+        group.massless = not masses
+        if not masses:
+            return
+        total = float(sum(masses))
+        center = sum(m * c for m, c in zip(masses, centers)) / total
+        group.mass, group.center = total, center
+        group.part_masses = list(zip(masses, centers, inertias))
+
+    def _combine_inertia(self, group: _Group, shape_inertia: Optional[np.ndarray]) -> np.ndarray:
+        total = np.zeros((3, 3))
+        for mass, center, inertia in group.part_masses:
+            if not np.all(np.isfinite(inertia)):
+                inertia = shape_inertia * mass  # per unit mass of the group's shape
+            d = center - group.center
+            total += inertia + mass * (d @ d * np.eye(3) - np.outer(d, d))
+        return 0.5 * (total + total.T)
+
+    def build_shapes(self) -> None:
+        for group in self.groups:
+            parts, sources = [], set()
+            for name in group.links:
+                link = self.links[name]
+                elements, kind = (link.collisions, "collision") if link.collisions else (link.visuals, "visual")
+                if elements:
+                    sources.add(kind)
+                for index, element in enumerate(elements):
+                    mesh = self._element_mesh(name, kind, index, element, closed=True)
+                    mesh.apply_transform(group.local[name])
+                    parts.append(mesh)
+            if parts:
+                group.shape = "+".join(sorted(sources))
+            elif not group.massless and all(np.all(np.isfinite(i)) for _, _, i in group.part_masses):
+                box = _inertia_box(group.mass, group.center, self._combine_inertia(group, None))
+                parts, group.shape = [box], "inertia box"
+            else:
+                parts, group.shape = [_box_trimesh([PLACEHOLDER_SIZE] * 3)], "placeholder"
+            vertices, triangles = [], []
+            offset = 0
+            for part in parts:
+                vertices.append(np.asarray(part.vertices, dtype=np.float64))
+                triangles.append(np.asarray(part.faces, dtype=np.int64) + offset)
+                offset += len(part.vertices)
+            group.mesh = Mesh(vertices=np.concatenate(vertices), triangles=np.concatenate(triangles))
+            if not group.massless:
+                if any(not np.all(np.isfinite(i)) for _, _, i in group.part_masses):
+                    shape = mesh_mass_properties(group.mesh.vertices, group.mesh.triangles, 1.0)
+                    group.inertia = self._combine_inertia(group, shape.inertia / shape.mass)
+                else:
+                    group.inertia = self._combine_inertia(group, None)
+
+    def _element_mesh(self, link: str, kind: str, index: int, element, *, closed: bool):
+        """A trimesh of one <visual>/<collision> element in the link frame (closed if asked)."""
+        import trimesh
+
+        geometry = element.geometry
+        origin = np.eye(4) if element.origin is None else np.asarray(element.origin, dtype=np.float64)
+        where = f"link {link!r}: <{kind}> #{index + 1}"
+        label = where
+        if geometry.box is not None:
+            size = np.asarray(geometry.box.size, dtype=np.float64)
+            if size.shape != (3,) or not np.all(size > 0.0):
+                raise self.error(f"{where}: <box size> must be 3 positive numbers, got {geometry.box.size!r}")
+            mesh = trimesh.creation.box(extents=size)
+        elif geometry.sphere is not None:
+            radius = float(geometry.sphere.radius)
+            if not radius > 0.0:
+                raise self.error(f"{where}: <sphere radius> must be > 0, got {radius}")
+            mesh = trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=radius)
+        elif geometry.cylinder is not None:
+            radius, length = float(geometry.cylinder.radius), float(geometry.cylinder.length)
+            if not (radius > 0.0 and length > 0.0):
+                raise self.error(f"{where}: <cylinder> radius and length must be > 0, got {radius}, {length}")
+            mesh = trimesh.creation.cylinder(radius=radius, height=length, sections=CYLINDER_SECTIONS)
+        else:
+            filename = geometry.mesh.filename
+            label = f"{where}: mesh {filename!r}"
+            resolved = self._resolve(filename)
+            if resolved is None:
+                raise self.error(f"{label}: file not found (relative to {str(self.path.parent)!r})")
+            try:
+                loaded = trimesh.load(resolved, force="mesh", skip_materials=True)
+            except Exception as error:  # trimesh raises many types for unreadable files
+                raise self.error(f"{label}: cannot read {resolved!r}: {type(error).__name__}: {error}") from None
+            if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
+                raise self.error(f"{label}: {resolved!r} contains no triangles")
+            mesh = trimesh.Trimesh(vertices=loaded.vertices, faces=loaded.faces, process=True)
+            mesh.merge_vertices(merge_tex=True, merge_norm=True)
+            scale = geometry.mesh.scale
+            if scale is not None:
+                factors = np.broadcast_to(np.asarray(scale, dtype=np.float64), (3,))
+                if not np.all(np.isfinite(factors)) or np.any(factors == 0.0):
+                    raise self.error(f"{label}: <mesh scale> must be non-zero, got {scale!r}")
+                matrix = np.eye(4)
+                matrix[:3, :3] = np.diag(factors)
+                mesh.apply_transform(matrix)  # trimesh flips the winding of a mirroring scale
+        if closed:
+            mesh = self._closed_mesh(mesh, label)
+        mesh.apply_transform(origin)
+        return mesh
+
+    def _resolve(self, filename: str) -> Optional[str]:
+        """The existing file a URDF mesh ``filename`` refers to, or None.
+
+        Tried in order: an absolute path or ``file://`` URI; a relative path against the URDF's
+        directory; ``package://PKG/REST``: ``PKG/REST`` and then ``REST`` against the URDF's
+        directory and each of its parents (ROS packages are usually a parent directory of the
+        URDF; PyBullet's data files use ``package://`` relative to the URDF itself).
+        """
+        if filename.startswith("file://"):
+            filename = filename[len("file://"):]
+        candidates: list[Path] = []
+        if filename.startswith("package://"):
+            rest = filename[len("package://"):].lstrip("/")
+            parts = Path(rest).parts
+            tails = [Path(rest)] + ([Path(*parts[1:])] if len(parts) > 1 else [])
+            for directory in [self.path.parent, *self.path.parent.parents]:
+                candidates.extend(directory / tail for tail in tails)
+        elif os.path.isabs(filename):
+            candidates.append(Path(filename))
+        else:
+            candidates.append(self.path.parent / filename)
+        for candidate in candidates:
+            if candidate.is_file():
+                return str(candidate)
+        return None
+
+    def _closed_mesh(self, mesh, label: str):
+        """``mesh`` itself if it is closed with positive volume (flipped if inside out), else its hull."""
+        import trimesh
+
+        faces = np.asarray(mesh.faces, dtype=np.int64)
+        if _closed(faces):
+            volume = mesh_volume(mesh.vertices, faces)
+            if volume < -1e-15:
+                mesh.invert()
+                return mesh
+            if volume > 1e-15:
+                return mesh
+        try:
+            hull = mesh.convex_hull
+            volume = mesh_volume(hull.vertices, hull.faces) if len(hull.faces) else 0.0
+        except Exception:  # qhull fails on flat or degenerate input
+            hull, volume = None, 0.0
+        if hull is not None and volume > 1e-12 and _closed(np.asarray(hull.faces)):
+            self.warn(f"{label}: mesh is not closed (open, non-manifold or inconsistently wound); "
+                      "using its convex hull as the body shape")
+            return hull
+        low, high = mesh.bounds
+        self.warn(f"{label}: mesh is flat or degenerate; using its bounding box as the body shape")
+        return _box_trimesh(high - low, trimesh.transformations.translation_matrix((low + high) / 2.0))
+
+    def visuals(self, group: _Group) -> list:
+        parts = []
+        for name in group.links:
+            for index, element in enumerate(self.links[name].visuals):
+                mesh = self._element_mesh(name, "visual", index, element, closed=False)
+                mesh.apply_transform(group.local[name])
+                rgba, material = None, None
+                if element.material is not None:
+                    material = element.material.name
+                    color = element.material.color
+                    if color is None and material in self.materials:
+                        color = self.materials[material].color
+                    if color is not None:
+                        rgba = np.asarray(color.rgba, dtype=np.float64)
+                parts.append(VisualPart(link=name, vertices=np.asarray(mesh.vertices, dtype=np.float64),
+                                        triangles=np.asarray(mesh.faces, dtype=np.int64), rgba=rgba, material=material))
+        return parts
+
+    # -- the scene -----------------------------------------------------------------------------
+
+    def run(self, positions: dict, velocities: dict, settings: Settings) -> UrdfImport:
+        robot = self.parse()
+        self.build_tree(robot)
+        self.configuration(positions, velocities)
+        self.build_groups()
+        self.build_shapes()
+
+        root_group = self.group_of[self.root]
+        dynamic_mass = sum(g.mass for g in self.groups if not g.massless and (g is not root_group or not self.fixed_base))
+        lightest = min((g.mass for g in self.groups if not g.massless), default=None)
+        bodies, infos = [], []
+        for group in self.groups:
+            volume = abs(mesh_volume(group.mesh.vertices, group.mesh.triangles))
+            is_root = group is root_group
+            motion = "fixed" if is_root and (self.fixed_base or group.massless) else "dynamic"
+            body = Body(name=group.top, mesh=group.mesh, transform=self.world[group.top].copy(), motion=motion)
+            if not group.massless:
+                body.mass = MassOverride(mass=group.mass, mass_center=group.center.copy(), inertia=group.inertia.copy())
+                center = group.center
+            else:
+                if is_root:
+                    mass = dynamic_mass if dynamic_mass > 0.0 else 1.0
+                else:
+                    mass = MASSLESS_FRACTION * lightest if lightest is not None else MASSLESS_FALLBACK
+                    self.warn(f"link {group.top!r} has no mass (nor has any link fixed to it); giving it {mass:.3g} kg "
+                              "spread over its shape")
+                body.mass_density = mass / volume
+                center = mesh_mass_properties(group.mesh.vertices, group.mesh.triangles, 1.0).mass_center
+            if motion == "dynamic":
+                world = self.world[group.top]
+                offset = world[:3, :3] @ center
+                body.angular_velocity = self.omega[group.top].copy()
+                body.linear_velocity = self.velocity[group.top] + np.cross(self.omega[group.top], offset)
+            bodies.append(body)
+            infos.append(UrdfBody(
+                name=group.top, links=list(group.links), link_transforms={k: v.copy() for k, v in group.local.items()},
+                shape=group.shape, massless=group.massless,
+                visuals=self.visuals(group) if self.load_visuals else [],
+            ))
+
+        joints, joint_infos = [], []
+        for joint in self.joints.values():
+            parent_body, child_body = self.group_of[joint.parent].top, self.group_of[joint.child].top
+            info = UrdfJoint(name=joint.name, type=joint.type, parent=joint.parent, child=joint.child,
+                             parent_body=parent_body, child_body=child_body, imported=False,
+                             mimic=joint.mimic.joint if joint.mimic is not None else None)
+            joint_infos.append(info)
+            if joint.type not in MOVABLE_TYPES:
+                continue
+            q, qd, axis = self.q[joint.name], self.qd[joint.name], self.axes[joint.name]
+            child = self.world[joint.child]
+            anchor = child[:3, 3].copy()
+            world_axis = child[:3, :3] @ axis
+            info.imported, info.position, info.velocity, info.axis = True, q, qd, axis
+            lower, upper = self.limit_of[joint.name]
+            info.lower, info.upper = lower, upper
+            scene_joint = Joint(name=joint.name, type="prismatic" if joint.type == "prismatic" else "revolute",
+                                l_body=parent_body, r_body=child_body, position0=anchor, position1=anchor + world_axis,
+                                strength_ratio=self.strength_ratio)
+            if joint.type == "prismatic":
+                scene_joint.init_distance = q
+                if lower is not None:
+                    scene_joint.limit = prismatic_limit(lower, upper, q, self.limit_strength)
+            else:
+                scene_joint.init_angle = q
+                if lower is not None:
+                    scene_joint.limit = revolute_limit(lower, upper, q, self.limit_strength)
+            joints.append(scene_joint)
+
+        scene = Scene(settings=settings, bodies=bodies, joints=joints)
+        try:
+            validate_scene(scene)
+        except UrdfError:
+            raise
+        except SceneError as error:
+            raise self.error(f"the imported scene is invalid: {error}") from None
+        return UrdfImport(scene=scene, robot_name=robot.name, bodies=infos, joints=joint_infos, warnings=list(self.warnings))
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line: python -m solver import-urdf ROBOT.urdf --out scene.json [--q joint=value ...]
+# ---------------------------------------------------------------------------------------------
+
+
+def _assignments(items: Optional[Iterable[str]], option: str) -> dict:
+    values = {}
+    for item in items or ():
+        name, sep, text = item.rpartition("=")
+        if not sep or not name:
+            raise ValueError(f"{option}: expected JOINT=VALUE, got {item!r}")
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"{option}: {name}: {text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{option}: {name}: value must be finite, got {text!r}")
+        values[name] = value
+    return values
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``import-urdf`` on an ``argparse`` sub-parsers object; sets ``handler(args) -> int``."""
+    parser = subparsers.add_parser(
+        "import-urdf", help="convert a URDF robot into a scene file (.json)",
+        description="Convert a URDF robot (links, inertias, meshes, revolute/continuous/prismatic joints with "
+                    "limits) into an abd-scene JSON file.",
+    )
+    parser.add_argument("urdf", metavar="ROBOT.urdf", help="the URDF file; meshes are looked up relative to it")
+    parser.add_argument("--out", "-o", metavar="SCENE.json", help="scene file to write (default: ROBOT.json)")
+    parser.add_argument("--q", action="append", metavar="JOINT=VALUE", default=[],
+                        help="initial joint position (rad or m); repeat for several joints")
+    parser.add_argument("--qd", action="append", metavar="JOINT=VALUE", default=[],
+                        help="initial joint velocity (rad/s or m/s); repeat for several joints")
+    parser.add_argument("--fixed-base", action="store_true", help="fix the root link even when it has mass")
+    parser.add_argument("--frame-rate", type=float, default=Settings.frame_rate, help="frames per second (default %(default)s)")
+    parser.add_argument("--substeps", type=int, default=Settings.substeps, help="time steps per frame (default %(default)s)")
+    parser.add_argument("--frame-count", type=int, default=Settings.frame_count, help="frames to simulate (default %(default)s)")
+    parser.add_argument("--strength-ratio", type=float, default=DEFAULT_STRENGTH_RATIO,
+                        help="joint stiffness ratio gamma, K = gamma (m_i + m_j) (default %(default)s)")
+    parser.add_argument("--limit-strength", type=float, default=DEFAULT_LIMIT_STRENGTH,
+                        help="joint limit strength in J (default %(default)s)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr (warnings are still printed)")
+    parser.set_defaults(handler=run_command)
+    return parser
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """The ``import-urdf`` command. Returns 0 on success, 2 on bad input (``error: ...`` on stderr)."""
+    from .scene_io import save_scene
+
+    def error(message: str) -> int:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        return 2
+
+    try:
+        positions = _assignments(args.q, "--q")
+        velocities = _assignments(args.qd, "--qd")
+    except ValueError as problem:
+        return error(str(problem))
+    out = Path(args.out) if args.out else Path(args.urdf).with_suffix(".json")
+    if not out.parent.is_dir():
+        return error(f"--out: directory {str(out.parent)!r} does not exist")
+    settings = Settings(frame_rate=args.frame_rate, substeps=args.substeps, frame_count=args.frame_count)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UrdfWarning)
+        try:
+            result = import_urdf(args.urdf, fixed_base=args.fixed_base, joint_positions=positions,
+                                 joint_velocities=velocities, settings=settings, strength_ratio=args.strength_ratio,
+                                 limit_strength=args.limit_strength, load_visuals=False)
+        except SceneError as problem:
+            return error(str(problem))
+    for message in result.warnings:
+        print(f"warning: {message}", file=sys.stderr, flush=True)
+    try:
+        save_scene(result.scene, out)
+    except OSError as problem:
+        return error(f"cannot write {str(out)!r}: {problem}")
+    if not args.quiet:
+        scene = result.scene
+        fixed = [b.name for b in scene.bodies if b.motion == "fixed"]
+        print(f"wrote {out}: {len(scene.bodies)} bodies ({len(fixed)} fixed), {len(scene.joints)} joints",
+              file=sys.stderr, flush=True)
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m solver.urdf ROBOT.urdf ...``: the ``import-urdf`` command on its own."""
+    parser = argparse.ArgumentParser(prog="python -m solver.urdf")
+    commands = parser.add_subparsers(dest="command")
+    sub = add_parser(commands)
+    args = sub.parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,693 @@
+"""Scene file: loading, validation (every SceneError case, via load_scene and via the CLI),
+saving and round trips, and the ``run`` command's exit statuses."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import scenes
+from solver import Trajectory
+from solver.scene import (
+    Body, Driving, Joint, Limit, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
+)
+from solver.scene_io import dumps_scene, load_scene, save_scene, scene_from_dict, scene_to_dict
+
+REPO = Path(__file__).resolve().parents[2]
+HAS_SIMULATION = importlib.util.find_spec("solver.simulation") is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Documents used by the error cases
+# ---------------------------------------------------------------------------------------------
+
+def prismatic(**kwargs) -> dict:
+    """The two-body prismatic scene with a limit and a drive (frame_count 48)."""
+    values = dict(
+        limit={"lower": -0.5, "upper": 0.5, "strength": 1.0},
+        driving={"strength_ratio": 100.0, "is_constrained": 1, "is_passive": 0, "aim_distance": 0.3},
+        slider_fields={"soft_transform": {"strength_ratio": [10.0, 10.0]}},
+    )
+    values.update(kwargs)
+    return scenes.prismatic_scene(**values)
+
+
+def pendulum(**kwargs) -> dict:
+    return scenes.revolute_pendulum_scene(limit={"lower": -1.0, "upper": 1.0, "strength": 1.0}, **kwargs)
+
+
+def body(doc: dict, name: str) -> dict:
+    return next(b for b in doc["bodies"] if b["name"] == name)
+
+
+def joint(doc: dict, name: str) -> dict:
+    return next(j for j in doc["joints"] if j["name"] == name)
+
+
+def edit(base, change):
+    """A case builder: a copy of ``base()`` changed in place by ``change(doc)``."""
+    def build():
+        doc = base()
+        change(doc)
+        return doc
+    return build
+
+
+def _set(obj: dict, key, value):
+    obj[key] = value
+
+
+def _flat_slider(doc):
+    for vertex in body(doc, "slider")["mesh"]["vertices"]:
+        vertex[2] = 0.0
+
+
+def _flip_all(doc):
+    mesh = body(doc, "slider")["mesh"]
+    mesh["triangles"] = [[a, c, b] for a, b, c in mesh["triangles"]]
+
+
+def _flip_one(doc):
+    triangles = body(doc, "slider")["mesh"]["triangles"]
+    a, b, c = triangles[3]
+    triangles[3] = [a, c, b]
+
+
+def _scaled(doc):
+    transform = body(doc, "slider")["transform"]
+    for row in range(3):
+        for col in range(3):
+            transform[row][col] *= 2.0
+
+
+def _reflected(doc):
+    body(doc, "slider")["transform"][0][0] = -1.0
+
+
+def _sheared(doc):
+    body(doc, "slider")["transform"][0][1] = 0.3
+
+
+def _animated_without_transforms(doc):
+    body(doc, "slider")["motion"] = "animated"
+
+
+def _animated_wrong_length(doc):
+    slider = body(doc, "slider")
+    slider["motion"] = "animated"
+    slider["animated_transforms"] = [slider["transform"]] * 10
+
+
+def _animated_wrong_frame0(doc):
+    slider = body(doc, "slider")
+    slider["motion"] = "animated"
+    slider["animated_transforms"] = [scenes.translation((5.0, 0.0, 0.0))] * 49
+
+
+def _mass(doc, mass=1.0, center=(0.0, 0.0, 0.0), inertia=((1, 0, 0), (0, 1, 0), (0, 0, 1))):
+    body(doc, "slider")["mass"] = {"mass": mass, "mass_center": list(center), "inertia": [list(r) for r in inertia]}
+
+
+def _duplicate_body(doc):
+    doc["bodies"].append(copy.deepcopy(body(doc, "slider")))
+
+
+def _duplicate_joint(doc):
+    doc["joints"].append(copy.deepcopy(joint(doc, "rail")))
+
+
+def _degenerate_triangle(doc):
+    body(doc, "slider")["mesh"]["triangles"][0] = [0, 0, 1]
+
+
+def _drop(obj: dict, key):
+    del obj[key]
+
+
+def _text(text: str):
+    return lambda: text
+
+
+# (id, document builder (dict, or the raw file text), substrings the message must contain)
+CASES = [
+    ("unknown-body-name", edit(prismatic, lambda d: _set(joint(d, "rail"), "l_body", "bse")), ["rail", "l_body", "bse"]),
+    ("unknown-r-body", edit(prismatic, lambda d: _set(joint(d, "rail"), "r_body", "nobody")), ["rail", "r_body", "nobody"]),
+    ("open-mesh", edit(prismatic, lambda d: body(d, "slider")["mesh"]["triangles"].pop()), ["slider", "mesh", "not closed"]),
+    ("inconsistent-orientation", edit(prismatic, _flip_one), ["slider", "mesh", "not closed"]),
+    ("inverted-mesh", edit(prismatic, _flip_all), ["slider", "mesh", "inverted"]),
+    ("zero-volume", edit(prismatic, _flat_slider), ["slider", "mesh", "zero volume"]),
+    ("degenerate-triangle-open", edit(prismatic, _degenerate_triangle), ["slider", "mesh", "not closed"]),
+    ("triangle-index-out-of-range", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, 8])),
+     ["slider", "mesh.triangles", "out of range"]),
+    ("negative-triangle-index", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, -1])),
+     ["slider", "mesh.triangles", "out of range"]),
+    ("non-integer-triangle-index", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, 2.5])),
+     ["slider", "mesh.triangles", "integer"]),
+    ("too-few-vertices", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"], "vertices", [[0, 0, 0], [1, 0, 0], [0, 1, 0]])),
+     ["slider", "mesh.vertices", "4 vertices"]),
+    ("vertex-wrong-shape", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["vertices"], 2, [0.0, 1.0])),
+     ["slider", "mesh.vertices"]),
+    ("zero-length-axis", edit(prismatic, lambda d: _set(joint(d, "rail"), "position1", joint(d, "rail")["position0"])),
+     ["rail", "position1", "zero-length"]),
+    ("nan-vertex", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["vertices"][0], 0, math.nan)),
+     ["slider", "mesh.vertices", "finite"]),
+    ("infinite-gravity", edit(prismatic, lambda d: _set(d["settings"]["gravity"], 2, -math.inf)), ["settings", "gravity", "finite"]),
+    ("nan-position", edit(prismatic, lambda d: _set(joint(d, "rail")["position0"], 1, math.nan)), ["rail", "position0", "finite"]),
+    ("infinite-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", math.inf)), ["slider", "kappa", "finite"]),
+    ("nan-in-series", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0] * 48 + [math.nan])),
+     ["rail", "driving.aim_distance", "frame 48"]),
+    ("series-wrong-length", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0, 0.1, 0.2])),
+     ["rail", "driving.aim_distance", "49"]),
+    ("limit-series-wrong-length", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "upper", [1.0] * 50)),
+     ["rail", "limit.upper", "49"]),
+    ("soft-series-wrong-length", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "strength_ratio", [[1, 1]] * 3)),
+     ["slider", "soft_transform.strength_ratio", "49"]),
+    ("aim-series-wrong-length", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim_transform", [scenes.translation()] * 2)),
+     ["slider", "soft_transform.aim_transform", "49"]),
+    ("animated-wrong-length", edit(prismatic, _animated_wrong_length), ["slider", "animated_transforms", "49"]),
+    ("animated-without-transforms", edit(prismatic, _animated_without_transforms), ["slider", "animated_transforms"]),
+    ("animated-frame0-differs", edit(prismatic, _animated_wrong_frame0), ["slider", "animated_transforms", "frame 0"]),
+    ("animated-transforms-on-dynamic", edit(prismatic, lambda d: _set(body(d, "slider"), "animated_transforms", [scenes.translation()] * 49)),
+     ["slider", "animated_transforms", "dynamic"]),
+    ("velocity-wrong-length", edit(prismatic, lambda d: _set(body(d, "slider"), "linear_velocity", [0.0, 0.0])),
+     ["slider", "linear_velocity", "shape"]),
+    ("lower-above-upper", edit(prismatic, lambda d: _set(joint(d, "rail"), "limit", {"lower": 0.5, "upper": -0.5})),
+     ["rail", "limit.lower", "upper"]),
+    ("lower-above-upper-at-frame", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "lower", [0.0] * 10 + [0.6] + [0.0] * 38)),
+     ["rail", "limit.lower", "frame 10"]),
+    ("revolute-lower-above-upper", edit(pendulum, lambda d: _set(joint(d, "hinge"), "limit", {"lower": 1.0, "upper": -1.0})),
+     ["hinge", "limit.lower"]),
+    ("negative-limit-strength", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "strength", -1.0)),
+     ["rail", "limit.strength", ">= 0"]),
+    ("negative-driving-strength", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "strength_ratio", -1.0)),
+     ["rail", "driving.strength_ratio", ">= 0"]),
+    ("negative-joint-strength", edit(prismatic, lambda d: _set(joint(d, "rail"), "strength_ratio", -100.0)),
+     ["rail", "strength_ratio", ">= 0"]),
+    ("negative-soft-strength", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "strength_ratio", [10.0, -1.0])),
+     ["slider", "soft_transform.strength_ratio", ">= 0"]),
+    ("flag-not-0-or-1", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "is_passive", 2)),
+     ["rail", "driving.is_passive", "0 or 1"]),
+    ("soft-flag-not-0-or-1", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "is_constrained", 0.5)),
+     ["slider", "soft_transform.is_constrained", "0 or 1"]),
+    ("duplicate-body-name", edit(prismatic, _duplicate_body), ["slider", "name", "duplicate"]),
+    ("duplicate-joint-name", edit(prismatic, _duplicate_joint), ["rail", "name", "duplicate"]),
+    ("joint-to-itself", edit(prismatic, lambda d: _set(joint(d, "rail"), "r_body", "base")), ["rail", "r_body", "base"]),
+    ("driving-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "driving", {"aim_distance": 0.1})),
+     ["hinge", "driving", "prismatic"]),
+    ("init-angle-on-prismatic", edit(prismatic, lambda d: _set(joint(d, "rail"), "init_angle", 0.2)), ["rail", "init_angle"]),
+    ("init-distance-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "init_distance", 0.2)), ["hinge", "init_distance"]),
+    ("unknown-joint-type", edit(prismatic, lambda d: _set(joint(d, "rail"), "type", "spherical")), ["rail", "type", "spherical"]),
+    ("typo-in-driving", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "strenght_ratio", 5.0)),
+     ["rail", "driving.strenght_ratio", "unknown", "strength_ratio"]),
+    ("typo-in-body", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_denisty", 5.0)), ["slider", "mass_denisty", "unknown"]),
+    ("typo-in-joint", edit(prismatic, lambda d: _set(joint(d, "rail"), "postion1", [0, 0, 0])), ["rail", "postion1", "unknown"]),
+    ("typo-in-limit", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "uper", 1.0)), ["rail", "limit.uper", "unknown"]),
+    ("typo-in-soft-transform", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim", 1.0)),
+     ["slider", "soft_transform.aim", "unknown"]),
+    ("typo-in-mesh", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"], "faces", [])), ["slider", "mesh.faces", "unknown"]),
+    ("typo-in-settings", edit(prismatic, lambda d: _set(d["settings"], "framerate", 30)), ["settings", "framerate", "unknown"]),
+    ("unknown-top-level-key", edit(prismatic, lambda d: _set(d, "camera", {})), ["scene", "camera", "unknown"]),
+    ("wrong-format", edit(prismatic, lambda d: _set(d, "format", "abd-scenes")), ["format", "abd-scene"]),
+    ("missing-format", edit(prismatic, lambda d: _drop(d, "format")), ["format", "missing"]),
+    ("wrong-version", edit(prismatic, lambda d: _set(d, "version", 2)), ["version", "2"]),
+    ("version-as-string", edit(prismatic, lambda d: _set(d, "version", "1")), ["version"]),
+    ("scaled-transform", edit(prismatic, _scaled), ["slider", "transform", "not rigid", "bake", "scale", "mesh"]),
+    ("sheared-transform", edit(prismatic, _sheared), ["slider", "transform", "not rigid"]),
+    ("reflected-transform", edit(prismatic, _reflected), ["slider", "transform", "det"]),
+    ("transform-last-row", edit(prismatic, lambda d: _set(body(d, "slider")["transform"], 3, [0, 0, 1, 1])), ["slider", "transform", "last row"]),
+    ("scaled-aim-transform", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim_transform", [[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 1]])),
+     ["slider", "soft_transform.aim_transform", "not rigid"]),
+    ("zero-mass", edit(prismatic, lambda d: _mass(d, mass=0.0)), ["slider", "mass.mass", "> 0"]),
+    ("negative-mass", edit(prismatic, lambda d: _mass(d, mass=-2.0)), ["slider", "mass.mass", "> 0"]),
+    ("inertia-not-symmetric", edit(prismatic, lambda d: _mass(d, inertia=((1, 0.5, 0), (0, 1, 0), (0, 0, 1)))),
+     ["slider", "mass.inertia", "symmetric"]),
+    ("inertia-not-definite", edit(prismatic, lambda d: _mass(d, inertia=((1, 0, 0), (0, 1, 0), (0, 0, -1)))),
+     ["slider", "mass.inertia", "positive definite"]),
+    ("inertia-zero", edit(prismatic, lambda d: _mass(d, inertia=((0, 0, 0), (0, 0, 0), (0, 0, 0)))),
+     ["slider", "mass.inertia", "positive definite"]),
+    ("inertia-triangle-inequality", edit(prismatic, lambda d: _mass(d, inertia=((1, 0, 0), (0, 1, 0), (0, 0, 3)))),
+     ["slider", "mass.inertia", "triangle inequality"]),
+    ("inertia-wrong-shape", edit(prismatic, lambda d: _set(body(d, "slider"), "mass", {"mass": 1.0, "mass_center": [0, 0, 0], "inertia": [1, 1, 1]})),
+     ["slider", "mass.inertia", "shape"]),
+    ("mass-missing-field", edit(prismatic, lambda d: _set(body(d, "slider"), "mass", {"mass": 1.0})), ["slider", "mass.mass_center", "missing"]),
+    ("negative-density", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_density", -1000.0)), ["slider", "mass_density", "> 0"]),
+    ("zero-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", 0.0)), ["slider", "kappa", "> 0"]),
+    ("negative-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", -1e8)), ["slider", "kappa", "> 0"]),
+    ("string-density", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_density", "heavy")), ["slider", "mass_density", "number"]),
+    ("boolean-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", True)), ["slider", "kappa", "number"]),
+    ("null-transform", edit(prismatic, lambda d: _set(body(d, "slider"), "transform", None)), ["slider", "transform"]),
+    ("unknown-motion", edit(prismatic, lambda d: _set(body(d, "slider"), "motion", "kinematic")), ["slider", "motion", "kinematic"]),
+    ("zero-substeps", edit(prismatic, lambda d: _set(d["settings"], "substeps", 0)), ["settings", "substeps", ">= 1"]),
+    ("zero-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", 0.0)), ["settings", "frame_rate", "> 0"]),
+    ("negative-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", -24.0)), ["settings", "frame_rate", "> 0"]),
+    ("negative-frame-count", edit(prismatic, lambda d: _set(d["settings"], "frame_count", -1)), ["settings", "frame_count", ">= 0"]),
+    ("non-integer-substeps", edit(prismatic, lambda d: _set(d["settings"], "substeps", 2.5)), ["settings", "substeps", "integer"]),
+    ("string-frame-count", edit(prismatic, lambda d: _set(d["settings"], "frame_count", "48")), ["settings", "frame_count", "integer"]),
+    ("non-integer-max-iterations", edit(prismatic, lambda d: _set(d["settings"], "max_iterations", 1.5)), ["settings", "max_iterations", "integer"]),
+    ("min-above-max-iterations", edit(prismatic, lambda d: d["settings"].update(max_iterations=3, min_iterations=5)),
+     ["settings", "min_iterations"]),
+    ("zero-velocity-tol", edit(prismatic, lambda d: _set(d["settings"], "velocity_tol", 0.0)), ["settings", "velocity_tol", "> 0"]),
+    ("negative-line-search", edit(prismatic, lambda d: _set(d["settings"], "line_search_max_iterations", -1)),
+     ["settings", "line_search_max_iterations"]),
+    ("missing-mesh", edit(prismatic, lambda d: _drop(body(d, "slider"), "mesh")), ["slider", "mesh", "missing"]),
+    ("missing-triangles", edit(prismatic, lambda d: _drop(body(d, "slider")["mesh"], "triangles")), ["slider", "mesh.triangles", "missing"]),
+    ("missing-position1", edit(prismatic, lambda d: _drop(joint(d, "rail"), "position1")), ["rail", "position1", "missing"]),
+    ("missing-body-name", edit(prismatic, lambda d: _drop(d["bodies"][1], "name")), ["body #1", "name", "missing"]),
+    ("body-not-object", edit(prismatic, lambda d: _set(d["bodies"], 1, "slider")), ["body #1", "object"]),
+    ("bodies-not-list", edit(prismatic, lambda d: _set(d, "bodies", {"slider": {}})), ["bodies", "list"]),
+    ("no-bodies", edit(prismatic, lambda d: d.update(bodies=[], joints=[])), ["bodies", "at least one"]),
+    ("ragged-vertices", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["vertices"], 0, [0, [0, 1], 2])), ["slider", "mesh.vertices"]),
+    ("top-level-list", _text("[1, 2, 3]"), ["scene", "object"]),
+    ("invalid-json", _text('{"format": "abd-scene", "version": 1,'), ["not valid JSON"]),
+    ("duplicate-json-key", _text('{"format": "abd-scene", "version": 1, "version": 1, "bodies": []}'), ["version", "duplicate"]),
+    ("empty-file", _text(""), ["not valid JSON"]),
+]
+
+
+def _write(tmp_path: Path, document) -> Path:
+    path = tmp_path / "scene.json"
+    if isinstance(document, str):
+        path.write_text(document, encoding="utf-8")
+    else:
+        path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("build, expected", [pytest.param(b, e, id=i) for i, b, e in CASES])
+def test_load_scene_refuses(tmp_path, build, expected):
+    path = _write(tmp_path, build())
+    with pytest.raises(SceneError) as caught:
+        load_scene(path)
+    message = str(caught.value)
+    for part in expected:
+        assert part in message, f"{part!r} not in {message!r}"
+
+
+@pytest.mark.parametrize("build, expected", [pytest.param(b, e, id=i) for i, b, e in CASES])
+def test_cli_refuses(tmp_path, build, expected):
+    path = _write(tmp_path, build())
+    out = tmp_path / "result.npz"
+    result = subprocess.run(
+        [sys.executable, "-m", "solver", "run", str(path), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: "), result.stderr
+    for part in expected:
+        assert part in result.stderr, f"{part!r} not in {result.stderr!r}"
+    assert "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_cli_unreadable_file(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "solver", "run", str(tmp_path / "missing.json"), "--out", str(tmp_path / "r.npz")],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "missing.json" in result.stderr and "cannot read" in result.stderr
+
+
+def test_load_scene_unreadable_file(tmp_path):
+    with pytest.raises(SceneError, match="cannot read"):
+        load_scene(tmp_path / "missing.json")
+    with pytest.raises(SceneError, match="cannot read"):
+        load_scene(tmp_path)  # a directory
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(SceneError):
+        load_scene(binary)
+
+
+def test_huge_integer_literal_is_a_scene_error(tmp_path):
+    path = _write(tmp_path, '{"format": "abd-scene", "version": ' + "9" * 5000 + "}")
+    with pytest.raises(SceneError):
+        load_scene(path)
+
+
+def test_deeply_nested_json_is_a_scene_error(tmp_path):
+    path = _write(tmp_path, "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SceneError):
+        load_scene(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Valid scenes, normalisation, round trips
+# ---------------------------------------------------------------------------------------------
+
+def assert_scenes_equal(a: Scene, b: Scene) -> None:
+    assert json.dumps(scene_to_dict(a)) == json.dumps(scene_to_dict(b))
+    for body_a, body_b in zip(a.bodies, b.bodies):
+        np.testing.assert_array_equal(body_a.mesh.vertices, body_b.mesh.vertices)
+        np.testing.assert_array_equal(body_a.transform, body_b.transform)
+        if body_a.soft_transform is not None:
+            np.testing.assert_array_equal(body_a.soft_transform.aim_transform, body_b.soft_transform.aim_transform)
+
+
+def test_issue_example_loads_and_normalises(tmp_path):
+    scene = load_scene(_write(tmp_path, scenes.issue_example()))
+    frames = 49
+    assert isinstance(scene.settings.substeps, int) and isinstance(scene.settings.frame_rate, float)
+    assert scene.settings.gravity.shape == (3,) and scene.settings.gravity.dtype == np.float64
+    base, slider = scene.bodies
+    assert base.mesh.vertices.dtype == np.float64 and base.mesh.vertices.shape == (8, 3)
+    assert base.mesh.triangles.dtype == np.int64 and base.mesh.triangles.shape == (12, 3)
+    assert base.transform.shape == (4, 4)
+    soft = base.soft_transform
+    assert soft.strength_ratio.shape == (frames, 2)
+    assert soft.aim_transform.shape == (frames, 4, 4)
+    assert soft.is_constrained.shape == (frames,) and np.all(soft.is_constrained == 1.0)
+    assert slider.soft_transform is None and slider.animated_transforms is None
+    (rail,) = scene.joints
+    assert rail.position0.shape == (3,) and rail.position0.dtype == np.float64
+    for series in (rail.limit.lower, rail.limit.upper, rail.limit.strength, rail.driving.strength_ratio,
+                   rail.driving.is_constrained, rail.driving.is_passive, rail.driving.aim_distance):
+        assert isinstance(series, np.ndarray) and series.shape == (frames,) and series.dtype == np.float64
+    assert np.all(rail.driving.aim_distance == 0.3)
+
+
+@pytest.mark.parametrize("document", [
+    pytest.param(scenes.issue_example(), id="issue-example"),
+    pytest.param(prismatic(), id="prismatic"),
+    pytest.param(pendulum(arm_pose_angle=0.4, init_angle=0.1), id="pendulum"),
+])
+def test_round_trip(tmp_path, document):
+    first = load_scene(_write(tmp_path, document))
+    path = tmp_path / "saved.json"
+    save_scene(first, path)
+    second = load_scene(path)
+    assert_scenes_equal(first, second)
+    assert scene_from_dict(json.loads(json.dumps(scene_to_dict(second)))) is not None
+    assert dumps_scene(second) == path.read_text(encoding="utf-8")
+
+
+def test_round_trip_of_per_frame_series(tmp_path):
+    frame_count = 4
+    frames = frame_count + 1
+    aims = [scenes.pose((0.1 * f, 0.0, 0.5), (0, 0, 1), 0.2 * f) for f in range(frames)]
+    document = prismatic(
+        frame_count=frame_count,
+        driving={"strength_ratio": [1.0, 2.0, 3.0, 4.0, 5.0], "is_constrained": [0, 1, 1, 1, 0],
+                 "is_passive": [1, 0, 0, 0, 0], "aim_distance": [0.0, 0.1, 0.2, 0.3, 0.4]},
+        limit={"lower": [-1.0, -0.9, -0.8, -0.7, -0.6], "upper": 1.0, "strength": [1, 2, 3, 4, 5]},
+        slider_fields={"soft_transform": {"strength_ratio": [[f, 2 * f] for f in range(frames)],
+                                          "aim_transform": aims, "is_constrained": [True, False, True, True, True]}},
+    )
+    scene = scene_from_dict(document)
+    rail = scene.joints[0]
+    np.testing.assert_array_equal(rail.driving.is_passive, [1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(rail.limit.upper, np.ones(frames))
+    soft = scene.bodies[1].soft_transform
+    np.testing.assert_allclose(soft.aim_transform, np.array(aims))
+    np.testing.assert_array_equal(soft.strength_ratio[:, 1], 2 * np.arange(frames))
+    np.testing.assert_array_equal(soft.is_constrained, [1, 0, 1, 1, 1])
+    path = tmp_path / "series.json"
+    save_scene(scene, path)
+    assert_scenes_equal(scene, load_scene(path))
+    written = json.loads(path.read_text())
+    assert written["joints"][0]["limit"]["upper"] == 1.0  # constant series are written once
+    assert written["joints"][0]["driving"]["is_constrained"] == [0, 1, 1, 1, 0]
+
+
+def test_soft_transform_aim_defaults_to_initial_transform():
+    document = prismatic(frame_count=2, slider_fields={"soft_transform": {}})
+    slider = scene_from_dict(document).bodies[1]
+    assert slider.soft_transform.aim_transform.shape == (3, 4, 4)
+    np.testing.assert_array_equal(slider.soft_transform.aim_transform[2], slider.transform)
+    np.testing.assert_array_equal(slider.soft_transform.strength_ratio, [[100.0, 100.0]] * 3)
+
+
+def test_settings_defaults_and_optional_keys():
+    document = prismatic()
+    del document["settings"]
+    del document["joints"]
+    scene = scene_from_dict(document)
+    defaults = Settings()
+    assert scene.settings.frame_rate == defaults.frame_rate and scene.settings.max_iterations == defaults.max_iterations
+    assert scene.joints == []
+    document = prismatic(max_iterations=20, min_iterations=2, velocity_tol=0.01, transrate_tol=0.05,
+                         line_search_max_iterations=4, frame_rate=30, substeps=5.0)
+    s = scene_from_dict(document).settings
+    assert (s.max_iterations, s.min_iterations, s.velocity_tol, s.transrate_tol, s.line_search_max_iterations) == (20, 2, 0.01, 0.05, 4)
+    assert s.frame_rate == 30.0 and isinstance(s.frame_rate, float)
+    assert s.substeps == 5 and isinstance(s.substeps, int)
+    assert s.dt == pytest.approx(1.0 / 150.0)
+
+
+def test_revolute_joint_and_both_bodies_non_dynamic_are_allowed():
+    document = pendulum()
+    body(document, "arm")["motion"] = "fixed"
+    scene = scene_from_dict(document)
+    assert scene.joints[0].type == "revolute" and scene.joints[0].limit.lower.shape == (49,)
+
+
+def test_closed_mesh_with_a_zero_area_triangle_is_allowed():
+    # Split box edge (2, 1) at its midpoint 8: triangle [0, 2, 1] becomes [2, 8, 0] + [8, 1, 0] and
+    # the zero-area triangle [1, 8, 2] closes the mesh.
+    mesh = scenes.box_mesh(1.0)
+    mesh["vertices"].append([(a + b) / 2 for a, b in zip(mesh["vertices"][2], mesh["vertices"][1])])
+    mesh["triangles"][0:1] = [[2, 8, 0], [8, 1, 0], [1, 8, 2]]
+    document = prismatic()
+    body(document, "slider")["mesh"] = mesh
+    slider = scene_from_dict(document).bodies[1]
+    assert slider.mesh.triangles.shape == (14, 3)
+
+
+def test_mass_override_and_animated_body():
+    document = prismatic(frame_count=2)
+    _mass(document, mass=2.0, center=(0.0, 0.1, 0.0), inertia=((0.2, 0.01, 0), (0.01, 0.3, 0), (0, 0, 0.25)))
+    base = body(document, "base")
+    base["motion"] = "animated"
+    base["animated_transforms"] = [scenes.translation((0.1 * f, 0, 0)) for f in range(3)]
+    del base["transform"]  # an animated body's transform defaults to its frame 0
+    scene = scene_from_dict(document)
+    assert scene.bodies[1].mass.mass == 2.0 and scene.bodies[1].mass.inertia.shape == (3, 3)
+    assert scene.bodies[0].animated_transforms.shape == (3, 4, 4)
+    np.testing.assert_array_equal(scene.bodies[0].transform, np.eye(4))
+
+
+def test_null_optional_objects():
+    document = prismatic()
+    body(document, "slider")["soft_transform"] = None
+    body(document, "slider")["mass"] = None
+    joint(document, "rail")["limit"] = None
+    joint(document, "rail")["driving"] = None
+    scene = scene_from_dict(document)
+    assert scene.bodies[1].soft_transform is None and scene.joints[0].limit is None and scene.joints[0].driving is None
+
+
+# ---------------------------------------------------------------------------------------------
+# validate_scene on dataclasses built directly (the Blender add-on's path)
+# ---------------------------------------------------------------------------------------------
+
+def dataclass_scene(**settings) -> Scene:
+    mesh = scenes.box_mesh(0.5)
+    return Scene(
+        settings=Settings(frame_count=np.int64(3), substeps=np.int32(2), frame_rate=np.float32(24.0), **settings),
+        bodies=[
+            Body("base", Mesh(np.array(mesh["vertices"], dtype=np.float32), np.array(mesh["triangles"], dtype=np.int32)),
+                 motion="fixed"),
+            Body("slider", Mesh(mesh["vertices"], mesh["triangles"]), transform=np.array(scenes.translation((1, 0, 0))),
+                 soft_transform=SoftTransform(strength_ratio=(50, 50), is_constrained=True)),
+        ],
+        joints=[Joint("rail", "prismatic", "base", "slider", (1, 0, 0), np.array([2.0, 0, 0]),
+                      limit=Limit(lower=-1, upper=[1, 1, 1, 2]), driving=Driving(aim_distance=0.5, is_passive=False))],
+    )
+
+
+def test_validate_scene_returns_new_normalised_scene():
+    scene = dataclass_scene()
+    before = copy.deepcopy(scene)
+    checked = validate_scene(scene)
+    assert checked is not scene
+    # The input is untouched.
+    assert scene.settings.frame_count == before.settings.frame_count and type(scene.settings.frame_count) is np.int64
+    assert scene.bodies[1].soft_transform.aim_transform is None
+    assert scene.joints[0].limit.lower == -1
+    assert scene.bodies[0].mesh.vertices.dtype == np.float32
+    # The output is normalised.
+    assert type(checked.settings.frame_count) is int and type(checked.settings.frame_rate) is float
+    assert checked.bodies[0].mesh.vertices.dtype == np.float64 and checked.bodies[0].mesh.triangles.dtype == np.int64
+    assert checked.bodies[1].soft_transform.is_constrained.tolist() == [1.0] * 4
+    assert checked.joints[0].limit.upper.tolist() == [1.0, 1.0, 1.0, 2.0]
+    assert checked.joints[0].driving.is_passive.tolist() == [0.0] * 4
+    # Validation is idempotent, and never shares arrays with its input.
+    again = validate_scene(checked)
+    assert_scenes_equal(checked, again)
+    assert not np.shares_memory(again.bodies[1].mesh.vertices, checked.bodies[1].mesh.vertices)
+
+
+@pytest.mark.parametrize("change, expected", [
+    pytest.param(lambda s: setattr(s.bodies[1], "mass_density", "1000"), ["slider", "mass_density"], id="string-number"),
+    pytest.param(lambda s: setattr(s.bodies[1], "kappa", None), ["slider", "kappa"], id="none-number"),
+    pytest.param(lambda s: setattr(s.bodies[1], "mesh", {"vertices": [], "triangles": []}), ["slider", "mesh"], id="dict-mesh"),
+    pytest.param(lambda s: setattr(s.bodies[1].mesh, "triangles", [["a", "b", "c"]]), ["slider", "mesh.triangles"], id="string-indices"),
+    pytest.param(lambda s: setattr(s.bodies[1], "name", 3), ["body #1", "name"], id="non-string-name"),
+    pytest.param(lambda s: setattr(s.bodies[1], "soft_transform", (1, 1)), ["slider", "soft_transform"], id="tuple-soft"),
+    pytest.param(lambda s: setattr(s.joints[0], "limit", {"lower": 0}), ["rail", "limit"], id="dict-limit"),
+    pytest.param(lambda s: setattr(s.joints[0], "l_body", None), ["rail", "l_body"], id="none-body-name"),
+    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", "far"), ["rail", "driving.aim_distance"], id="string-series"),
+    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", [1, "x", 2, 3]), ["rail", "driving.aim_distance"], id="mixed-series"),
+    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", 1 + 2j), ["rail", "driving.aim_distance"], id="complex"),
+    pytest.param(lambda s: setattr(s.settings, "gravity", "down"), ["settings", "gravity"], id="string-gravity"),
+    pytest.param(lambda s: setattr(s.settings, "frame_count", 10**7), ["settings", "frame_count", "<="], id="huge-frame-count"),
+    pytest.param(lambda s: setattr(s, "settings", None), ["settings"], id="no-settings"),
+    pytest.param(lambda s: s.bodies.append("box"), ["body #2"], id="not-a-body"),
+    pytest.param(lambda s: s.joints.append(None), ["joint #1"], id="not-a-joint"),
+    pytest.param(lambda s: setattr(s, "joints", None), ["joints"], id="joints-none"),
+    pytest.param(lambda s: setattr(s.bodies[1], "transform", np.diag([1.0, 1.0, 1.0 + 1e-3, 1.0])), ["slider", "transform", "bake"], id="scaled"),
+    pytest.param(lambda s: setattr(s.bodies[1].mesh, "vertices", np.array(s.bodies[1].mesh.vertices) * 1e200), ["slider", "mesh"], id="overflow"),
+])
+def test_validate_scene_checks_types(change, expected):
+    scene = dataclass_scene()
+    change(scene)
+    with pytest.raises(SceneError) as caught:
+        validate_scene(scene)
+    for part in expected:
+        assert part in str(caught.value), str(caught.value)
+
+
+def test_validate_scene_refuses_non_scene():
+    with pytest.raises(SceneError):
+        validate_scene({"bodies": []})
+    with pytest.raises(SceneError):
+        scene_to_dict("scene")
+    with pytest.raises(SceneError):
+        scene_from_dict(None)
+
+
+def test_nearly_rigid_float32_transform_is_accepted():
+    angle = 0.7
+    rotation = np.array(scenes.pose((1, 2, 3), (1, 1, 0), angle), dtype=np.float32)
+    scene = dataclass_scene()
+    scene.bodies[1].transform = rotation
+    checked = validate_scene(scene)
+    np.testing.assert_array_equal(checked.bodies[1].transform[3], [0, 0, 0, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The CLI with a stand-in solver (in-process) and, when it exists, the real one
+# ---------------------------------------------------------------------------------------------
+
+class _FakeSolverError(RuntimeError):
+    pass
+
+
+def _fake_trajectory(scene: Scene, converged: np.ndarray) -> Trajectory:
+    frames = scene.settings.frame_count + 1
+    steps = scene.settings.frame_count * scene.settings.substeps
+    return Trajectory(
+        transforms=np.broadcast_to(np.eye(4), (frames, len(scene.bodies), 4, 4)).copy(),
+        body_names=np.array([b.name for b in scene.bodies]),
+        joint_names=np.array([j.name for j in scene.joints]),
+        distance=np.zeros((frames, len(scene.joints))),
+        angle=np.full((frames, len(scene.joints)), np.nan),
+        newton_iterations=np.ones(steps, dtype=np.int64),
+        line_search_iterations=np.zeros(steps, dtype=np.int64),
+        converged=converged,
+        frame_rate=scene.settings.frame_rate,
+        substeps=scene.settings.substeps,
+    )
+
+
+def _fake_simulation(monkeypatch, behaviour: str):
+    module = types.ModuleType("solver.simulation")
+    module.SolverError = _FakeSolverError
+
+    def simulate(scene, progress=None):
+        steps = scene.settings.frame_count * scene.settings.substeps
+        converged = np.ones(steps, dtype=bool)
+        if behaviour == "not-converged":
+            converged[7] = False
+            converged[9] = False
+        if behaviour == "error":
+            raise _FakeSolverError("the Newton solve broke down")
+        for frame in range(1, scene.settings.frame_count + 1):
+            if progress is not None:
+                progress(frame, scene.settings.frame_count)
+        return _fake_trajectory(scene, converged)
+
+    module.simulate = simulate
+    monkeypatch.setitem(sys.modules, "solver.simulation", module)
+
+
+@pytest.fixture
+def cli():
+    import solver.__main__ as cli_module
+
+    return cli_module
+
+
+def test_cli_success_with_stand_in_solver(tmp_path, monkeypatch, capsys, cli):
+    _fake_simulation(monkeypatch, "ok")
+    scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))
+    out = tmp_path / "result.npz"
+    assert cli.main(["run", str(scene_path), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "frame 1/3" in err and "frame 3/3" in err
+    assert Trajectory.load(out).frame_count == 3
+    assert cli.main(["run", str(scene_path), "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_not_converged_saves_and_exits_1(tmp_path, monkeypatch, capsys, cli):
+    _fake_simulation(monkeypatch, "not-converged")
+    scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))
+    out = tmp_path / "result.npz"
+    assert cli.main(["run", str(scene_path), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "time step 7 (frame 2, substep 4 of 4)" in err
+    assert out.exists()
+
+
+def test_cli_solver_error_exits_1(tmp_path, monkeypatch, capsys, cli):
+    _fake_simulation(monkeypatch, "error")
+    scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))
+    out = tmp_path / "result.npz"
+    assert cli.main(["run", str(scene_path), "--out", str(out)]) == 1
+    assert "error: solver failed: the Newton solve broke down" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_bad_out_directory_and_usage(tmp_path, capsys, cli):
+    scene_path = _write(tmp_path, prismatic())
+    assert cli.main(["run", str(scene_path), "--out", str(tmp_path / "no" / "such" / "dir.npz")]) == 2
+    assert "--out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as caught:
+        cli.main([])
+    assert caught.value.code == 2
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["frobnicate"])
+    assert caught.value.code == 2
+
+
+@pytest.mark.skipif(not HAS_SIMULATION, reason="solver.simulation is not written yet")
+def test_cli_runs_a_scene(tmp_path):
+    scene_path = _write(tmp_path, prismatic(frame_count=2, substeps=2))
+    out = tmp_path / "result.npz"
+    result = subprocess.run(
+        [sys.executable, "-m", "solver", "run", str(scene_path), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    assert "frame 2/2" in result.stderr
+    trajectory = Trajectory.load(out)
+    assert trajectory.transforms.shape == (3, 2, 4, 4)
+
+
+def test_documented_example_loads():
+    text = (REPO / "docs" / "scene_format.md").read_text(encoding="utf-8")
+    example = text.split("## Example", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    scene = scene_from_dict(json.loads(example))
+    rail = scene.joints[0]
+    np.testing.assert_array_equal(rail.driving.aim_distance, [0.0, 0.1, 0.2, 0.3, 0.3])
+    assert scene.bodies[1].mass.mass == 64.0
