@@ -3,7 +3,10 @@
 Scenes as in ``../shared/peers.md`` §4: N boxes of 1 x 0.2 x 0.2 m at density 1000 (40 kg) lie end
 to end along +x from a fixed anchor body, starting horizontal and at rest, no contact.
 (a) revolute: a hinge about world y at x = k between box k-1 (or the anchor) and box k.
-(b) prismatic: a slider along x at x = k with limit [-0.5, 0.5] m and a drive to +0.3 m.
+(b) prismatic: a slider along x at x = k with limit [-0.5, 0.5] m and a drive to +0.3 m whose
+    physical stiffness is the peers' kp = 8000 N/m: our drive's K = strength_ratio (m_i + m_j) acts
+    at the incremental-potential level (physical stiffness K / dt^2), so
+    strength_ratio = kp dt^2 / (m_i + m_j). BDF1's numerical damping stands in for the peers' kd.
 
 Drift at the end: for revolute joints the largest separation of the two bodies' copies of the
 anchor; for prismatic joints the largest part of that separation perpendicular to the parent's
@@ -27,6 +30,10 @@ from solver import Body, Driving, Joint, Limit, Scene, Settings, simulate  # noq
 from solver.primitives import box_mesh  # noqa: E402
 
 
+#: Physical drive stiffness of the peers' prismatic chain, N/m (``../shared/peers.md`` §4).
+DRIVE_KP = 8000.0
+
+
 def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int) -> Scene:
     """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps."""
     anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-0.1, 0.0, 0.0)), motion="fixed")
@@ -41,7 +48,8 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
             joints.append(Joint(name=f"joint{k}", type="prismatic", l_body=parent, r_body=f"box{k}",
                                 position0=np.array([k, 0.0, 0.0]), position1=np.array([k + 1.0, 0.0, 0.0]),
                                 limit=Limit(lower=-0.5, upper=0.5, strength=1000.0),
-                                driving=Driving(strength_ratio=100.0, aim_distance=0.3)))
+                                driving=Driving(strength_ratio=DRIVE_KP / steps_per_second**2 / 80.0,
+                                                aim_distance=0.3)))
     frame_rate = steps_per_second / steps_per_frame
     settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)))
     return Scene(settings=settings, bodies=bodies, joints=joints)

@@ -11,6 +11,8 @@ import copy
 import math
 from typing import Optional, Sequence, Union
 
+from solver import primitives
+
 Vector = Sequence[float]
 
 
@@ -21,34 +23,17 @@ def _size3(size: Union[float, Vector]) -> tuple:
 
 
 def box_mesh(size: Union[float, Vector] = 1.0, center: Vector = (0.0, 0.0, 0.0)) -> dict:
-    """A closed box mesh with outward normals: 8 vertices, 12 triangles.
+    """A closed box mesh with outward normals (:func:`solver.primitives.box_mesh`) as nested lists.
 
     Args:
         size: edge lengths (sx, sy, sz), or one length for a cube, m.
         center: body-local centre of the box, m.
 
     Returns:
-        ``{"vertices": [[x, y, z] * 8], "triangles": [[i, j, k] * 12]}`` (counter-clockwise seen
-        from outside).
+        ``{"vertices": [[x, y, z] * 8], "triangles": [[i, j, k] * 12]}``.
     """
-    hx, hy, hz = (s / 2.0 for s in _size3(size))
-    cx, cy, cz = (float(c) for c in center)
-    vertices = [
-        [cx + sx * hx, cy + sy * hy, cz + sz * hz]
-        for sx, sy, sz in (
-            (-1, -1, -1), (1, -1, -1), (1, 1, -1), (-1, 1, -1),
-            (-1, -1, 1), (1, -1, 1), (1, 1, 1), (-1, 1, 1),
-        )
-    ]
-    triangles = [
-        [0, 2, 1], [0, 3, 2],  # bottom (-z)
-        [4, 5, 6], [4, 6, 7],  # top (+z)
-        [0, 1, 5], [0, 5, 4],  # front (-y)
-        [2, 3, 7], [2, 7, 6],  # back (+y)
-        [1, 2, 6], [1, 6, 5],  # right (+x)
-        [0, 4, 7], [0, 7, 3],  # left (-x)
-    ]
-    return {"vertices": vertices, "triangles": triangles}
+    mesh = primitives.box_mesh(_size3(size), center)
+    return {"vertices": mesh.vertices.tolist(), "triangles": mesh.triangles.tolist()}
 
 
 def translation(position: Vector = (0.0, 0.0, 0.0)) -> list:

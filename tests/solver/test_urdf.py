@@ -1,0 +1,680 @@
+"""URDF importer (:mod:`solver.urdf`): the robots shipped in ``pybullet_data`` imported and checked
+against their files and against PyBullet's own forward kinematics, side-by-side simulations with
+PyBullet, joint-limit and initial-state conventions, and clear errors for malformed files.
+
+Reference values in the simulation tests come from PyBullet 3.2.7 (reduced coordinates,
+semi-implicit Euler, hard joint constraints) run on the same file with motors off, zero damping,
+no collisions and the same time step.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pybullet = pytest.importorskip("pybullet")
+pybullet_data = pytest.importorskip("pybullet_data")
+pytest.importorskip("yourdfpy")
+pytest.importorskip("trimesh")
+
+from solver import Settings, simulate  # noqa: E402
+from solver.scene import SceneError, validate_scene  # noqa: E402
+from solver.scene_io import load_scene  # noqa: E402
+from solver.urdf import (  # noqa: E402
+    DEFAULT_LIMIT_STRENGTH, UrdfError, UrdfWarning, import_urdf, main, scene_from_urdf,
+)
+
+DATA = Path(pybullet_data.getDataPath())
+CARTPOLE = DATA / "cartpole.urdf"
+PENDULUM5 = DATA / "pendulum5.urdf"
+KUKA = DATA / "kuka_iiwa" / "model.urdf"
+PANDA = DATA / "franka_panda" / "panda.urdf"
+G = 9.81
+
+
+def quiet_import(path, **kwargs):
+    """import_urdf with its UrdfWarnings silenced (tests that check warnings use pytest.warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UrdfWarning)
+        return import_urdf(path, **kwargs)
+
+
+def quiet_scene(path, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UrdfWarning)
+        return scene_from_urdf(path, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# The file, read independently (ElementTree), and PyBullet
+# ---------------------------------------------------------------------------------------------
+
+
+class UrdfFile:
+    """Links, masses and joints of a URDF as written in the file (no yourdfpy involved)."""
+
+    def __init__(self, path: Path):
+        root = ElementTree.parse(path).getroot()
+        self.mass = {}
+        self.com = {}
+        for link in root.findall("link"):
+            mass = link.find("inertial/mass")
+            self.mass[link.get("name")] = float(mass.get("value")) if mass is not None else 0.0
+            origin = link.find("inertial/origin")
+            xyz = origin.get("xyz", "0 0 0") if origin is not None else "0 0 0"
+            self.com[link.get("name")] = np.array([float(v) for v in xyz.split()])
+        self.joints = {}
+        for joint in root.findall("joint"):
+            limit = joint.find("limit")
+            axis = joint.find("axis")
+            self.joints[joint.get("name")] = dict(
+                type=joint.get("type"), parent=joint.find("parent").get("link"), child=joint.find("child").get("link"),
+                axis=np.array([float(v) for v in (axis.get("xyz") if axis is not None else "1 0 0").split()]),
+                lower=float(limit.get("lower", 0.0)) if limit is not None else None,
+                upper=float(limit.get("upper", 0.0)) if limit is not None else None,
+                mimic=joint.find("mimic") is not None,
+            )
+        self.parent = {j["child"]: name for name, j in self.joints.items()}
+
+    def group_top(self, link: str) -> str:
+        """The link at the top of the fixed-joint group containing ``link``."""
+        while link in self.parent and self.joints[self.parent[link]]["type"] == "fixed":
+            link = self.joints[self.parent[link]]["parent"]
+        return link
+
+    def groups(self) -> dict:
+        groups: dict = {}
+        for link in self.mass:
+            groups.setdefault(self.group_top(link), []).append(link)
+        return groups
+
+
+class Bullet:
+    """A PyBullet DIRECT world with one robot: motors off, no damping, no collisions."""
+
+    def __init__(self, path: Path, *, fixed_base: bool, dt: float = 1.0 / 240.0, q0=None, qd0=None):
+        self.client = pybullet.connect(pybullet.DIRECT)
+        p, c = pybullet, self.client
+        self.robot = p.loadURDF(str(path), useFixedBase=fixed_base, flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
+        self.count = p.getNumJoints(self.robot, physicsClientId=c)
+        self.info = [p.getJointInfo(self.robot, k, physicsClientId=c) for k in range(self.count)]
+        self.names = [info[1].decode() for info in self.info]
+        self.links = [info[12].decode() for info in self.info]
+        p.setGravity(0.0, 0.0, -G, physicsClientId=c)
+        p.setTimeStep(dt, physicsClientId=c)
+        p.changeDynamics(self.robot, -1, linearDamping=0.0, angularDamping=0.0, physicsClientId=c)
+        for k in range(self.count):
+            p.changeDynamics(self.robot, k, linearDamping=0.0, angularDamping=0.0, jointDamping=0.0, physicsClientId=c)
+            p.setCollisionFilterGroupMask(self.robot, k, 0, 0, physicsClientId=c)
+        p.setCollisionFilterGroupMask(self.robot, -1, 0, 0, physicsClientId=c)
+        q0, qd0 = q0 or {}, qd0 or {}
+        for k, name in enumerate(self.names):
+            p.resetJointState(self.robot, k, q0.get(name, 0.0), qd0.get(name, 0.0), physicsClientId=c)
+        # PyBullet's default velocity motors (target 0) would act as joint brakes.
+        p.setJointMotorControlArray(self.robot, list(range(self.count)), p.VELOCITY_CONTROL,
+                                    forces=[0.0] * self.count, physicsClientId=c)
+
+    def close(self):
+        pybullet.disconnect(self.client)
+
+    def joint_positions(self) -> np.ndarray:
+        states = pybullet.getJointStates(self.robot, list(range(self.count)), physicsClientId=self.client)
+        return np.array([s[0] for s in states])
+
+    def run(self, steps: int, every: int) -> np.ndarray:
+        """Joint positions at step 0, every, 2 every, ... steps: (steps // every + 1, joints)."""
+        out = [self.joint_positions()]
+        for step in range(1, steps + 1):
+            pybullet.stepSimulation(physicsClientId=self.client)
+            if step % every == 0:
+                out.append(self.joint_positions())
+        return np.array(out)
+
+    def link_frame(self, link: str) -> np.ndarray:
+        """World 4x4 pose of a URDF link frame (not the inertial frame)."""
+        k = self.links.index(link)
+        state = pybullet.getLinkState(self.robot, k, computeForwardKinematics=True, physicsClientId=self.client)
+        return pose(state[4], state[5])
+
+    def link_velocity(self, link: str) -> tuple:
+        """(linear velocity of the centre of mass, angular velocity), world axes."""
+        k = self.links.index(link)
+        state = pybullet.getLinkState(self.robot, k, computeLinkVelocity=True, computeForwardKinematics=True,
+                                      physicsClientId=self.client)
+        return np.array(state[6]), np.array(state[7])
+
+
+def pose(position, quaternion) -> np.ndarray:
+    transform = np.eye(4)
+    transform[:3, :3] = np.array(pybullet.getMatrixFromQuaternion(quaternion)).reshape(3, 3)
+    transform[:3, 3] = position
+    return transform
+
+
+def joint_series(scene, trajectory) -> dict:
+    """Joint name -> reported coordinate per frame (angle for revolute, distance for prismatic)."""
+    return {
+        joint.name: trajectory.angle[:, k] if joint.type == "revolute" else trajectory.distance[:, k]
+        for k, joint in enumerate(scene.joints)
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Import of the pybullet_data robots, checked against the file and PyBullet's kinematics
+# ---------------------------------------------------------------------------------------------
+
+ROBOTS = [
+    pytest.param(CARTPOLE, False, id="cartpole"),
+    pytest.param(PENDULUM5, False, id="pendulum5"),
+    pytest.param(KUKA, False, id="kuka_iiwa"),
+    pytest.param(PANDA, True, id="panda"),
+]
+
+
+@pytest.mark.parametrize("path,fixed_base", ROBOTS)
+def test_robot_bodies_masses_joints_axes_and_limits_match_the_file(path, fixed_base):
+    urdf = UrdfFile(path)
+    result = quiet_import(path, fixed_base=fixed_base)
+    scene = result.scene
+    validate_scene(scene)
+
+    # One body per fixed-joint group, named after its top link, with the group's total mass.
+    groups = urdf.groups()
+    assert [b.name for b in scene.bodies][0] == next(iter(groups)) or scene.bodies[0].motion == "fixed"
+    assert sorted(b.name for b in scene.bodies) == sorted(groups)
+    for info in result.bodies:
+        assert sorted(info.links) == sorted(groups[info.name])
+    for body in scene.bodies:
+        mass = sum(urdf.mass[link] for link in groups[body.name])
+        if mass == 0.0:
+            # Massless root: fixed (its mass only scales the base joint's stiffness).
+            assert body.motion == "fixed" and body.name not in urdf.parent
+        else:
+            assert body.mass.mass == pytest.approx(mass, rel=1e-12)
+            if len(groups[body.name]) == 1:
+                np.testing.assert_allclose(body.mass.mass_center, urdf.com[body.name], atol=1e-12)
+        if body.name in urdf.parent:
+            assert body.motion == "dynamic"
+        else:
+            assert body.motion == "fixed"  # massless roots, and panda with fixed_base
+
+    # Movable joints become #18 / #20, with the file's limits (initial positions are 0 here).
+    movable = {n: j for n, j in urdf.joints.items() if j["type"] in ("revolute", "continuous", "prismatic")}
+    assert [j.name for j in scene.joints] == list(movable)
+    for joint in scene.joints:
+        expected = movable[joint.name]
+        assert joint.type == ("prismatic" if expected["type"] == "prismatic" else "revolute")
+        assert joint.l_body == urdf.group_top(expected["parent"])
+        assert joint.r_body == urdf.group_top(expected["child"])
+        if expected["type"] == "continuous":
+            assert joint.limit is None
+        else:
+            assert joint.limit.lower == pytest.approx(expected["lower"], abs=1e-12)
+            assert joint.limit.upper == pytest.approx(expected["upper"], abs=1e-12)
+            assert joint.limit.strength == DEFAULT_LIMIT_STRENGTH
+        assert joint.init_angle == 0.0 and joint.init_distance == 0.0
+        axis = joint.position1 - joint.position0
+        assert np.linalg.norm(axis) == pytest.approx(1.0, abs=1e-12)
+
+    # Body poses, joint anchors and world axes against PyBullet's forward kinematics.
+    bullet = Bullet(path, fixed_base=True)
+    try:
+        for body in scene.bodies:
+            if body.name in bullet.links:
+                np.testing.assert_allclose(body.transform, bullet.link_frame(body.name), atol=1e-6)
+        for joint in scene.joints:
+            k = bullet.names.index(joint.name)
+            child = bullet.link_frame(bullet.links[k])
+            axis = np.asarray(bullet.info[k][13])  # joint axis in the child link frame
+            np.testing.assert_allclose(joint.position0, child[:3, 3], atol=1e-6)
+            np.testing.assert_allclose(joint.position1 - joint.position0, child[:3, :3] @ axis, atol=1e-6)
+            if bullet.info[k][2] in (pybullet.JOINT_REVOLUTE, pybullet.JOINT_PRISMATIC) and joint.limit is not None:
+                assert (bullet.info[k][8], bullet.info[k][9]) == pytest.approx((joint.limit.lower, joint.limit.upper))
+    finally:
+        bullet.close()
+
+
+def test_robot_specific_details():
+    # Cartpole: the massless slide bar has only a visual box -> it is the (fixed) shape.
+    cartpole = quiet_import(CARTPOLE)
+    bar = cartpole.scene.bodies[0]
+    assert bar.name == "slideBar" and bar.motion == "fixed" and cartpole.bodies[0].shape == "visual"
+    assert np.ptp(bar.mesh.vertices, axis=0) == pytest.approx([30.0, 0.05, 0.05])
+    # Its mass scales the joint stiffness only: it is set to the robot's dynamic mass (1.1 kg).
+    from solver.model import body_mass
+    assert body_mass(validate_scene(cartpole.scene).bodies[0]).mass == pytest.approx(1.1)
+    # The pole's inertia about its centre of mass is the file's (1 kg m^2 on the diagonal).
+    pole = cartpole.scene.bodies[2]
+    np.testing.assert_allclose(pole.mass.inertia, np.eye(3))
+    np.testing.assert_allclose(pole.mass.mass_center, [0.0, 0.0, 0.5])
+
+    # Pendulum5: the empty "world" link becomes a fixed placeholder cube.
+    pendulum = quiet_import(PENDULUM5)
+    assert pendulum.bodies[0].shape == "placeholder" and pendulum.scene.bodies[0].motion == "fixed"
+
+    # Kuka: the STL collision meshes are open; they are replaced by their convex hulls, with a warning.
+    kuka = quiet_import(KUKA, load_visuals=False)
+    assert len(kuka.warnings) == 8
+    assert all(f"link 'lbr_iiwa_link_{k}'" in kuka.warnings[k] and f"link_{k}.stl" in kuka.warnings[k]
+               and "convex hull" in kuka.warnings[k] for k in range(8))
+    assert len(kuka.scene.bodies) == 8 and kuka.scene.bodies[0].motion == "fixed"
+
+    # Panda: the hand (link8 + panda_hand + grasptarget, fixed joints) merges into link7;
+    # the mimic finger joint is imported as an independent prismatic joint, with a warning.
+    panda = quiet_import(PANDA)
+    assert any("joint 'panda_finger_joint2'" in m and "mimic" in m for m in panda.warnings)
+    body = {b.name: b for b in panda.scene.bodies}
+    assert body["panda_link7"].mass.mass == pytest.approx(0.2 + 0.81)
+    # Combined centre of mass: link7's (0 0 0.08) and the hand's (0 0 0.107 + 0.04 in link7 axes).
+    np.testing.assert_allclose(body["panda_link7"].mass.mass_center, [0.0, 0.0, (0.2 * 0.08 + 0.81 * 0.147) / 1.01],
+                               atol=1e-12)
+    assert body["panda_link0"].motion == "dynamic"  # the base has mass: floating unless fixed_base
+    info = {b.name: b for b in panda.bodies}["panda_link7"]
+    assert info.links == ["panda_link7", "panda_link8", "panda_hand", "panda_grasptarget"]
+    assert {part.link for part in info.visuals} == {"panda_link7", "panda_hand"}
+    finger = {j.name: j for j in panda.scene.joints}["panda_finger_joint2"]
+    assert finger.type == "prismatic" and (finger.limit.lower, finger.limit.upper) == (0.0, 0.04)
+
+
+def test_initial_configuration_and_velocities_match_pybullet_kinematics():
+    """Forward kinematics with nonzero joint positions, and body velocities from joint velocities."""
+    names = [f"lbr_iiwa_joint_{k}" for k in range(1, 8)]
+    q0 = dict(zip(names, [0.3, -0.7, 1.1, -1.4, 0.5, 0.9, -2.0]))
+    qd0 = dict(zip(names, [0.5, -1.0, 0.8, 1.5, -2.0, 0.7, 3.0]))
+    scene = quiet_scene(KUKA, joint_positions=q0, joint_velocities=qd0)
+    bullet = Bullet(KUKA, fixed_base=True, q0=q0, qd0=qd0)
+    try:
+        from solver.model import body_mass
+        for body in validate_scene(scene).bodies[1:]:
+            # PyBullet reports poses through float32-accurate quaternions: ~1e-7.
+            np.testing.assert_allclose(body.transform, bullet.link_frame(body.name), atol=1e-6)
+            linear, angular = bullet.link_velocity(body.name)
+            np.testing.assert_allclose(body.angular_velocity, angular, atol=1e-6)
+            np.testing.assert_allclose(body.linear_velocity, linear, atol=1e-6)
+            assert body_mass(body).mass_center == pytest.approx(body.mass.mass_center)
+    finally:
+        bullet.close()
+    for joint in scene.joints:
+        assert joint.init_angle == q0[joint.name]
+    # The reported angles start at the URDF coordinates.
+    trajectory = simulate(_short(scene))
+    np.testing.assert_allclose(trajectory.angle[0], [q0[n] for n in names], atol=1e-12)
+
+
+def _short(scene, frames=1):
+    scene.settings = Settings(frame_rate=240.0, substeps=1, frame_count=frames)
+    return scene
+
+
+# ---------------------------------------------------------------------------------------------
+# Side by side with PyBullet
+# ---------------------------------------------------------------------------------------------
+#
+# Both engines are first-order in time but differ in kind: ours is implicit (backward) Euler on
+# penalty joints, which loses energy (numerical damping ~ omega^2 dt per step); PyBullet is
+# semi-implicit (symplectic) Euler in reduced coordinates with exact joints. Their difference is
+# therefore O(dt); test_pendulum_difference_is_first_order_in_dt checks that it halves when dt
+# halves, i.e. that it is only time discretisation and not a modelling difference (masses,
+# inertias, axes, signs, anchors: any of those would give an O(1) error that does not shrink).
+# The joint penalties (K = 100 (m_i + m_j), acting as K/dt^2) open by ~ g dt^2 / 100 ~ 4e-7 m,
+# far below these tolerances. Newton tolerances are tightened to 1e-3 so that the solve is not
+# the limiting error. Measured at dt = 1/480 s (PyBullet 3.2.7):
+#   cartpole, 2 s: cart 2.7e-4 m (of a 1.09 m travel), pole 6.9e-3 rad (of a 2.7 rad swing);
+#   pendulum5, 0.5 s: 4.5e-3 .. 1.26e-2 rad per joint (of 0.19 .. 0.95 rad swings),
+# halving to 2.3e-3 .. 6.4e-3 rad at dt = 1/960 s. The tolerances below are ~3x the measured
+# errors: tight enough that a wrong inertia, centre of mass or sign fails them by far.
+
+FRAME_RATE = 48.0
+
+
+def side_by_side(path, seconds, substeps, q0=None, qd0=None):
+    frames = int(round(seconds * FRAME_RATE))
+    settings = Settings(frame_rate=FRAME_RATE, substeps=substeps, frame_count=frames,
+                        velocity_tol=1e-3, transrate_tol=1e-3)
+    scene = quiet_scene(path, joint_positions=q0, joint_velocities=qd0, settings=settings)
+    trajectory = simulate(scene)
+    assert trajectory.all_converged
+    ours = joint_series(scene, trajectory)
+    bullet = Bullet(path, fixed_base=True, dt=settings.dt, q0=q0, qd0=qd0)
+    try:
+        reference = bullet.run(frames * substeps, substeps)
+        names = bullet.names
+    finally:
+        bullet.close()
+    return {name: (ours[name], reference[:, k]) for k, name in enumerate(names) if name in ours}
+
+
+def test_cartpole_agrees_with_pybullet_over_two_seconds():
+    q0 = {"cart_to_pole": 0.3}
+    qd0 = {"cart_to_pole": 1.0, "slider_to_cart": 0.5}
+    series = side_by_side(CARTPOLE, 2.0, 10, q0, qd0)
+    cart, cart_reference = series["slider_to_cart"]
+    pole, pole_reference = series["cart_to_pole"]
+    # Something happens: the pole falls over (it is an inverted pendulum) and the cart moves.
+    assert np.ptp(pole_reference) > 2.0 and np.ptp(cart_reference) > 0.8
+    assert pole[0] == pytest.approx(0.3) and cart[0] == pytest.approx(0.0)
+    assert np.abs(cart - cart_reference).max() < 1e-3  # m; measured 2.7e-4
+    assert np.abs(pole - pole_reference).max() < 2e-2  # rad; measured 6.9e-3
+
+
+def test_pendulum5_agrees_with_pybullet_over_half_a_second():
+    series = side_by_side(PENDULUM5, 0.5, 10)
+    assert np.ptp(series["joint0"][1]) > 0.9  # the chain falls from horizontal
+    errors = {name: np.abs(ours - reference).max() for name, (ours, reference) in series.items()}
+    assert max(errors.values()) < 3e-2, errors  # rad; measured 1.26e-2 at most
+
+
+def test_pendulum_difference_is_first_order_in_dt():
+    coarse = side_by_side(PENDULUM5, 0.25, 5)
+    fine = side_by_side(PENDULUM5, 0.25, 10)
+    for name in coarse:
+        error_coarse = np.abs(coarse[name][0] - coarse[name][1]).max()
+        error_fine = np.abs(fine[name][0] - fine[name][1]).max()
+        assert 0.35 < error_fine / error_coarse < 0.65, (name, error_coarse, error_fine)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conventions: limits with a nonzero initial position, prismatic coordinates, merging
+# ---------------------------------------------------------------------------------------------
+
+ARM = """<?xml version="1.0"?>
+<robot name="arm">
+  <link name="base"/>
+  <link name="arm">
+    <inertial><origin xyz="0.5 0 0"/><mass value="1"/>
+      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>
+    <collision><origin xyz="0.5 0 0"/><geometry><box size="1 0.05 0.05"/></geometry></collision>
+  </link>
+  <joint name="hinge" type="revolute">
+    <parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
+    <limit lower="{lower}" upper="{upper}" effort="10" velocity="10"/>
+  </joint>
+</robot>
+"""
+
+
+def write(tmp_path: Path, text: str, name="robot.urdf") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("q0,expected", [(0.3, 0.5), (-0.1, 0.5), (0.45, 0.5)])
+def test_revolute_limit_holds_the_urdf_range_with_a_nonzero_initial_angle(tmp_path, q0, expected):
+    """The +x arm about +y falls towards positive q and must rest on the URDF upper bound 0.5.
+
+    The solver compares the raw angle with limit + init_angle (seed 001), so the importer writes
+    limit = [lo - 2 q0, hi - 2 q0]; without that the arm would stop at 0.5 + 2 q0 instead.
+    """
+    path = write(tmp_path, ARM.format(lower=-0.2, upper=0.5))
+    scene = scene_from_urdf(path, joint_positions={"hinge": q0},
+                            settings=Settings(frame_rate=24.0, substeps=10, frame_count=36))
+    joint = scene.joints[0]
+    assert joint.init_angle == q0
+    assert (joint.limit.lower, joint.limit.upper) == pytest.approx((-0.2 - 2 * q0, 0.5 - 2 * q0))
+    angle = simulate(scene).angle[:, 0]
+    assert angle[0] == pytest.approx(q0)
+    assert angle[-1] == pytest.approx(expected, abs=0.01)
+    assert angle.max() < expected + 0.02  # a crisp stop with strength 1e4 J
+
+
+def test_revolute_limit_lower_bound_with_a_nonzero_initial_angle(tmp_path):
+    # Swing the arm upwards fast from q0 = 0.2: it must stop on the lower bound -0.2.
+    path = write(tmp_path, ARM.format(lower=-0.2, upper=0.5))
+    scene = scene_from_urdf(path, joint_positions={"hinge": 0.2}, joint_velocities={"hinge": -6.0},
+                            settings=Settings(frame_rate=24.0, substeps=10, frame_count=6, gravity=np.zeros(3)))
+    angle = simulate(scene).angle[:, 0]
+    assert angle.min() == pytest.approx(-0.2, abs=0.02)
+    assert angle.min() > -0.22
+
+
+SLIDER = """<?xml version="1.0"?>
+<robot name="slider">
+  <link name="rail"/>
+  <link name="carriage">
+    <inertial><mass value="2"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <visual><geometry><box size="0.1 0.1 0.1"/></geometry></visual>
+  </link>
+  <joint name="lift" type="prismatic">
+    <parent link="rail"/><child link="carriage"/><origin xyz="0 0 1" rpy="0 0 0"/><axis xyz="0 0 2"/>
+    <limit lower="-0.05" upper="0.2" effort="10" velocity="1"/>
+  </joint>
+</robot>
+"""
+
+
+def test_prismatic_joint_distance_and_limit_with_a_nonzero_initial_position(tmp_path):
+    path = write(tmp_path, SLIDER)
+    scene = scene_from_urdf(path, joint_positions={"lift": 0.1},
+                            settings=Settings(frame_rate=24.0, substeps=10, frame_count=24))
+    body = scene.bodies[1]
+    # The axis is normalised; the carriage starts at 1 + 0.1 along +z.
+    np.testing.assert_allclose(body.transform[:3, 3], [0.0, 0.0, 1.1])
+    np.testing.assert_allclose(scene.joints[0].position1 - scene.joints[0].position0, [0.0, 0.0, 1.0])
+    assert scene.joints[0].init_distance == 0.1
+    assert (scene.joints[0].limit.lower, scene.joints[0].limit.upper) == pytest.approx((-0.15, 0.1))
+    distance = simulate(scene).distance[:, 0]
+    assert distance[0] == pytest.approx(0.1)
+    assert distance[-1] == pytest.approx(-0.05, abs=0.005)  # falls onto the URDF lower bound
+    # Moving up at 1 m/s from 0.1 (no gravity) it stops at the upper bound 0.2.
+    scene = scene_from_urdf(path, joint_positions={"lift": 0.1}, joint_velocities={"lift": 1.0},
+                            settings=Settings(frame_rate=24.0, substeps=10, frame_count=12, gravity=np.zeros(3)))
+    distance = simulate(scene).distance[:, 0]
+    assert distance.max() == pytest.approx(0.2, abs=0.01)
+
+
+MERGED = """<?xml version="1.0"?>
+<robot name="merged">
+  <link name="a">
+    <inertial><origin xyz="0 0 0" rpy="0 0 1.5707963267948966"/><mass value="1"/>
+      <inertia ixx="1" ixy="0" ixz="0" iyy="2" iyz="0" izz="2.5"/></inertial>
+    <collision><geometry><box size="0.2 0.2 0.2"/></geometry></collision>
+  </link>
+  <link name="b">
+    <inertial><origin xyz="0 0 0"/><mass value="3"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <collision><geometry><sphere radius="0.1"/></geometry></collision>
+  </link>
+  <link name="tip"/>
+  <joint name="weld" type="fixed"><parent link="a"/><child link="b"/><origin xyz="1 0 0" rpy="0 0 0.7"/></joint>
+  <joint name="tip_weld" type="fixed"><parent link="b"/><child link="tip"/><origin xyz="0 0 1"/></joint>
+</robot>
+"""
+
+
+def test_fixed_joints_merge_masses_inertias_and_meshes(tmp_path):
+    result = import_urdf(write(tmp_path, MERGED))
+    assert len(result.scene.bodies) == 1 and result.scene.joints == []
+    body = result.scene.bodies[0]
+    assert body.name == "a" and result.bodies[0].links == ["a", "b", "tip"]
+    assert body.motion == "dynamic"  # the root has mass and fixed_base is off
+    mass = body.mass
+    assert mass.mass == 4.0
+    np.testing.assert_allclose(mass.mass_center, [0.75, 0.0, 0.0])
+    # a's inertia rotated by 90 deg about z: diag(2, 1, 2.5); b's diag(0.1) (rotation-invariant);
+    # parallel axis: a at -0.75 (m 1), b at +0.25 (m 3) along x -> + (0.5625 + 0.1875) on yy, zz.
+    np.testing.assert_allclose(mass.inertia, np.diag([2.1, 1.1 + 0.75, 2.6 + 0.75]), atol=1e-12)
+    # Both collision shapes, closed, in a's frame: the sphere around (1, 0, 0).
+    vertices = body.mesh.vertices
+    in_box = np.all(np.abs(vertices) <= 0.1 + 1e-12, axis=1)
+    on_sphere = np.abs(np.linalg.norm(vertices - [1.0, 0.0, 0.0], axis=1) - 0.1) < 1e-9
+    assert np.all(in_box | on_sphere) and in_box.sum() == 8
+    validate_scene(result.scene)
+
+
+# ---------------------------------------------------------------------------------------------
+# Approximations that warn
+# ---------------------------------------------------------------------------------------------
+
+OPEN_MESH_OBJ = """v 0 0 0
+v 1 0 0
+v 0 1 0
+v 1 1 0
+v 0 0 1
+v 1 0 1
+v 0 1 1
+v 1 1 1
+f 1 3 2
+f 2 3 4
+f 5 6 7
+f 6 8 7
+f 1 2 5
+f 2 6 5
+f 3 7 4
+f 4 7 8
+"""
+
+
+def test_open_mesh_massless_link_and_bad_inertia_are_approximated_with_warnings(tmp_path):
+    (tmp_path / "meshes").mkdir()
+    (tmp_path / "meshes" / "open_box.obj").write_text(OPEN_MESH_OBJ)  # a unit cube without x = 0, 1 faces
+    path = write(tmp_path, """<?xml version="1.0"?>
+<robot name="approx">
+  <link name="base">
+    <inertial><mass value="1"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial>
+    <collision><geometry><mesh filename="package://approx/meshes/open_box.obj" scale="0.5 0.5 0.5"/></geometry></collision>
+  </link>
+  <link name="dummy"/>
+  <link name="hand">
+    <inertial><mass value="0.5"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+  </link>
+  <joint name="j1" type="continuous"><parent link="base"/><child link="dummy"/><origin xyz="0 0 1"/></joint>
+  <joint name="j2" type="continuous"><parent link="dummy"/><child link="hand"/><axis xyz="0 1 0"/></joint>
+</robot>
+""")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = import_urdf(path, fixed_base=True)
+    messages = [str(w.message) for w in caught if issubclass(w.category, UrdfWarning)]
+    assert messages == result.warnings
+    assert any("link 'base'" in m and "open_box.obj" in m and "convex hull" in m for m in messages)
+    assert any("link 'base'" in m and "<inertia>" in m for m in messages)
+    assert any("link 'dummy'" in m and "no mass" in m for m in messages)
+    bodies = {b.name: b for b in result.scene.bodies}
+    # The hull of the half-size open cube is the closed half-size cube.
+    assert np.ptp(bodies["base"].mesh.vertices, axis=0) == pytest.approx([0.5, 0.5, 0.5])
+    # Zero inertia is replaced by the shape's: a uniform 0.5 m cube of 1 kg has I = m a^2 / 6.
+    np.testing.assert_allclose(bodies["base"].mass.inertia, np.eye(3) / 24.0, atol=1e-12)
+    # The massless intermediate link gets 1e-3 of the lightest mass, spread over a placeholder cube.
+    assert bodies["dummy"].mass is None and result.bodies[1].shape == "placeholder"
+    from solver.model import body_mass
+    assert body_mass(validate_scene(result.scene).bodies[1]).mass == pytest.approx(0.5e-3)
+    # A link with mass but no geometry gets the box of its inertia (0.01 kg m^2, 0.5 kg -> 0.346 m).
+    assert result.bodies[2].shape == "inertia box"
+    assert np.ptp(bodies["hand"].mesh.vertices, axis=0) == pytest.approx([math.sqrt(0.12)] * 3)
+    simulate(_short(result.scene, frames=2))
+
+
+def test_floating_joint_gives_a_free_body_and_a_warning(tmp_path):
+    path = write(tmp_path, ARM.format(lower=-1, upper=1).replace('type="revolute"', 'type="floating"'))
+    with pytest.warns(UrdfWarning, match=r"joint 'hinge'.*floating.*free body"):
+        scene = scene_from_urdf(path)
+    assert [b.motion for b in scene.bodies] == ["fixed", "dynamic"] and scene.joints == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed files: clear errors naming the element
+# ---------------------------------------------------------------------------------------------
+
+TWO_LINKS = """<?xml version="1.0"?>
+<robot name="bad">
+  <link name="base"/>
+  <link name="arm">
+    <inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    {geometry}
+  </link>
+  {joints}
+</robot>
+"""
+HINGE = '<joint name="{name}" type="{type}"><parent link="{parent}"/><child link="{child}"/>{extra}</joint>'
+
+
+def hinge(name="hinge", type="continuous", parent="base", child="arm", extra=""):
+    return HINGE.format(name=name, type=type, parent=parent, child=child, extra=extra)
+
+
+MALFORMED = [
+    pytest.param(dict(joints=hinge(child="forearm")),
+                 r"joint 'hinge': child link 'forearm' is not defined", id="missing-child-link"),
+    pytest.param(dict(joints=hinge(parent="torso")),
+                 r"joint 'hinge': parent link 'torso' is not defined", id="missing-parent-link"),
+    pytest.param(dict(joints=hinge() + hinge(name="back", parent="arm", child="base")),
+                 r"joints form a cycle: ('hinge' \(base -> arm\), 'back' \(arm -> base\)|"
+                 r"'back' \(arm -> base\), 'hinge' \(base -> arm\))", id="cycle"),
+    pytest.param(dict(joints=hinge() + hinge(name="again")),
+                 r"link 'arm' has two parent joints, 'hinge' and 'again'", id="two-parents"),
+    pytest.param(dict(joints=""), r"2 root links \('base', 'arm'\)", id="two-roots"),
+    pytest.param(dict(joints=hinge(type="planar")), r"joint 'hinge': planar joints are not supported", id="planar"),
+    pytest.param(dict(joints=hinge(type="ball")), r"joint 'hinge': unknown joint type 'ball'", id="unknown-type"),
+    pytest.param(dict(joints=hinge(extra='<axis xyz="0 0 0"/>')), r"joint 'hinge': <axis xyz> must be a non-zero",
+                 id="zero-axis"),
+    pytest.param(dict(joints=hinge(), geometry='<visual><geometry><mesh filename="meshes/missing.stl"/></geometry></visual>'),
+                 r"link 'arm': <visual> #1: mesh 'meshes/missing.stl': file not found", id="missing-mesh"),
+    pytest.param(dict(joints=hinge(), geometry='<collision><geometry><mesh filename="package://pkg/arm.dae"/></geometry></collision>'),
+                 r"link 'arm': <collision> #1: mesh 'package://pkg/arm.dae': file not found", id="missing-package-mesh"),
+    pytest.param(dict(joints=hinge(), geometry="<collision><origin xyz='0 0 0'/></collision>"),
+                 r"link 'arm': <collision> at line \d+ has no <geometry>", id="no-geometry"),
+    pytest.param(dict(joints='<joint name="hinge" type="continuous"><parent link="base"/></joint>'),
+                 r"joint 'hinge': missing <child link", id="no-child-element"),
+]
+
+
+@pytest.mark.parametrize("parts,message", MALFORMED)
+def test_malformed_urdf_gives_a_clear_error_naming_the_element(tmp_path, parts, message):
+    values = dict(geometry="", joints="")
+    values.update(parts)
+    path = write(tmp_path, TWO_LINKS.format(**values))
+    with pytest.raises(UrdfError, match=r"^robot\.urdf: .*(" + message + ")"):
+        scene_from_urdf(path)
+
+
+def test_unreadable_files_and_bad_arguments(tmp_path):
+    with pytest.raises(UrdfError, match=r"no such file"):
+        scene_from_urdf(tmp_path / "nothing.urdf")
+    broken = write(tmp_path, "<robot name='x'><link name='a'></robot>", "broken.urdf")
+    with pytest.raises(UrdfError, match=r"broken\.urdf: not well-formed XML: .*line 1"):
+        scene_from_urdf(broken)
+    other = write(tmp_path, "<sdf version='1.6'/>", "model.sdf")
+    with pytest.raises(UrdfError, match=r"root element is <sdf>, not <robot>"):
+        scene_from_urdf(other)
+    path = write(tmp_path, ARM.format(lower=-1, upper=1))
+    with pytest.raises(UrdfError, match=r"joint_positions: there is no joint named 'elbow' \(movable joints: hinge\)"):
+        scene_from_urdf(path, joint_positions={"elbow": 1.0})
+    with pytest.raises(UrdfError, match=r"joint_velocities: joint 'hinge': value must be a finite number"):
+        scene_from_urdf(path, joint_velocities={"hinge": float("nan")})
+    negative = write(tmp_path, ARM.format(lower=-1, upper=1).replace('value="1"', 'value="-1"'), "negative.urdf")
+    with pytest.raises(UrdfError, match=r"link 'arm': <inertial><mass value> must be a finite number >= 0"):
+        scene_from_urdf(negative)
+    assert issubclass(UrdfError, SceneError)
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+
+def test_command_line_writes_a_loadable_scene(tmp_path, capsys):
+    out = tmp_path / "cartpole.json"
+    status = main([str(CARTPOLE), "--out", str(out), "--q", "cart_to_pole=0.25", "--qd", "slider_to_cart=0.5",
+                   "--frame-count", "12"])
+    assert status == 0, capsys.readouterr().err
+    scene = load_scene(out)
+    assert [b.name for b in scene.bodies] == ["slideBar", "cart", "pole"]
+    assert scene.settings.frame_count == 12
+    pole = {j.name: j for j in scene.joints}["cart_to_pole"]
+    assert pole.init_angle == 0.25
+    np.testing.assert_allclose(scene.bodies[1].linear_velocity, [0.5, 0.0, 0.0])
+    assert "wrote" in capsys.readouterr().err
+
+    assert main([str(CARTPOLE), "--out", str(out), "--q", "cart_to_pole"]) == 2
+    assert "expected JOINT=VALUE" in capsys.readouterr().err
+    assert main([str(tmp_path / "none.urdf"), "--out", str(out)]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main([str(KUKA), "--out", str(tmp_path / "kuka.json"), "--quiet"]) == 0
+    assert capsys.readouterr().err.count("warning: model.urdf: link") == 8
