@@ -14,17 +14,29 @@ from __future__ import annotations
 
 import os as _os
 
-if "NUMBA_CACHE_DIR" not in _os.environ:
-    # Numba's on-disk cache must live somewhere writable (an installed extension's folder may be
-    # read-only). The base is $ABD_JOINTS_CACHE_DIR (the add-on points it at
-    # bpy.utils.extension_path_user) or the user cache folder. Numba keys its cache on the source
-    # path, not on the import name, and its entries name the module they were compiled for, so
-    # the same sources imported as `solver` and as `bl_ext.<repo>.abd_joints.solver` need
-    # separate folders: the package's own name is the last path element.
-    _base = _os.environ.get("ABD_JOINTS_CACHE_DIR") or _os.path.join(
+
+def _configure_numba_cache() -> None:
+    """Give Numba's on-disk cache a writable folder of this package's own.
+
+    An installed extension's folder may be read-only, so the cache lives under
+    ``$ABD_JOINTS_CACHE_DIR`` (the add-on points it at ``bpy.utils.extension_path_user``) or the
+    user cache folder. Numba keys its cache on the source path, not on the import name, and its
+    entries name the module they were compiled for, so the same sources imported as ``solver``
+    and as ``bl_ext.<repo>.abd_joints.solver`` need separate folders: the package's own name is
+    the last path element. It is set in Numba's config, not in the environment, so that child
+    processes (a batch bake) choose their own. ``NUMBA_CACHE_DIR``, when set, wins.
+    """
+    if _os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    import numba.core.config
+
+    base = _os.environ.get("ABD_JOINTS_CACHE_DIR") or _os.path.join(
         _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "abd_joints"
     )
-    _os.environ["NUMBA_CACHE_DIR"] = _os.path.join(_base, "numba", __name__)
+    numba.core.config.CACHE_DIR = _os.path.join(base, "numba", __name__)
+
+
+_configure_numba_cache()
 
 from .scene import Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform  # noqa: E402
 from .trajectory import Trajectory  # noqa: E402

@@ -1,0 +1,73 @@
+"""The Blender half of ABD Joints: properties, operators, panels, export, bake, overlay, batch.
+
+This package is imported as ``bl_ext.<repo>.abd_joints.abd_addon`` (the repository root is the
+extension) and reaches the solver by relative import (``from .. import solver``).
+
+:func:`register` is the one place that registers every module's ``CLASSES`` tuple, in order
+(PropertyGroups first), then the ``PointerProperty`` slots on ``Object``/``Scene``, then the
+viewport overlay handler; :func:`unregister` undoes all of it in reverse.
+
+Submodules are imported inside :func:`register`, not at import time, so that
+``python -m abd_addon.batch`` can start from this package without the extension around it.
+"""
+
+from __future__ import annotations
+
+import os
+
+_registered: list = []
+
+
+def _extension_package() -> str:
+    """The extension's package name (``bl_ext.<repo>.abd_joints``): the parent of this package."""
+    return __package__.rpartition(".")[0]
+
+
+def configure_numba_cache() -> None:
+    """Point the solver's cache base (``ABD_JOINTS_CACHE_DIR``) at the extension's user folder.
+
+    Must run before the solver is imported; an installed extension's own folder may be
+    read-only. The solver puts Numba's cache in a sub-folder named after its own import name
+    (see ``solver._configure_numba_cache``). Kept when ``ABD_JOINTS_CACHE_DIR`` or
+    ``NUMBA_CACHE_DIR`` is already set; outside an extension (no user folder) the solver's
+    default is kept.
+    """
+    if os.environ.get("ABD_JOINTS_CACHE_DIR") or os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    import bpy
+
+    try:
+        path = bpy.utils.extension_path_user(_extension_package(), path="cache", create=True)
+    except Exception:  # noqa: BLE001 - not loaded as an extension: keep the solver's default
+        return
+    os.environ["ABD_JOINTS_CACHE_DIR"] = path
+
+
+def register() -> None:
+    """Register properties, operators, panels and the overlay handler."""
+    import bpy
+
+    configure_numba_cache()
+    from . import operators, overlay, properties, ui
+
+    for module in (properties, operators, ui):
+        for cls in module.CLASSES:
+            bpy.utils.register_class(cls)
+            _registered.append(cls)
+    for owner, name, group in properties.POINTERS:
+        setattr(owner, name, bpy.props.PointerProperty(type=group))
+    overlay.register()
+
+
+def unregister() -> None:
+    """Undo :func:`register`, in reverse order."""
+    import bpy
+
+    from . import overlay, properties
+
+    overlay.unregister()
+    for owner, name, _group in reversed(properties.POINTERS):
+        if hasattr(owner, name):
+            delattr(owner, name)
+    while _registered:
+        bpy.utils.unregister_class(_registered.pop())

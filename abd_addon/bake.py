@@ -1,0 +1,510 @@
+"""Trajectory -> keyframes (no UI), and the bake pipeline the operator and the batch share.
+
+:func:`bake` = :meth:`BakeJob.prepare` (export) -> :meth:`BakeJob.simulate` -> :meth:`BakeJob.apply`
+(write keyframes). The modal Bake operator runs the same three phases, the middle one in a
+worker thread; the batch entry point calls :func:`bake`. There is one code path.
+
+Writing keyframes:
+
+- Each keyed object (dynamic bodies and joint Empties) gets a new Action, written in bulk with
+  ``keyframe_points.add`` + ``foreach_set`` (LINEAR keys on every frame). F-curves of the
+  object's previous action that the bake does not key (an animated ``aim_distance`` on a joint,
+  a soft-transform toggle, ...) are copied into it, so they keep playing.
+- Body poses are the solver's affine transforms projected to the nearest rotation; the world
+  matrix is [R P | p] with P the stretch (scale) baked into the rest shape at export.
+- Joint Empties follow their parent body (l): W(f) = T_l(f) T_l(0)^-1 W(0).
+- Parented objects are keyed in parent space; the object's rotation mode is honoured
+  (quaternion sign continuity, compatible Euler angles, axis-angle from the continuous
+  quaternion).
+- Joint readouts are animated custom properties ``abd_distance`` (prismatic, m) and
+  ``abd_angle`` (revolute, rad) on the joint Empty.
+
+Atomicity: nothing is written before the simulation has finished and every key has been
+computed; if writing fails part way, every object is put back as it was. The state needed by
+Free Bake (the action before the bake, its slot, the static transform) is kept in
+``Object.abd_bake``; :func:`free_bake` puts it back exactly and deletes the baked action.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from .export import Export, export_scene, rigid_transforms
+
+#: Custom properties the bake writes on joint Empties, per joint type.
+READOUT_PROPERTIES = {"prismatic": "abd_distance", "revolute": "abd_angle"}
+
+#: F-curve data paths the bake owns (never copied from the previous action).
+KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_", '["abd_distance"]', '["abd_angle"]')
+
+#: Interpolation enum value of LINEAR for ``keyframe_points.foreach_set("interpolation", ...)``.
+INTERPOLATION_LINEAR = 1
+
+#: Static transform properties saved before a bake (and put back by Free Bake).
+STATIC_TRANSFORM = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
+
+#: Keyframe point attributes copied from a previous action's F-curves: (name, dtype, values per key).
+KEYFRAME_ATTRIBUTES = (
+    ("co", np.float32, 2), ("handle_left", np.float32, 2), ("handle_right", np.float32, 2),
+    ("interpolation", np.int32, 1), ("handle_left_type", np.int32, 1), ("handle_right_type", np.int32, 1),
+    ("easing", np.int32, 1), ("type", np.int32, 1), ("amplitude", np.float32, 1), ("back", np.float32, 1),
+    ("period", np.float32, 1),
+)
+
+
+@dataclass
+class ObjectKeys:
+    """Keyframe values of one object, one row per frame.
+
+    Attributes:
+        ob: the object.
+        location: (N, 3). rotation_path: ``rotation_quaternion``, ``rotation_euler`` or
+        ``rotation_axis_angle``; rotation: (N, 4) or (N, 3) in that property's layout.
+        scale: (N, 3). custom: custom property name -> (N,) values.
+    """
+
+    ob: bpy.types.Object
+    location: np.ndarray
+    rotation_path: str
+    rotation: np.ndarray
+    scale: np.ndarray
+    custom: dict = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Trajectory -> matrices -> key values (pure computation, nothing written)
+# --------------------------------------------------------------------------------------------
+
+
+def world_matrices(export: Export, trajectory) -> dict:
+    """World matrices (N, 4, 4) of every object the bake keys, by ``name_full``."""
+    index = {name: k for k, name in enumerate(str(n) for n in trajectory.body_names)}
+    rigid = rigid_transforms(trajectory.transforms)
+    worlds = {}
+    for ob in export.keyed_objects():
+        name = ob.name_full
+        if ob in export.joints:
+            body = index[ob.abd_joint.l_body.name_full]
+            relative = rigid[:, body] @ np.linalg.inv(rigid[0, body])
+            worlds[name] = relative @ export.joint_matrix[name]
+        else:
+            world = rigid[:, index[name]].copy()
+            world[:, :3, :3] = world[:, :3, :3] @ export.stretch[name]
+            worlds[name] = world
+    return worlds
+
+
+def local_matrices(export: Export, worlds: dict) -> dict:
+    """Matrices (N, 4, 4) to key as ``matrix_basis``: the world matrices in parent space."""
+    local = {}
+    for ob in export.keyed_objects():
+        name = ob.name_full
+        if ob.parent is None:
+            local[name] = worlds[name]
+            continue
+        if ob.parent.name_full in worlds:
+            parent = worlds[ob.parent.name_full] @ np.array(ob.matrix_parent_inverse, dtype=np.float64)
+        else:
+            parent = export.parent_matrix[name]
+        local[name] = np.linalg.solve(parent, worlds[name])
+    return local
+
+
+def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
+    """Decompose ``matrix_basis`` values (N, 4, 4) into location / rotation / scale keys.
+
+    The rotation follows ``ob.rotation_mode``: quaternions keep the sign of the previous frame's
+    (q and -q are the same rotation, the smaller step is taken); Euler angles are made
+    compatible with the previous frame's (no 360 degree jumps), starting from the object's
+    current angles; axis-angle comes from the continuous quaternion.
+    """
+    count = len(matrices)
+    location = np.empty((count, 3))
+    scale = np.empty((count, 3))
+    mode = ob.rotation_mode
+    if mode == "QUATERNION":
+        path, rotation = "rotation_quaternion", np.empty((count, 4))
+    elif mode == "AXIS_ANGLE":
+        path, rotation = "rotation_axis_angle", np.empty((count, 4))
+    else:
+        path, rotation = "rotation_euler", np.empty((count, 3))
+    previous_quaternion = None
+    previous_euler = ob.rotation_euler.copy()
+    for frame, values in enumerate(matrices):
+        loc, quaternion, size = Matrix(values.tolist()).decompose()
+        location[frame], scale[frame] = loc, size
+        if previous_quaternion is not None and quaternion.dot(previous_quaternion) < 0.0:
+            quaternion.negate()
+        previous_quaternion = quaternion
+        if mode == "QUATERNION":
+            rotation[frame] = quaternion
+        elif mode == "AXIS_ANGLE":
+            axis, angle = quaternion.to_axis_angle()
+            rotation[frame] = (angle, *axis)
+        else:
+            previous_euler = quaternion.to_euler(mode, previous_euler)
+            rotation[frame] = previous_euler
+    return ObjectKeys(ob=ob, location=location, rotation_path=path, rotation=rotation, scale=scale)
+
+
+def compute_keys(export: Export, trajectory) -> list:
+    """Every :class:`ObjectKeys` of a bake, computed without writing anything."""
+    worlds = world_matrices(export, trajectory)
+    local = local_matrices(export, worlds)
+    joint_index = {str(name): k for k, name in enumerate(trajectory.joint_names)}
+    keys = []
+    for ob in export.keyed_objects():
+        object_key = object_keys(ob, local[ob.name_full])
+        if ob in export.joints:
+            column = joint_index[ob.name_full]
+            joint_type = ob.abd_joint.type.lower()
+            readout = trajectory.distance if joint_type == "prismatic" else trajectory.angle
+            object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
+        keys.append(object_key)
+    return keys
+
+
+# --------------------------------------------------------------------------------------------
+# Actions: version-independent helpers (4.2 .. 5.x)
+# --------------------------------------------------------------------------------------------
+
+
+def action_fcurves(action, slot_identifier: str = "") -> list:
+    """The F-curves of ``action`` that animate the slot ``slot_identifier`` (4.4+), or all (4.2/4.3).
+
+    Uses the channelbag API (``bpy_extras.anim_utils.action_get_channelbag_for_slot``) that works
+    on 4.4, 4.5 and 5.x, where ``Action.fcurves`` is gone.
+    """
+    if action is None:
+        return []
+    if not hasattr(action, "slots"):
+        return list(action.fcurves)  # Blender 4.2 / 4.3
+    from bpy_extras import anim_utils
+
+    slot = next((slot for slot in action.slots if slot.identifier == slot_identifier), None)
+    channelbag = anim_utils.action_get_channelbag_for_slot(action, slot) if slot is not None else None
+    return list(channelbag.fcurves) if channelbag is not None else []
+
+
+def ensure_fcurve(action, ob: bpy.types.Object, data_path: str, index: int):
+    """An F-curve of ``action`` for ``ob``'s ``data_path[index]`` (creating slot/channelbag on 4.4+)."""
+    if hasattr(action, "fcurve_ensure_for_datablock"):
+        return action.fcurve_ensure_for_datablock(ob, data_path, index=index)
+    return action.fcurves.new(data_path, index=index)  # Blender 4.2 / 4.3
+
+
+def set_linear_keys(fcurve, frames: np.ndarray, values: np.ndarray) -> None:
+    """Write LINEAR keys (frames[i], values[i]) into an empty F-curve in bulk."""
+    count = len(frames)
+    co = np.empty(2 * count, dtype=np.float32)
+    co[0::2], co[1::2] = frames, values
+    points = fcurve.keyframe_points
+    points.add(count)
+    points.foreach_set("co", co)
+    points.foreach_set("interpolation", np.full(count, INTERPOLATION_LINEAR, dtype=np.int32))
+    fcurve.update()
+
+
+def copy_fcurve(source, action, ob: bpy.types.Object) -> None:
+    """Copy F-curve ``source`` (keys, handles, interpolation, extrapolation) into ``action``."""
+    target = ensure_fcurve(action, ob, source.data_path, source.array_index)
+    count = len(source.keyframe_points)
+    target.keyframe_points.add(count)
+    for name, dtype, width in KEYFRAME_ATTRIBUTES:
+        buffer = np.empty(count * width, dtype=dtype)
+        source.keyframe_points.foreach_get(name, buffer)
+        target.keyframe_points.foreach_set(name, buffer)
+    target.extrapolation = source.extrapolation
+    target.mute = source.mute
+
+
+def assign_action(ad, action, slot_identifier: str = "") -> None:
+    """Assign ``action`` (or None) to ``ad``, and its slot ``slot_identifier`` when there is one."""
+    ad.action = action
+    if action is not None and slot_identifier and hasattr(ad, "action_slot"):
+        for slot in action.slots:
+            if slot.identifier == slot_identifier:
+                if ad.action_slot != slot:
+                    ad.action_slot = slot
+                break
+
+
+def slot_identifier(ad) -> str:
+    """The identifier of the AnimData's assigned slot ('' if none or before Blender 4.4)."""
+    slot = getattr(ad, "action_slot", None) if ad is not None else None
+    return slot.identifier if slot is not None else ""
+
+
+# --------------------------------------------------------------------------------------------
+# Object state: snapshot / restore (rollback and Free Bake)
+# --------------------------------------------------------------------------------------------
+
+
+class _Snapshot:
+    """Everything :meth:`_write_object` may change on one object, to put back on failure."""
+
+    def __init__(self, ob: bpy.types.Object):
+        self.ob = ob
+        ad = ob.animation_data
+        self.had_animation_data = ad is not None
+        self.action = ad.action if ad else None
+        self.slot = slot_identifier(ad)
+        self.blend = (ad.action_influence, ad.action_blend_type, ad.action_extrapolation) if ad else None
+        self.transform = {name: tuple(getattr(ob, name)) for name in STATIC_TRANSFORM}
+        self.custom = {key: ob[key] for key in READOUT_PROPERTIES.values() if key in ob.keys()}
+        state = ob.abd_bake
+        self.state = {prop.identifier: _copy_value(getattr(state, prop.identifier))
+                      for prop in state.bl_rna.properties if prop.identifier != "rna_type"}
+
+    def restore(self) -> None:
+        """Put the object back as it was when the snapshot was taken."""
+        ob = self.ob
+        for key in READOUT_PROPERTIES.values():
+            if key in ob.keys() and key not in self.custom:
+                del ob[key]
+        for key, value in self.custom.items():
+            ob[key] = value
+        if self.had_animation_data:
+            ad = ob.animation_data_create()
+            assign_action(ad, self.action, self.slot)
+            ad.action_influence, ad.action_blend_type, ad.action_extrapolation = self.blend
+        elif ob.animation_data is not None:
+            ob.animation_data_clear()
+        for name, value in self.transform.items():
+            setattr(ob, name, value)
+        for name, value in self.state.items():
+            setattr(ob.abd_bake, name, value)
+
+
+def _copy_value(value):
+    """A plain copy of an RNA property value (vectors to tuples; IDs stay references)."""
+    if hasattr(value, "__len__") and not isinstance(value, str) and not isinstance(value, bpy.types.ID):
+        return tuple(value)
+    return value
+
+
+def _record_previous(ob: bpy.types.Object) -> None:
+    """Store in ``ob.abd_bake`` what a first bake replaces (not overwritten by a re-bake)."""
+    state = ob.abd_bake
+    ad = ob.animation_data
+    state.had_animation_data = ad is not None
+    state.previous_action = ad.action if ad else None
+    state.previous_slot = slot_identifier(ad)
+    if ad is not None:
+        state.previous_influence = ad.action_influence
+        state.previous_blend_type = ad.action_blend_type
+        state.previous_extrapolation = ad.action_extrapolation
+    for name in STATIC_TRANSFORM:
+        setattr(state, "previous_" + name, getattr(ob, name))
+
+
+def _apply_previous(ob: bpy.types.Object) -> None:
+    """Give ``ob`` the action (slot, blending) and static transform recorded before its first bake."""
+    state = ob.abd_bake
+    if ob.animation_data is not None or state.had_animation_data:
+        ad = ob.animation_data_create()
+        assign_action(ad, state.previous_action, state.previous_slot)
+        ad.action_influence = state.previous_influence
+        ad.action_blend_type = state.previous_blend_type
+        ad.action_extrapolation = state.previous_extrapolation
+    for name in STATIC_TRANSFORM:
+        setattr(ob, name, getattr(state, "previous_" + name))
+
+
+def baked_objects(scene: bpy.types.Scene) -> list:
+    """The objects of ``scene`` that carry an ABD bake."""
+    return [ob for ob in scene.objects if ob.abd_bake.is_baked]
+
+
+@contextlib.contextmanager
+def original_animation(scene: bpy.types.Scene):
+    """Temporarily give every baked object of ``scene`` its pre-bake animation and transform.
+
+    So a re-bake exports the user's animation (soft-transform targets, animated drives) and the
+    pre-bake pose, not the previous bake. Everything is put back on exit, and the scene is
+    re-evaluated at its current frame.
+    """
+    swapped = []
+    try:
+        for ob in baked_objects(scene):
+            swapped.append(_Snapshot(ob))
+            _apply_previous(ob)
+        yield
+    finally:
+        for snapshot in reversed(swapped):
+            snapshot.restore()
+        if swapped:
+            scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
+
+
+# --------------------------------------------------------------------------------------------
+# Writing and freeing
+# --------------------------------------------------------------------------------------------
+
+
+def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete: list) -> None:
+    """Give one object a new baked action holding ``keys`` (and its other previous F-curves)."""
+    ob = keys.ob
+    state = ob.abd_bake
+    if state.is_baked:
+        if state.action is not None:
+            obsolete.append(state.action)
+    else:
+        _record_previous(ob)
+    sources = [
+        fc for fc in action_fcurves(state.previous_action, state.previous_slot)
+        if not fc.data_path.startswith(KEYED_PREFIXES)
+    ]
+    action = bpy.data.actions.new(f"{ob.name}_ABDBake")
+    created.append(action)
+    for key, values in keys.custom.items():
+        ob[key] = float(values[0])
+    ad = ob.animation_data_create()
+    ad.action = action
+    ad.action_influence, ad.action_blend_type, ad.action_extrapolation = 1.0, "REPLACE", "HOLD"
+    for index in range(3):
+        set_linear_keys(ensure_fcurve(action, ob, "location", index), frames, keys.location[:, index])
+    for index in range(keys.rotation.shape[1]):
+        set_linear_keys(ensure_fcurve(action, ob, keys.rotation_path, index), frames, keys.rotation[:, index])
+    for index in range(3):
+        set_linear_keys(ensure_fcurve(action, ob, "scale", index), frames, keys.scale[:, index])
+    for key, values in keys.custom.items():
+        set_linear_keys(ensure_fcurve(action, ob, f'["{key}"]', 0), frames, values)
+    for source in sources:
+        copy_fcurve(source, action, ob)
+    state.is_baked = True
+    state.action = action
+
+
+def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
+    """Write every object's keys atomically: all or nothing.
+
+    On any error the objects are put back as they were (actions, slots, transforms, custom
+    properties, ``abd_bake`` state), the new actions are deleted, and the error is re-raised.
+    The actions of a previous bake are deleted only after everything was written.
+    """
+    frames = frame_start + np.arange(len(keys[0].location) if keys else 0, dtype=np.float64)
+    snapshots, created, obsolete = [], [], []
+    try:
+        for object_keys_ in keys:
+            snapshots.append(_Snapshot(object_keys_.ob))
+            _write_object(object_keys_, frames, created, obsolete)
+    except BaseException:
+        for snapshot in reversed(snapshots):
+            snapshot.restore()
+        for action in created:
+            bpy.data.actions.remove(action)
+        scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
+        raise
+    for action in obsolete:
+        if action.users == 0:
+            bpy.data.actions.remove(action)
+    scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
+
+
+def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
+    """Undo the bake on ``objects`` (default: every baked object of ``scene``); return how many.
+
+    Puts back exactly the action (and slot, influence, blend type, extrapolation) and the static
+    transform each object had before its first bake, removes the ``abd_distance``/``abd_angle``
+    properties, and deletes the baked action when nothing else uses it.
+    """
+    objects = baked_objects(scene) if objects is None else [ob for ob in objects if ob.abd_bake.is_baked]
+    for ob in objects:
+        state = ob.abd_bake
+        baked = state.action
+        _apply_previous(ob)
+        ad = ob.animation_data
+        for key in READOUT_PROPERTIES.values():
+            if key in ob.keys():
+                del ob[key]
+        if (not state.had_animation_data and ad is not None and ad.action is None
+                and len(ad.drivers) == 0 and len(ad.nla_tracks) == 0):
+            ob.animation_data_clear()
+        state.is_baked = False
+        state.action = None
+        state.previous_action = None
+        state.previous_slot = ""
+        if baked is not None and baked.users == 0:
+            bpy.data.actions.remove(baked)
+    if objects:
+        scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
+    return len(objects)
+
+
+# --------------------------------------------------------------------------------------------
+# The pipeline
+# --------------------------------------------------------------------------------------------
+
+
+class BakeJob:
+    """One bake of a scene, in three phases: :meth:`prepare`, :meth:`simulate`, :meth:`apply`.
+
+    ``prepare`` and ``apply`` touch Blender data and must run on the main thread; ``simulate``
+    only runs the solver on the exported data (safe in a worker thread). Until ``apply`` the
+    scene is unchanged.
+
+    Attributes:
+        scene: the Blender scene. export: the :class:`Export` (after prepare).
+        trajectory: the solver's :class:`~solver.trajectory.Trajectory` (after simulate).
+    """
+
+    def __init__(self, scene: bpy.types.Scene, depsgraph=None):
+        self.scene = scene
+        self.depsgraph = depsgraph
+        self.export: Optional[Export] = None
+        self.trajectory = None
+
+    @property
+    def frame_count(self) -> int:
+        """Frames to simulate (after prepare)."""
+        return self.export.frame_count if self.export else 0
+
+    def prepare(self) -> Export:
+        """Export the scene (with the pre-bake animation of already baked objects)."""
+        with original_animation(self.scene):
+            self.export = export_scene(self.scene, self.depsgraph)
+        return self.export
+
+    def simulate(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None):
+        """Run the solver; ``progress(frame_done, frame_count)`` may return False to cancel."""
+        from ..solver.simulation import simulate
+
+        self.trajectory = simulate(self.export.scene, progress)
+        return self.trajectory
+
+    def apply(self) -> list:
+        """Compute every key, then write them all (atomically); returns the keyed objects."""
+        keys = compute_keys(self.export, self.trajectory)
+        write_bake(self.scene, keys, self.export.frame_start)
+        return [k.ob for k in keys]
+
+
+def convergence_problem(trajectory) -> Optional[str]:
+    """A sentence saying how many time steps did not converge, or None when all did."""
+    if trajectory.all_converged:
+        return None
+    missed = int(np.count_nonzero(~np.asarray(trajectory.converged, dtype=bool)))
+    return (f"{missed} of {len(trajectory.converged)} time steps did not converge "
+            "(raise Max Iterations or Substeps in ABD World)")
+
+
+def bake(scene: bpy.types.Scene, depsgraph=None, progress=None) -> BakeJob:
+    """Export -> simulate -> write keyframes, synchronously. Returns the finished :class:`BakeJob`.
+
+    Raises:
+        abd_addon.export.RigError, solver.scene.SceneError: invalid rig (nothing changed).
+        solver.simulation.SolverError (incl. SimulationCancelled): solver failure or cancel
+            (nothing changed).
+    """
+    job = BakeJob(scene, depsgraph)
+    job.prepare()
+    job.simulate(progress)
+    job.apply()
+    return job

@@ -1,0 +1,397 @@
+"""Blender scene -> solver :class:`~solver.scene.Scene` (no UI).
+
+What is read, and how:
+
+- **Bodies** are the mesh objects of the view layer with ``abd_body.enabled``. The rest shape is
+  the *evaluated* mesh (modifiers applied), read with ``foreach_get`` and triangulated through
+  ``loop_triangles``. The object's world matrix at the first frame is split into a rotation R,
+  a translation t and a symmetric stretch P (polar decomposition, ``M = R P``): P (the object's
+  scale, and any shear from a scaled parent) is baked into the rest-shape vertices, so the
+  initial affine matrix A = R is a pure rotation and the shape energy does not fight the scale.
+- **Joints** are the objects with ``abd_joint.enabled`` (Empties, as Blender's rigid-body
+  constraints): anchor ``position0`` = the Empty's world origin, ``position1`` = origin + its
+  world Z axis normalised to 1 m, so the Empty's scale does not change the joint.
+- **Per-frame values** (animated bodies' poses, soft-transform targets and strengths, the drive
+  and the limit) are sampled once per frame: ``scene.frame_set``, then read from the objects, so
+  F-curves, drivers, parents and constraints are all honoured; the scene is put back at the frame
+  it was on, even on error.
+
+Frame ``f`` of the solver is Blender frame ``frame_start + f``. Lengths are taken as metres
+(1 Blender unit = 1 m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+from ..solver.affine_body import nearest_rotation
+from ..solver.mass import mesh_volume
+from ..solver.scene import Body, Driving, Joint, Limit, Mesh, Scene, Settings, SoftTransform, validate_scene
+
+
+class RigError(ValueError):
+    """A rig that cannot be exported; the message names the object and what to fix."""
+
+
+#: |det| of an object's 3x3 world matrix below which its scale counts as zero.
+ZERO_SCALE = 1e-12
+
+
+@dataclass
+class Export:
+    """A solver scene plus what the bake needs to map its result back onto the objects.
+
+    Attributes:
+        scene: the validated solver :class:`Scene` (bodies and joints named by ``Object.name_full``).
+        frame_start, frame_end: the Blender frames of solver frames 0 and ``frame_count``.
+        bodies: the body objects, in the order of ``scene.bodies``.
+        joints: the joint Empties, in the order of ``scene.joints``.
+        stretch: per body name, the (3, 3) stretch P of its first-frame world matrix M = R P
+            (baked into the rest shape); the world matrix of a pose [R | p] is [R P | p].
+        keyed: the objects a bake writes keyframes to: dynamic bodies, then joint Empties.
+        joint_matrix: per joint name, the (4, 4) world matrix of the Empty at the first frame.
+        parent_matrix: per object name, the (F+1, 4, 4) sampled "parent matrix"
+            (parent world @ matrix_parent_inverse) of each object the bake keys whose parent
+            is not keyed itself; absent for objects without a parent.
+    """
+
+    scene: Scene
+    frame_start: int
+    frame_end: int
+    bodies: list
+    joints: list
+    keyed: list = field(default_factory=list)
+    stretch: dict = field(default_factory=dict)
+    joint_matrix: dict = field(default_factory=dict)
+    parent_matrix: dict = field(default_factory=dict)
+
+    @property
+    def frame_count(self) -> int:
+        """Number of frames simulated after the first."""
+        return self.frame_end - self.frame_start
+
+    def keyed_objects(self) -> list:
+        """The objects a bake writes keyframes to: dynamic bodies, then joint Empties."""
+        return list(self.keyed)
+
+
+def frame_range(scene: bpy.types.Scene) -> tuple[int, int]:
+    """(first, last) Blender frame of the bake, from ``Scene.abd_world`` or the scene's range."""
+    world = scene.abd_world
+    if world.use_scene_frame_range:
+        return scene.frame_start, scene.frame_end
+    return world.frame_start, world.frame_end
+
+
+def settings_from_scene(scene: bpy.types.Scene) -> Settings:
+    """The solver :class:`Settings` of ``Scene.abd_world`` (frame rate from the render settings)."""
+    world = scene.abd_world
+    start, end = frame_range(scene)
+    if world.use_scene_gravity:
+        gravity = np.array(scene.gravity, dtype=np.float64) if scene.use_gravity else np.zeros(3)
+    else:
+        gravity = np.array(world.gravity, dtype=np.float64)
+    return Settings(
+        frame_rate=scene.render.fps / scene.render.fps_base,
+        substeps=world.substeps,
+        frame_count=end - start,
+        gravity=gravity,
+        max_iterations=world.max_iterations,
+        velocity_tol=world.velocity_tol,
+        transrate_tol=world.transrate_tol,
+        line_search_max_iterations=world.line_search_max_iterations,
+    )
+
+
+def matrix_array(matrix) -> np.ndarray:
+    """A ``mathutils.Matrix`` as a float64 (4, 4) array."""
+    return np.array(matrix, dtype=np.float64)
+
+
+def rigid_transforms(transforms: np.ndarray) -> np.ndarray:
+    """Affine or scaled transforms (..., 4, 4) projected to rigid poses [R | t].
+
+    R is the rotation nearest to the 3x3 part (polar factor, det R = +1); scale and shear are
+    dropped; the last row becomes (0, 0, 0, 1).
+    """
+    rigid = np.array(transforms, dtype=np.float64, copy=True)
+    rigid[..., :3, :3] = nearest_rotation(rigid[..., :3, :3])
+    rigid[..., 3, :] = (0.0, 0.0, 0.0, 1.0)
+    return rigid
+
+
+def split_rigid(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Split a (4, 4) world matrix M = [R P | t] into the rigid pose [R | t] and the stretch P.
+
+    R is the rotation nearest to M's 3x3 part (det R = +1), P = R^T M3 is symmetric. For a
+    mirrored object (det M3 < 0) P has one negative eigenvalue.
+    """
+    rigid = rigid_transforms(matrix)
+    return rigid, rigid[:3, :3].T @ matrix[:3, :3]
+
+
+def mesh_arrays(ob_eval: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (V, 3) and triangles (T, 3) of an evaluated object's mesh (modifiers applied).
+
+    Read in bulk with ``foreach_get``; n-gons are triangulated by Blender's ``loop_triangles``.
+    """
+    mesh = ob_eval.to_mesh()
+    try:
+        vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float64)
+        mesh.vertices.foreach_get("co", vertices)
+        mesh.calc_loop_triangles()
+        triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+        mesh.loop_triangles.foreach_get("vertices", triangles)
+    finally:
+        ob_eval.to_mesh_clear()
+    return vertices.reshape(-1, 3), triangles.reshape(-1, 3)
+
+
+def _check_scale(ob: bpy.types.Object, matrix: np.ndarray) -> None:
+    """Raise :class:`RigError` when the world matrix of ``ob`` collapses a direction."""
+    if not abs(np.linalg.det(matrix[:3, :3])) > ZERO_SCALE:
+        raise RigError(f"Object '{ob.name}' has zero scale: set a non-zero scale on every axis (or apply the scale)")
+
+
+def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
+    """The body objects and joint Empties of a view layer, checked; raises :class:`RigError`.
+
+    Checks that need no evaluation: every body is a mesh; every joint is an Empty whose two
+    bodies are set, still in the view layer, affine bodies, and different objects.
+    """
+    objects = view_layer.objects
+    bodies = sorted((ob for ob in objects if ob.abd_body.enabled), key=lambda ob: ob.name_full)
+    joints = sorted((ob for ob in objects if ob.abd_joint.enabled), key=lambda ob: ob.name_full)
+    for ob in bodies:
+        if ob.type != "MESH":
+            raise RigError(
+                f"Object '{ob.name}' is an affine body but not a mesh ({ob.type.title()}): "
+                "convert it to a mesh or use Remove Affine Body"
+            )
+    for ob in joints:
+        if ob.type != "EMPTY":
+            raise RigError(f"Object '{ob.name}' has ABD Joint enabled but is not an Empty: use an Empty for a joint")
+        joint = ob.abd_joint
+        for side, label in (("l_body", "parent"), ("r_body", "child")):
+            body = getattr(joint, side)
+            if body is None:
+                raise RigError(f"Joint '{ob.name}': the {label} body is not set (or its object was deleted)")
+            if objects.get(body.name) != body:
+                raise RigError(
+                    f"Joint '{ob.name}': the {label} body '{body.name}' is not in the scene (was it deleted?)"
+                )
+            if not body.abd_body.enabled:
+                raise RigError(
+                    f"Joint '{ob.name}': the {label} object '{body.name}' is not an affine body (use Add Affine Body)"
+                )
+        if joint.l_body == joint.r_body:
+            raise RigError(
+                f"Joint '{ob.name}': the parent and the child are the same object '{joint.l_body.name}'; "
+                "a joint connects two different bodies"
+            )
+    if not bodies:
+        raise RigError("No affine bodies in the scene: select mesh objects and use Add Affine Body")
+    return bodies, joints
+
+
+class _Sampler:
+    """Per-frame records of everything the solver takes per frame."""
+
+    def __init__(self, frames: int, bodies: list, joints: list, parented: list):
+        self.body_matrix = {ob.name_full: np.empty((frames, 4, 4)) for ob in bodies}
+        self.soft_target = {ob.name_full: np.full((frames, 4, 4), np.nan) for ob in bodies}
+        self.soft_values = {ob.name_full: np.empty((frames, 3)) for ob in bodies}  # is_constrained, η_p, η_a
+        self.joint_values = {ob.name_full: np.empty((frames, 10)) for ob in joints}
+        self.joint_matrix0 = {}
+        self.parent_matrix = {ob.name_full: np.empty((frames, 4, 4)) for ob in parented}
+
+    def sample(self, index: int, bodies: list, joints: list, parented: list) -> None:
+        """Record frame ``index`` (the scene is already at that frame).
+
+        Reads the original objects: the active depsgraph writes animated and driven values, and
+        world matrices, back to them on ``frame_set``, while an evaluated copy can miss
+        property edits made from Python since the last update.
+        """
+        for ob in bodies:
+            name = ob.name_full
+            self.body_matrix[name][index] = matrix_array(ob.matrix_world)
+            soft = ob.abd_body.soft_transform
+            if soft.target == "ANIMATION":
+                self.soft_target[name][index] = self.body_matrix[name][index]
+            elif soft.target_object is not None:
+                self.soft_target[name][index] = matrix_array(soft.target_object.matrix_world)
+            self.soft_values[name][index] = (float(soft.is_constrained), soft.strength_ratio_p, soft.strength_ratio_a)
+        for ob in joints:
+            if index == 0:
+                self.joint_matrix0[ob.name_full] = matrix_array(ob.matrix_world)
+            limit, drive = ob.abd_joint.limit, ob.abd_joint.drive
+            self.joint_values[ob.name_full][index] = (
+                float(limit.use), limit.lower, limit.upper, limit.lower_angle, limit.upper_angle, limit.strength,
+                float(drive.is_constrained), float(drive.is_passive), drive.aim_distance, drive.strength_ratio,
+            )
+        for ob in parented:
+            if ob.parent_type == "OBJECT":
+                matrix = matrix_array(ob.parent.matrix_world) @ matrix_array(ob.matrix_parent_inverse)
+            else:  # bones, vertices, ...: whatever Blender puts in front of matrix_basis
+                matrix = matrix_array(ob.matrix_world) @ np.linalg.pinv(matrix_array(ob.matrix_basis))
+            self.parent_matrix[ob.name_full][index] = matrix
+
+
+def sample_frames(scene: bpy.types.Scene, frames, callback) -> None:
+    """Call ``callback(index, frame)`` with the scene set to each frame; restore the frame after.
+
+    The scene's current frame (and subframe) is put back even when ``callback`` raises.
+    """
+    current, subframe = scene.frame_current, scene.frame_subframe
+    try:
+        for index, frame in enumerate(frames):
+            scene.frame_set(frame)
+            callback(index, frame)
+    finally:
+        scene.frame_set(current, subframe=subframe)
+
+
+def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
+    """Build and validate the solver scene of ``scene`` (its context view layer).
+
+    Args:
+        scene: the Blender scene; ``Scene.abd_world`` gives the settings.
+        depsgraph: the context's evaluated depsgraph (the active one, which ``frame_set``
+            evaluates); default ``bpy.context.evaluated_depsgraph_get()``.
+
+    Returns:
+        An :class:`Export`.
+
+    Raises:
+        RigError: the rig is not valid (names the object).
+        solver.scene.SceneError: the solver's own validation failed (names the body or joint).
+    """
+    if depsgraph is None:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    view_layer = depsgraph.view_layer
+    bodies, joints = collect_rig(view_layer)
+    start, end = frame_range(scene)
+    if end <= start:
+        raise RigError(f"Scene '{scene.name}': the bake's frame range {start}..{end} is empty: the end must be after the start")
+    settings = settings_from_scene(scene)
+    frames = end - start + 1
+
+    for ob in bodies:
+        soft = ob.abd_body.soft_transform
+        target = soft.target_object
+        if soft.target == "OBJECT" and target is not None and view_layer.objects.get(target.name) != target:
+            raise RigError(f"Object '{ob.name}': the soft transform's target '{target.name}' is not in the scene")
+
+    keyed = [ob for ob in bodies if ob.abd_body.motion == "DYNAMIC"] + joints
+    keyed_names = {ob.name_full for ob in keyed}
+    parented = [ob for ob in keyed if ob.parent is not None and ob.parent.name_full not in keyed_names]
+    sampler = _Sampler(frames, bodies, joints, parented)
+    meshes = {}
+
+    def record(index: int, frame: int) -> None:
+        if index == 0:
+            for ob in bodies:
+                meshes[ob.name_full] = mesh_arrays(ob.evaluated_get(depsgraph))
+        sampler.sample(index, bodies, joints, parented)
+
+    sample_frames(scene, range(start, end + 1), record)
+
+    result = Export(scene=None, frame_start=start, frame_end=end, bodies=bodies, joints=joints, keyed=keyed)
+    solver_bodies = [_body(ob, sampler, meshes[ob.name_full], result) for ob in bodies]
+    solver_joints = [_joint(ob, sampler, result) for ob in joints]
+    result.scene = validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
+    result.parent_matrix = sampler.parent_matrix
+    return result
+
+
+def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) -> Body:
+    """The solver :class:`Body` of one object from its samples; records its stretch in ``result``."""
+    props = ob.abd_body
+    name = ob.name_full
+    matrices = sampler.body_matrix[name]
+    _check_scale(ob, matrices[0])
+    rigid, stretch = split_rigid(matrices[0])
+    result.stretch[name] = stretch
+    vertices, triangles = mesh
+    if len(triangles) == 0:
+        raise RigError(f"Object '{ob.name}' has no faces: an affine body needs a closed mesh")
+    vertices = vertices @ stretch.T
+    if np.linalg.det(stretch) < 0.0:  # mirrored object: keep the triangles outward-facing
+        triangles = triangles[:, [0, 2, 1]]
+    density = props.mass_density
+    if props.mass_mode == "MASS":
+        volume = abs(mesh_volume(vertices, triangles))
+        if volume > 0.0:
+            density = props.mass / volume
+    motion = props.motion.lower()
+    soft = None
+    values = sampler.soft_values[name]
+    if values[:, 0].any():
+        targets = sampler.soft_target[name]
+        if not np.all(np.isfinite(targets)):
+            raise RigError(f"Object '{ob.name}': the soft transform's target object is not set")
+        soft = SoftTransform(
+            strength_ratio=values[:, 1:3].copy(),
+            aim_transform=rigid_transforms(targets),
+            is_constrained=values[:, 0].copy(),
+        )
+    return Body(
+        name=name,
+        mesh=Mesh(vertices=vertices, triangles=triangles),
+        transform=rigid,
+        mass_density=density,
+        kappa=props.kappa,
+        motion=motion,
+        linear_velocity=np.array(props.linear_velocity, dtype=np.float64),
+        angular_velocity=np.array(props.angular_velocity, dtype=np.float64),
+        soft_transform=soft,
+        animated_transforms=rigid_transforms(matrices) if motion == "animated" else None,
+    )
+
+
+def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
+    """The solver :class:`Joint` of one Empty from its samples."""
+    props = ob.abd_joint
+    name = ob.name_full
+    values = sampler.joint_values[name]
+    world = sampler.joint_matrix0[name]
+    result.joint_matrix[name] = world
+    axis = world[:3, 2]
+    length = float(np.linalg.norm(axis))
+    if not length > 1e-9:
+        raise RigError(f"Joint '{ob.name}' has zero scale along its Z axis: the axis direction is undefined")
+    position0 = world[:3, 3].copy()
+    position1 = position0 + axis / length
+    prismatic = props.type == "PRISMATIC"
+    limit = None
+    use = values[:, 0]
+    if use.any():
+        lower, upper = (values[:, 1], values[:, 2]) if prismatic else (values[:, 3], values[:, 4])
+        off = use == 0.0  # frames where the limit is off: no penalty, and bounds that never cross
+        lower, upper = np.where(off, np.minimum(lower, upper), lower), np.where(off, np.maximum(lower, upper), upper)
+        limit = Limit(lower=lower.copy(), upper=upper.copy(), strength=values[:, 5] * use)
+    driving = None
+    if prismatic and values[:, 6].any():
+        driving = Driving(
+            strength_ratio=values[:, 9].copy(),
+            is_constrained=values[:, 6].copy(),
+            is_passive=values[:, 7].copy(),
+            aim_distance=values[:, 8].copy(),
+        )
+    return Joint(
+        name=name,
+        type=props.type.lower(),
+        l_body=props.l_body.name_full,
+        r_body=props.r_body.name_full,
+        position0=position0,
+        position1=position1,
+        strength_ratio=props.strength_ratio,
+        init_distance=props.init_distance if prismatic else 0.0,
+        init_angle=0.0 if prismatic else props.init_angle,
+        limit=limit,
+        driving=driving,
+    )
+

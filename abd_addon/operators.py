@@ -1,0 +1,380 @@
+"""Operators: add/remove affine body, connect two bodies with a joint, bake, free bake, export.
+
+Every failure is reported with ``self.report({'ERROR'}, ...)`` naming the object, returns
+``{'CANCELLED'}`` and changes nothing; no traceback reaches the user (unexpected exceptions are
+reported and their traceback printed to the console only).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, StringProperty
+from bpy.types import Operator
+from bpy_extras.io_utils import ExportHelper
+from mathutils import Matrix, Vector
+
+from ..solver.scene import SceneError
+from . import bake as bake_module
+from .export import RigError, export_scene
+from .properties import JOINT_TYPE_ITEMS
+
+#: Exceptions that mean "the user's rig or settings are wrong" (reported without a traceback).
+USER_ERRORS = (RigError, SceneError)
+
+
+def solver_errors() -> tuple:
+    """Rig, scene and solver failure exceptions (the solver is imported lazily: it loads Numba)."""
+    try:
+        from ..solver.simulation import SolverError
+    except ImportError:
+        return USER_ERRORS + (OSError,)
+    return USER_ERRORS + (SolverError, OSError)
+
+
+def report_exception(operator: Operator, error: BaseException, what: str) -> set:
+    """Report ``error`` on ``operator`` as an ERROR (traceback to the console if unexpected)."""
+    if isinstance(error, solver_errors()):
+        operator.report({"ERROR"}, f"{what}: {error}")
+    else:
+        traceback.print_exception(type(error), error, error.__traceback__)
+        operator.report({"ERROR"}, f"{what}: unexpected {type(error).__name__}: {error} (details in the console)")
+    return {"CANCELLED"}
+
+
+def selected_meshes(context) -> list:
+    """The selected mesh objects."""
+    return [ob for ob in context.selected_objects if ob.type == "MESH"]
+
+
+class ABD_OT_body_add(Operator):
+    """Make the selected meshes affine bodies"""
+
+    bl_idname = "abd.body_add"
+    bl_label = "Add Affine Body"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        """Needs a selection."""
+        return bool(context.selected_objects)
+
+    def execute(self, context):
+        """Enable ``abd_body`` on every selected mesh (other objects are skipped with a warning)."""
+        meshes = selected_meshes(context)
+        if not meshes:
+            self.report({"ERROR"}, "Select one or more mesh objects: only meshes can be affine bodies")
+            return {"CANCELLED"}
+        for ob in meshes:
+            ob.abd_body.enabled = True
+        skipped = len(context.selected_objects) - len(meshes)
+        message = f"{len(meshes)} affine bod{'y' if len(meshes) == 1 else 'ies'} added"
+        self.report({"WARNING"} if skipped else {"INFO"}, message + (f"; {skipped} non-mesh object(s) skipped" if skipped else ""))
+        return {"FINISHED"}
+
+
+class ABD_OT_body_remove(Operator):
+    """Stop simulating the selected objects as affine bodies"""
+
+    bl_idname = "abd.body_remove"
+    bl_label = "Remove Affine Body"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        """Needs a selected affine body."""
+        return any(ob.abd_body.enabled for ob in context.selected_objects)
+
+    def execute(self, context):
+        """Disable ``abd_body`` on the selected objects."""
+        removed = [ob for ob in context.selected_objects if ob.abd_body.enabled]
+        for ob in removed:
+            ob.abd_body.enabled = False
+        self.report({"INFO"}, f"{len(removed)} affine bod{'y' if len(removed) == 1 else 'ies'} removed")
+        return {"FINISHED"}
+
+
+PIVOT_ITEMS = (
+    ("ACTIVE", "Active", "Pivot at the active object's origin"),
+    ("CENTER", "Midpoint", "Pivot halfway between the two bodies' origins"),
+    ("CURSOR", "3D Cursor", "Pivot at the 3D cursor"),
+)
+
+AXIS_ITEMS = (
+    ("X", "X", "World X axis"),
+    ("Y", "Y", "World Y axis"),
+    ("Z", "Z", "World Z axis"),
+    ("VIEW", "View", "Along the view direction (towards the viewer)"),
+)
+
+
+def joint_matrix(pivot: Vector, axis: Vector) -> Matrix:
+    """World matrix of a joint Empty at ``pivot`` whose local Z is ``axis`` (normalised)."""
+    rotation = axis.normalized().to_track_quat("Z", "Y").to_matrix().to_4x4()
+    return Matrix.Translation(pivot) @ rotation
+
+
+class ABD_OT_connect(Operator):
+    """Connect the two selected affine bodies with a new joint Empty (the active one is the parent)"""
+
+    bl_idname = "abd.connect"
+    bl_label = "Connect"
+    bl_options = {"REGISTER", "UNDO"}
+
+    type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE")
+    pivot_type: EnumProperty(name="Pivot", items=PIVOT_ITEMS, default="CENTER")
+    axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="Z")
+
+    @classmethod
+    def poll(cls, context):
+        """Needs exactly two selected objects."""
+        return len(context.selected_objects) == 2
+
+    def execute(self, context):
+        """Create the joint Empty between the two selected bodies (parent = the active one)."""
+        selected = list(context.selected_objects)
+        if len(selected) != 2:
+            self.report({"ERROR"}, f"Select exactly two affine bodies to connect ({len(selected)} selected)")
+            return {"CANCELLED"}
+        for ob in selected:
+            if ob.type != "MESH" or not ob.abd_body.enabled:
+                self.report({"ERROR"}, f"Object '{ob.name}' is not an affine body: use Add Affine Body first")
+                return {"CANCELLED"}
+        active = context.active_object
+        if active in selected:
+            parent = active
+        else:
+            parent = min(selected, key=lambda ob: ob.name)
+        child = selected[1] if selected[0] == parent else selected[0]
+
+        if self.pivot_type == "ACTIVE":
+            pivot = parent.matrix_world.translation.copy()
+        elif self.pivot_type == "CURSOR":
+            pivot = context.scene.cursor.location.copy()
+        else:
+            pivot = (parent.matrix_world.translation + child.matrix_world.translation) / 2.0
+        if self.axis == "VIEW":
+            region = getattr(context, "region_data", None)
+            if region is None:
+                self.report({"WARNING"}, "No 3D view: using the Z axis")
+                axis = Vector((0.0, 0.0, 1.0))
+            else:
+                axis = region.view_rotation @ Vector((0.0, 0.0, 1.0))
+        else:
+            axis = Vector([1.0 if self.axis == name else 0.0 for name in "XYZ"])
+
+        empty = bpy.data.objects.new(f"Joint_{parent.name}_{child.name}", None)
+        empty.empty_display_type = "SINGLE_ARROW"
+        empty.empty_display_size = 0.5
+        empty.matrix_world = joint_matrix(pivot, axis)
+        context.collection.objects.link(empty)
+        joint = empty.abd_joint
+        joint.enabled = True
+        joint.type = self.type
+        joint.l_body = parent
+        joint.r_body = child
+        for ob in context.selected_objects:
+            ob.select_set(False)
+        empty.select_set(True)
+        context.view_layer.objects.active = empty
+        self.report({"INFO"}, f"Joint '{empty.name}' connects '{parent.name}' (parent) and '{child.name}' (child)")
+        return {"FINISHED"}
+
+
+class ABD_OT_bake(Operator):
+    """Simulate the affine bodies and bake their motion to keyframes (Esc cancels)"""
+
+    bl_idname = "abd.bake"
+    bl_label = "Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    require_converged: BoolProperty(
+        name="Require Convergence",
+        description="Fail, changing nothing, when a time step did not converge (for batch scripts)",
+        default=False, options={"SKIP_SAVE"},
+    )
+
+    _job = None
+    _thread = None
+    _timer = None
+    _error = None
+    _done = 0
+    _cancel = False
+
+    @classmethod
+    def poll(cls, context):
+        """Needs a scene."""
+        return context.scene is not None
+
+    # -- synchronous (EXEC_DEFAULT: scripts, the bpy module, blender -b) ------------------
+    def execute(self, context):
+        """Bake synchronously (scripts, the bpy module, ``blender -b``); errors are reported, never raised."""
+        wm = context.window_manager
+        job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
+        try:
+            job.prepare()
+            wm.progress_begin(0, max(job.frame_count, 1))
+            try:
+                job.simulate(lambda done, total: wm.progress_update(done))
+            finally:
+                wm.progress_end()
+        except Exception as error:  # noqa: BLE001 - reported, never raised at the user
+            return report_exception(self, error, "Bake failed")
+        return self._apply(job)
+
+    def _apply(self, job) -> set:
+        """Write the keys of a simulated job (unless convergence is required and missing); report."""
+        problem = bake_module.convergence_problem(job.trajectory)
+        if problem and self.require_converged:
+            self.report({"ERROR"}, f"Bake failed: {problem}; nothing was changed")
+            return {"CANCELLED"}
+        try:
+            job.apply()
+        except Exception as error:  # noqa: BLE001
+            return report_exception(self, error, "Bake failed")
+        message = f"Baked {len(job.export.keyed_objects())} object(s), frames {job.export.frame_start}-{job.export.frame_end}"
+        if problem:
+            self.report({"WARNING"}, f"{message}; {problem}")
+        else:
+            self.report({"INFO"}, message)
+        return {"FINISHED"}
+
+    # -- modal (INVOKE_DEFAULT from the UI): the solver runs in a worker thread ----------------
+    def invoke(self, context, event):
+        """From the UI: export, then run the solver in a worker thread (modal); headless: :meth:`execute`."""
+        if bpy.app.background or context.window is None:
+            return self.execute(context)
+        return self._start(context)
+
+    def _start(self, context) -> set:
+        """Export, then start the solver thread, the timer and the progress display."""
+        self._job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
+        try:
+            self._job.prepare()
+        except Exception as error:  # noqa: BLE001
+            return report_exception(self, error, "Bake failed")
+        self._done, self._cancel, self._error = 0, False, None
+        self._thread = threading.Thread(target=self._run, name="abd-bake", daemon=True)
+        wm = context.window_manager
+        wm.progress_begin(0, max(self._job.frame_count, 1))
+        self._timer = wm.event_timer_add(0.1, window=context.window)
+        wm.modal_handler_add(self)
+        self._thread.start()
+        self._status(context)
+        return {"RUNNING_MODAL"}
+
+    def _run(self) -> None:
+        """Worker thread: the solver only (no bpy access)."""
+        def progress(done, total):
+            self._done = done
+            return not self._cancel
+
+        try:
+            self._job.simulate(progress)
+        except BaseException as error:  # noqa: BLE001 - handed to the main thread
+            self._error = error
+
+    def _status(self, context) -> None:
+        context.workspace.status_text_set(
+            f"ABD bake: frame {self._done} / {self._job.frame_count}   (Esc to cancel)"
+        )
+
+    def modal(self, context, event):
+        """Timer ticks update the progress and finish when the worker is done; Esc cancels."""
+        if event.type == "ESC" and event.value == "PRESS":
+            self._cancel = True
+        if event.type == "TIMER":
+            context.window_manager.progress_update(self._done)
+            self._status(context)
+            if not self._thread.is_alive():
+                return self._finish(context)
+        if event.type in {"MIDDLEMOUSE", "WHEELUPMOUSE", "WHEELDOWNMOUSE", "MOUSEMOVE", "TRACKPADPAN", "TRACKPADZOOM"}:
+            return {"PASS_THROUGH"}
+        return {"RUNNING_MODAL"}
+
+    def _finish(self, context) -> set:
+        """Main thread, after the worker ended: write keys, or report the cancel / error."""
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.workspace.status_text_set(None)
+        from ..solver.simulation import SimulationCancelled
+
+        if isinstance(self._error, SimulationCancelled) or (self._cancel and self._error is not None):
+            self.report({"WARNING"}, "Bake cancelled: nothing was changed")
+            return {"CANCELLED"}
+        if self._error is not None:
+            return report_exception(self, self._error, "Bake failed")
+        return self._apply(self._job)
+
+    def cancel(self, context):
+        """Blender is closing the operator (window closed): stop the worker."""
+        self._cancel = True
+        if self._thread is not None:
+            self._thread.join()
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.workspace.status_text_set(None)
+
+
+class ABD_OT_bake_free(Operator):
+    """Remove the bake: put back the animation the objects had before it"""
+
+    bl_idname = "abd.bake_free"
+    bl_label = "Free Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        """Needs a scene."""
+        return context.scene is not None
+
+    def execute(self, context):
+        """Free the bake of every baked object of the scene."""
+        try:
+            count = bake_module.free_bake(context.scene)
+        except Exception as error:  # noqa: BLE001
+            return report_exception(self, error, "Free Bake failed")
+        if count == 0:
+            self.report({"INFO"}, "Nothing is baked")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Freed the bake of {count} object(s)")
+        return {"FINISHED"}
+
+
+class ABD_OT_export_scene(Operator, ExportHelper):
+    """Write the solver's scene file (JSON) of this scene, for `python -m solver run`"""
+
+    bl_idname = "abd.export_scene"
+    bl_label = "Export Scene File"
+    bl_options = {"REGISTER"}
+
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
+
+    def execute(self, context):
+        """Export the rig and write the solver's JSON scene file to ``filepath``."""
+        from ..solver.scene_io import save_scene
+
+        try:
+            with bake_module.original_animation(context.scene):
+                export = export_scene(context.scene, context.evaluated_depsgraph_get())
+            save_scene(export.scene, self.filepath)
+        except Exception as error:  # noqa: BLE001
+            return report_exception(self, error, "Export failed")
+        self.report({"INFO"}, f"Wrote {self.filepath}")
+        return {"FINISHED"}
+
+
+CLASSES = (
+    ABD_OT_body_add,
+    ABD_OT_body_remove,
+    ABD_OT_connect,
+    ABD_OT_bake,
+    ABD_OT_bake_free,
+    ABD_OT_export_scene,
+)

@@ -1,0 +1,234 @@
+"""PropertyGroups saved in the .blend: ``Object.abd_body``, ``Object.abd_joint``, ``Scene.abd_world``.
+
+Names follow the solver's fields (:mod:`solver.scene`): ``strength_ratio``, ``aim_distance``,
+``is_passive``, ``is_constrained``, ``init_distance``, ``init_angle``, ``l_body``/``r_body``,
+``kappa``, ``mass_density``. Values the solver takes per frame (the drive, the limit, the soft
+transform) are animatable, and the exporter samples them once per frame; everything else is
+read once, at the first frame of the bake, and is therefore not animatable.
+
+``Object.abd_bake`` is internal bookkeeping of a bake (the action that was there before, so that
+Free Bake can put it back exactly); it is not shown in the UI.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
+from bpy.types import PropertyGroup
+
+#: Options of a property that is read once (not sampled per frame).
+STATIC = set()
+
+MOTION_ITEMS = (
+    ("DYNAMIC", "Dynamic", "Simulated: moved by gravity, joints and the soft transform"),
+    ("FIXED", "Fixed", "Never moves: stays at its pose of the first frame"),
+    ("ANIMATED", "Animated", "Follows its own animation; pushes the bodies jointed to it"),
+)
+
+MASS_MODE_ITEMS = (
+    ("DENSITY", "Density", "Mass from the mesh volume and a density"),
+    ("MASS", "Mass", "An explicit total mass, spread uniformly over the mesh volume"),
+)
+
+SOFT_TARGET_ITEMS = (
+    ("ANIMATION", "Own Animation", "The object's own animation (its action before the bake) is the target pose"),
+    ("OBJECT", "Object", "Another object's world transform is the target pose"),
+)
+
+JOINT_TYPE_ITEMS = (
+    ("PRISMATIC", "Prismatic", "Slides along the joint's local Z axis"),
+    ("REVOLUTE", "Revolute", "Rotates about the joint's local Z axis"),
+)
+
+
+def _is_mesh_object(self, ob: bpy.types.Object) -> bool:
+    """Poll for body pointers: mesh objects only (the UI search list)."""
+    return ob.type == "MESH"
+
+
+class ABDSoftTransformProperties(PropertyGroup):
+    """Soft Transform Constraint (#16): pull the body towards a target pose."""
+
+    is_constrained: BoolProperty(
+        name="Soft Transform",
+        description="Pull the body towards the target pose (animatable: is_constrained per frame)",
+        default=False,
+    )
+    strength_ratio_p: FloatProperty(
+        name="Translation (η_p)",
+        description="η_p: strength of the pull on the centre of mass, relative to the mass (keep within 0 to 100)",
+        default=100.0, min=0.0, soft_max=100.0,
+    )
+    strength_ratio_a: FloatProperty(
+        name="Rotation (η_a)",
+        description="η_a: strength of the pull on the rotation, relative to the inertia (keep within 0 to 100)",
+        default=100.0, min=0.0, soft_max=100.0,
+    )
+    target: EnumProperty(name="Target", items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC)
+    target_object: PointerProperty(
+        name="Target Object", type=bpy.types.Object,
+        description="The object whose world transform (rotation and location) is the target pose",
+        options=STATIC,
+    )
+
+
+class ABDBodyProperties(PropertyGroup):
+    """Affine body settings of a mesh object (``Object.abd_body``)."""
+
+    enabled: BoolProperty(name="Affine Body", description="Simulate this mesh as an affine body", default=False, options=STATIC)
+    motion: EnumProperty(name="Motion", items=MOTION_ITEMS, default="DYNAMIC", options=STATIC)
+    mass_mode: EnumProperty(name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC)
+    mass_density: FloatProperty(
+        name="Density", description="Mass density in kg/m³", default=1000.0, min=1e-6, soft_max=20000.0,
+        precision=1, options=STATIC,
+    )
+    mass: FloatProperty(
+        name="Mass", description="Total mass in kg (the density is mass / mesh volume)", default=1.0, min=1e-9,
+        unit="MASS", options=STATIC,
+    )
+    kappa: FloatProperty(
+        name="Stiffness (κ)",
+        description="κ: stiffness of the orthogonality potential that keeps the body rigid, in Pa",
+        default=1e8, min=1.0, soft_min=1e4, soft_max=1e11, precision=0, options=STATIC,
+    )
+    linear_velocity: FloatVectorProperty(
+        name="Linear Velocity", description="Initial velocity of the centre of mass (world axes)",
+        size=3, subtype="VELOCITY", unit="VELOCITY", options=STATIC,
+    )
+    angular_velocity: FloatVectorProperty(
+        name="Angular Velocity", description="Initial angular velocity in rad/s (world axes)",
+        size=3, subtype="XYZ", options=STATIC,
+    )
+    soft_transform: PointerProperty(type=ABDSoftTransformProperties)
+
+
+class ABDLimitProperties(PropertyGroup):
+    """Joint limit: Prismatic Joint Limit (#669) or Revolute Joint Limit (#670). Animatable."""
+
+    use: BoolProperty(name="Limit", description="Keep the joint between lower and upper", default=False)
+    lower: FloatProperty(name="Lower", description="Lower limit of the distance along Z", default=-1.0, unit="LENGTH")
+    upper: FloatProperty(name="Upper", description="Upper limit of the distance along Z", default=1.0, unit="LENGTH")
+    lower_angle: FloatProperty(
+        name="Lower", description="Lower limit of the angle about Z", default=-math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
+    )
+    upper_angle: FloatProperty(
+        name="Upper", description="Upper limit of the angle about Z", default=math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
+    )
+    strength: FloatProperty(
+        name="Strength", description="Strength of the cubic penalty beyond the limits", default=1.0, min=0.0, soft_max=100.0,
+    )
+
+
+class ABDDriveProperties(PropertyGroup):
+    """Driving Prismatic Joint (#21): drive the joint to ``aim_distance``. Animatable."""
+
+    is_constrained: BoolProperty(name="Drive", description="Drive the joint (is_constrained)", default=False)
+    is_passive: BoolProperty(
+        name="Passive", description="Lock the joint at its current distance instead of driving it to the aim", default=False,
+    )
+    aim_distance: FloatProperty(
+        name="Aim Distance", description="Target distance, in the same frame as the reported distance", default=0.0,
+        unit="LENGTH",
+    )
+    strength_ratio: FloatProperty(
+        name="Strength Ratio", description="γ in K = γ (m_l + m_r)", default=100.0, min=0.0, soft_max=1000.0,
+    )
+
+
+class ABDJointProperties(PropertyGroup):
+    """A joint on an Empty (``Object.abd_joint``): origin = anchor, local Z = axis."""
+
+    enabled: BoolProperty(name="ABD Joint", description="This Empty is an affine-body joint", default=False, options=STATIC)
+    type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC)
+    l_body: PointerProperty(
+        name="Parent", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
+        description="Parent body (l): the joint Empty follows it after the bake",
+    )
+    r_body: PointerProperty(name="Child", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
+                            description="Child body (r)")
+    strength_ratio: FloatProperty(
+        name="Strength Ratio", description="γ in K = γ (m_l + m_r): how stiffly the joint holds",
+        default=100.0, min=0.0, soft_max=1000.0, options=STATIC,
+    )
+    init_distance: FloatProperty(
+        name="Init Distance", description="Reported distance at the first frame (offset of abd_distance)",
+        default=0.0, unit="LENGTH", options=STATIC,
+    )
+    init_angle: FloatProperty(
+        name="Init Angle", description="Reported angle at the first frame (offset of abd_angle)",
+        default=0.0, subtype="ANGLE", unit="ROTATION", options=STATIC,
+    )
+    limit: PointerProperty(type=ABDLimitProperties)
+    drive: PointerProperty(type=ABDDriveProperties)
+
+
+class ABDWorldProperties(PropertyGroup):
+    """Scene settings of the solver (``Scene.abd_world``)."""
+
+    substeps: IntProperty(name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
+    use_scene_frame_range: BoolProperty(
+        name="Scene Frame Range", description="Bake the scene's frame range", default=True, options=STATIC,
+    )
+    frame_start: IntProperty(name="Start", description="First frame of the bake", default=1, min=0, options=STATIC)
+    frame_end: IntProperty(name="End", description="Last frame of the bake", default=250, min=0, options=STATIC)
+    use_scene_gravity: BoolProperty(
+        name="Scene Gravity", description="Use the scene's gravity (Scene properties)", default=True, options=STATIC,
+    )
+    gravity: FloatVectorProperty(
+        name="Gravity", size=3, subtype="ACCELERATION", unit="ACCELERATION", default=(0.0, 0.0, -9.81), options=STATIC,
+    )
+    max_iterations: IntProperty(
+        name="Max Iterations", description="Newton iteration cap per time step", default=100, min=1, soft_max=1000, options=STATIC,
+    )
+    velocity_tol: FloatProperty(
+        name="Velocity Tolerance", description="Newton convergence: largest vertex velocity change, m/s",
+        default=0.05, min=1e-9, precision=4, options=STATIC,
+    )
+    transrate_tol: FloatProperty(
+        name="Transrate Tolerance", description="Newton convergence: largest change of the affine rate, 1/s",
+        default=0.1, min=1e-9, precision=4, options=STATIC,
+    )
+    line_search_max_iterations: IntProperty(
+        name="Line Search Steps", description="Halvings of the backtracking line search", default=8, min=0, max=100,
+        options=STATIC,
+    )
+
+
+class ABDBakeState(PropertyGroup):
+    """What a bake replaced on one object, so Free Bake can put it back (``Object.abd_bake``)."""
+
+    is_baked: BoolProperty(default=False, options=STATIC)
+    action: PointerProperty(type=bpy.types.Action, options=STATIC, description="The baked action")
+    previous_action: PointerProperty(type=bpy.types.Action, options=STATIC, description="The action before the bake")
+    previous_slot: StringProperty(options=STATIC, description="Identifier of the action slot before the bake")
+    had_animation_data: BoolProperty(default=False, options=STATIC)
+    previous_influence: FloatProperty(default=1.0, options=STATIC)
+    previous_blend_type: StringProperty(default="REPLACE", options=STATIC)
+    previous_extrapolation: StringProperty(default="HOLD", options=STATIC)
+    previous_location: FloatVectorProperty(size=3, options=STATIC)
+    previous_rotation_euler: FloatVectorProperty(size=3, options=STATIC)
+    previous_rotation_quaternion: FloatVectorProperty(size=4, default=(1.0, 0.0, 0.0, 0.0), options=STATIC)
+    previous_rotation_axis_angle: FloatVectorProperty(size=4, default=(0.0, 0.0, 1.0, 0.0), options=STATIC)
+    previous_scale: FloatVectorProperty(size=3, default=(1.0, 1.0, 1.0), options=STATIC)
+
+
+#: Registration order: nested groups before the groups that point to them.
+CLASSES = (
+    ABDSoftTransformProperties,
+    ABDBodyProperties,
+    ABDLimitProperties,
+    ABDDriveProperties,
+    ABDJointProperties,
+    ABDWorldProperties,
+    ABDBakeState,
+)
+
+#: (owner type, attribute, PropertyGroup) added by :func:`abd_addon.register`.
+POINTERS = (
+    (bpy.types.Object, "abd_body", ABDBodyProperties),
+    (bpy.types.Object, "abd_joint", ABDJointProperties),
+    (bpy.types.Object, "abd_bake", ABDBakeState),
+    (bpy.types.Scene, "abd_world", ABDWorldProperties),
+)

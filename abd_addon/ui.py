@@ -1,0 +1,348 @@
+"""Panels: Physics properties (Affine Body, ABD Joint with Limits and Drive, ABD World, Bake)
+and a 3D-view sidebar tab. Laid out like Blender's Rigid Body Constraint panels. Drawing only:
+no logic lives here.
+"""
+
+from __future__ import annotations
+
+from bpy.types import Panel
+
+from .bake import baked_objects
+
+
+class _PhysicsPanel:
+    """Common settings of the Physics properties panels."""
+
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+
+
+def _body(context):
+    ob = context.object
+    return ob.abd_body if ob is not None and ob.type == "MESH" else None
+
+
+def _joint(context):
+    ob = context.object
+    return ob.abd_joint if ob is not None and ob.type == "EMPTY" else None
+
+
+class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
+    """Affine body settings of a mesh."""
+
+    bl_label = "Affine Body"
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return _body(context) is not None
+
+    def draw_header(self, context):
+        """The enable checkbox in the panel header."""
+        self.layout.prop(context.object.abd_body, "enabled", text="")
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        body = context.object.abd_body
+        row = layout.row(align=True)
+        if body.enabled:
+            row.operator("abd.body_remove", icon="REMOVE")
+        else:
+            row.operator("abd.body_add", icon="ADD")
+        row.operator("abd.connect", icon="CONSTRAINT")
+        layout.use_property_split = True
+        layout.active = body.enabled
+        layout.prop(body, "motion")
+        col = layout.column()
+        col.active = body.motion == "DYNAMIC"
+        col.prop(body, "mass_mode")
+        col.prop(body, "mass" if body.mass_mode == "MASS" else "mass_density")
+        layout.prop(body, "kappa")
+
+
+class PHYSICS_PT_abd_body_velocity(_PhysicsPanel, Panel):
+    """Initial velocity of a dynamic body."""
+
+    bl_label = "Initial Velocity"
+    bl_parent_id = "PHYSICS_PT_abd_body"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return _body(context) is not None
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        body = context.object.abd_body
+        layout.active = body.enabled and body.motion == "DYNAMIC"
+        layout.prop(body, "linear_velocity")
+        layout.prop(body, "angular_velocity")
+
+
+class PHYSICS_PT_abd_body_soft_transform(_PhysicsPanel, Panel):
+    """Soft Transform Constraint: pull towards a target pose."""
+
+    bl_label = "Soft Transform"
+    bl_parent_id = "PHYSICS_PT_abd_body"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return _body(context) is not None
+
+    def draw_header(self, context):
+        """The enable checkbox in the panel header."""
+        self.layout.prop(context.object.abd_body.soft_transform, "is_constrained", text="")
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        body = context.object.abd_body
+        soft = body.soft_transform
+        layout.active = body.enabled and soft.is_constrained
+        layout.prop(soft, "target")
+        if soft.target == "OBJECT":
+            layout.prop(soft, "target_object")
+        col = layout.column(align=True)
+        col.prop(soft, "strength_ratio_p")
+        col.prop(soft, "strength_ratio_a")
+
+
+class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
+    """Joint settings of an Empty (origin = anchor, local Z = axis)."""
+
+    bl_label = "ABD Joint"
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return _joint(context) is not None
+
+    def draw_header(self, context):
+        """The enable checkbox in the panel header."""
+        self.layout.prop(context.object.abd_joint, "enabled", text="")
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        joint = context.object.abd_joint
+        layout.active = joint.enabled
+        layout.prop(joint, "type")
+        col = layout.column(align=True)
+        col.prop(joint, "l_body", text="Parent")
+        col.prop(joint, "r_body", text="Child")
+        layout.prop(joint, "strength_ratio")
+        layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
+        ob = context.object
+        if "abd_distance" in ob.keys() or "abd_angle" in ob.keys():
+            key = "abd_distance" if "abd_distance" in ob.keys() else "abd_angle"
+            layout.prop(ob, f'["{key}"]', text="Baked Distance" if key == "abd_distance" else "Baked Angle")
+
+
+class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
+    """Joint limit (#669 / #670)."""
+
+    bl_label = "Limits"
+    bl_parent_id = "PHYSICS_PT_abd_joint"
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return _joint(context) is not None
+
+    def draw_header(self, context):
+        """The enable checkbox in the panel header."""
+        self.layout.prop(context.object.abd_joint.limit, "use", text="")
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        joint = context.object.abd_joint
+        limit = joint.limit
+        layout.active = joint.enabled and limit.use
+        col = layout.column(align=True)
+        if joint.type == "PRISMATIC":
+            col.prop(limit, "lower", text="Z Lower")
+            col.prop(limit, "upper", text="Upper")
+        else:
+            col.prop(limit, "lower_angle", text="Z Lower")
+            col.prop(limit, "upper_angle", text="Upper")
+        layout.prop(limit, "strength")
+
+
+class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
+    """Driving Prismatic Joint (#21)."""
+
+    bl_label = "Drive"
+    bl_parent_id = "PHYSICS_PT_abd_joint"
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        joint = _joint(context)
+        return joint is not None and joint.type == "PRISMATIC"
+
+    def draw_header(self, context):
+        """The enable checkbox in the panel header."""
+        self.layout.prop(context.object.abd_joint.drive, "is_constrained", text="")
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        joint = context.object.abd_joint
+        drive = joint.drive
+        layout.active = joint.enabled and drive.is_constrained
+        layout.prop(drive, "is_passive")
+        row = layout.row()
+        row.active = not drive.is_passive
+        row.prop(drive, "aim_distance")
+        layout.prop(drive, "strength_ratio")
+
+
+class PHYSICS_PT_abd_world(_PhysicsPanel, Panel):
+    """Scene settings of the solver."""
+
+    bl_label = "ABD World"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return context.scene is not None
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_world(self.layout, context.scene)
+
+
+class PHYSICS_PT_abd_world_solver(_PhysicsPanel, Panel):
+    """Newton settings."""
+
+    bl_label = "Solver"
+    bl_parent_id = "PHYSICS_PT_abd_world"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        world = context.scene.abd_world
+        layout.prop(world, "max_iterations")
+        layout.prop(world, "velocity_tol")
+        layout.prop(world, "transrate_tol")
+        layout.prop(world, "line_search_max_iterations")
+
+
+class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):
+    """Bake and Free Bake."""
+
+    bl_label = "ABD Bake"
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return context.scene is not None
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_bake(self.layout, context.scene)
+
+
+def draw_world(layout, scene) -> None:
+    """Draw ``Scene.abd_world``'s time and gravity settings."""
+    layout.use_property_split = True
+    world = scene.abd_world
+    layout.prop(world, "substeps")
+    layout.prop(world, "use_scene_frame_range")
+    col = layout.column(align=True)
+    col.active = not world.use_scene_frame_range
+    col.prop(world, "frame_start", text="Frame Start")
+    col.prop(world, "frame_end", text="End")
+    layout.prop(world, "use_scene_gravity")
+    if world.use_scene_gravity:
+        row = layout.row()
+        row.active = scene.use_gravity
+        row.prop(scene, "gravity")
+    else:
+        layout.prop(world, "gravity")
+
+
+def draw_bake(layout, scene) -> None:
+    """Draw the Bake / Free Bake / Export buttons and the bake status."""
+    col = layout.column(align=True)
+    col.operator("abd.bake", icon="PHYSICS")
+    col.operator("abd.bake_free", icon="TRASH")
+    baked = len(baked_objects(scene))
+    layout.label(text=f"{baked} object(s) baked" if baked else "Not baked", icon="INFO")
+    layout.operator("abd.export_scene", icon="EXPORT")
+
+
+class VIEW3D_PT_abd(Panel):
+    """3D-view sidebar tab: build the rig and bake."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "ABD"
+    bl_label = "ABD Joints"
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        col = layout.column(align=True)
+        col.operator("abd.body_add", icon="ADD")
+        col.operator("abd.body_remove", icon="REMOVE")
+        col = layout.column(align=True)
+        col.label(text="Connect:")
+        row = col.row(align=True)
+        op = row.operator("abd.connect", text="Revolute")
+        op.type = "REVOLUTE"
+        op = row.operator("abd.connect", text="Prismatic")
+        op.type = "PRISMATIC"
+
+
+class VIEW3D_PT_abd_bake(Panel):
+    """3D-view sidebar: bake settings and buttons."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "ABD"
+    bl_label = "Bake"
+    bl_parent_id = "VIEW3D_PT_abd"
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        world = context.scene.abd_world
+        layout.prop(world, "substeps")
+        layout.prop(world, "use_scene_frame_range")
+        if not world.use_scene_frame_range:
+            col = layout.column(align=True)
+            col.prop(world, "frame_start", text="Frame Start")
+            col.prop(world, "frame_end", text="End")
+        draw_bake(layout, context.scene)
+
+
+CLASSES = (
+    PHYSICS_PT_abd_body,
+    PHYSICS_PT_abd_body_velocity,
+    PHYSICS_PT_abd_body_soft_transform,
+    PHYSICS_PT_abd_joint,
+    PHYSICS_PT_abd_joint_limits,
+    PHYSICS_PT_abd_joint_drive,
+    PHYSICS_PT_abd_world,
+    PHYSICS_PT_abd_world_solver,
+    PHYSICS_PT_abd_bake,
+    VIEW3D_PT_abd,
+    VIEW3D_PT_abd_bake,
+)

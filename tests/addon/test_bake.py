@@ -1,0 +1,306 @@
+"""Bake round trip: evaluated poses equal the solver's trajectory; readouts; atomicity; cancel."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from abd_rigs import add_box, fcurves, hinge_rig, key_property, scene_snapshot, select_only, slider_rig, world
+
+TOLERANCE = 1e-5  # m (and rad-scale entries of rotation matrices)
+
+
+def reference(addon):
+    """Export and simulate the current scene without writing anything: (export, trajectory, rigid)."""
+    job = addon.bake.BakeJob(bpy.context.scene)
+    job.prepare()
+    trajectory = job.simulate()
+    return job.export, trajectory, addon.bake.rigid_transforms(trajectory.transforms)
+
+
+def assert_body_follows(ob, export, trajectory, rigid, frames):
+    """The object's evaluated world pose equals the projected trajectory at ``frames``."""
+    index = list(map(str, trajectory.body_names)).index(ob.name)
+    scene = bpy.context.scene
+    for frame in frames:
+        scene.frame_set(frame)
+        f = frame - export.frame_start
+        matrix = world(ob)
+        np.testing.assert_allclose(matrix[:3, 3], rigid[f, index, :3, 3], atol=TOLERANCE, err_msg=f"{ob.name} frame {frame}")
+        rotation = matrix[:3, :3] @ np.linalg.inv(export.stretch[ob.name])
+        np.testing.assert_allclose(rotation, rigid[f, index, :3, :3], atol=TOLERANCE, err_msg=f"{ob.name} frame {frame}")
+
+
+def test_rig_built_with_operators_bakes_to_the_trajectory(addon):
+    base, slider, joint = slider_rig(frame_end=24)
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    frames = (1, 2, 6, 12, 18, 24)
+    assert_body_follows(slider, export, trajectory, rigid, frames)
+    # The slider really moved: the drive pulled it down by about 0.5 m.
+    assert rigid[-1, 1, 2, 3] == pytest.approx(-1.7, abs=0.05)
+    # Joint readout: animated custom property on the joint Empty.
+    column = list(map(str, trajectory.joint_names)).index(joint.name)
+    for frame in frames:
+        bpy.context.scene.frame_set(frame)
+        assert joint["abd_distance"] == pytest.approx(trajectory.distance[frame - 1, column], abs=TOLERANCE)
+    assert {(fc.data_path, fc.array_index) for fc in fcurves(joint)} >= {('["abd_distance"]', 0), ("location", 2)}
+    # The fixed base is not keyed and did not move; the joint Empty follows the (fixed) base.
+    assert base.animation_data is None
+    np.testing.assert_allclose(world(joint)[:3, 3], 0.0, atol=TOLERANCE)
+    # The user's animation of aim_distance still plays after the bake (copied into the baked action).
+    bpy.context.scene.frame_set(12)
+    assert joint.abd_joint.drive.aim_distance == pytest.approx(-0.5)
+
+
+@pytest.mark.parametrize("rotation_mode", ["XYZ", "ZXY", "QUATERNION", "AXIS_ANGLE"])
+def test_rotation_modes(addon, rotation_mode):
+    base, arm, joint = hinge_rig(frame_end=24, rotation_mode=rotation_mode)
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert_body_follows(arm, export, trajectory, rigid, (1, 5, 13, 24))
+    path = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(rotation_mode, "rotation_euler")
+    keyed = {fc.data_path for fc in fcurves(arm)}
+    assert path in keyed and not ({"rotation_quaternion", "rotation_euler", "rotation_axis_angle"} - {path}) & keyed
+    angle = trajectory.angle[:, 0]
+    assert np.all(np.isfinite(angle)) and abs(angle[-1]) > 0.3  # it swung
+    bpy.context.scene.frame_set(24)
+    assert joint["abd_angle"] == pytest.approx(angle[-1], abs=TOLERANCE)
+
+
+def test_quaternion_sign_and_euler_continuity(addon):
+    base, arm, joint = hinge_rig(frame_end=24, rotation_mode="QUATERNION")
+    arm.abd_body.angular_velocity = (0.0, 40.0, 0.0)  # several turns
+    bpy.context.scene.abd_world.use_scene_gravity = False
+    bpy.context.scene.abd_world.gravity = (0.0, 0.0, 0.0)
+    export, trajectory, rigid = reference(addon)
+    assert abs(trajectory.angle[-1, 0]) > 2 * math.pi  # more than a full turn
+    matrices = addon.bake.world_matrices(export, trajectory)["Arm"]
+    quaternion = addon.bake.object_keys(arm, matrices).rotation
+    assert np.all(np.einsum("ij,ij->i", quaternion[1:], quaternion[:-1]) > 0.0)
+    arm.rotation_mode = "XYZ"
+    euler = addon.bake.object_keys(arm, matrices).rotation
+    assert np.abs(np.diff(euler, axis=0)).max() < math.pi / 2
+
+
+def test_parented_object_is_keyed_in_parent_space(addon):
+    base, slider, joint = slider_rig(frame_end=12)
+    holder = bpy.data.objects.new("Holder", None)
+    bpy.context.scene.collection.objects.link(holder)
+    key_property(holder, "location", ((1, (0.0, 0.0, 0.0)), (12, (3.0, 0.0, 0.0))))
+    holder.rotation_euler = (0.0, 0.0, 0.7)
+    bpy.context.scene.frame_set(1)
+    slider.parent = holder
+    slider.matrix_parent_inverse = holder.matrix_world.inverted()
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert_body_follows(slider, export, trajectory, rigid, (1, 4, 8, 12))
+
+
+def test_joint_empty_follows_a_dynamic_parent_body(addon):
+    base, arm, joint = hinge_rig(frame_end=12)
+    tip = add_box("Tip", 0.3, (1.4, 0.0, 0.0))
+    select_only(tip)
+    bpy.ops.abd.body_add()
+    select_only(arm, tip, active=arm)
+    bpy.ops.abd.connect(type="REVOLUTE", pivot_type="CENTER", axis="Y")
+    second = bpy.context.active_object
+    start = world(second)
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    arm_index = list(map(str, trajectory.body_names)).index("Arm")
+    for frame in (1, 6, 12):
+        bpy.context.scene.frame_set(frame)
+        expected = rigid[frame - 1, arm_index] @ np.linalg.inv(rigid[0, arm_index]) @ start
+        np.testing.assert_allclose(world(second), expected, atol=TOLERANCE)
+    assert "abd_angle" in second.keys()
+
+
+def test_invoke_in_background_runs_synchronously(addon):
+    base, slider, joint = slider_rig(frame_end=6)
+    assert bpy.ops.abd.bake("INVOKE_DEFAULT") == {"FINISHED"}
+    assert slider.abd_bake.is_baked and joint.abd_bake.is_baked
+
+
+def test_cancelled_bake_changes_nothing(addon, solver):
+    slider_rig(frame_end=12)
+    before = scene_snapshot()
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        return done < 4
+
+    with pytest.raises(solver.simulation.SimulationCancelled):
+        addon.bake.bake(bpy.context.scene, progress=progress)
+    assert calls == [1, 2, 3, 4]
+    assert scene_snapshot() == before
+
+
+def test_solver_failure_midway_changes_nothing(addon):
+    slider_rig(frame_end=12)
+    before = scene_snapshot()
+
+    def progress(done, total):
+        if done == 3:
+            raise RuntimeError("solver blew up at frame 3")
+
+    with pytest.raises(RuntimeError, match="frame 3"):
+        addon.bake.bake(bpy.context.scene, progress=progress)
+    assert scene_snapshot() == before
+
+
+def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
+    base, slider, joint = slider_rig(frame_end=12)
+    before = scene_snapshot()
+    original = addon.bake.set_linear_keys
+    calls = []
+
+    def failing(fcurve, frames, values):
+        calls.append(fcurve.data_path)
+        if len(calls) == 12:  # the second object (the joint Empty), after the first was written
+            raise MemoryError("out of memory while writing keys")
+        original(fcurve, frames, values)
+
+    monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
+    with pytest.raises(MemoryError):
+        addon.bake.bake(bpy.context.scene)
+    assert len(calls) == 12
+    assert scene_snapshot() == before
+
+
+def test_failed_or_cancelled_rebake_keeps_the_previous_bake(addon, solver):
+    base, slider, joint = slider_rig(frame_end=12)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    baked = scene_snapshot()
+    with pytest.raises(solver.simulation.SimulationCancelled):
+        addon.bake.bake(bpy.context.scene, progress=lambda done, total: done < 2)
+    assert scene_snapshot() == baked
+    joint.abd_joint.r_body = base
+    with pytest.raises(RuntimeError, match="same object 'Base'"):
+        bpy.ops.abd.bake()
+    joint.abd_joint.r_body = slider
+    assert scene_snapshot() == baked
+
+
+def test_rebake_replaces_the_previous_bake(addon):
+    base, slider, joint = slider_rig(frame_end=12)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    first = slider.abd_bake.action.name
+    actions = len(bpy.data.actions)
+    joint.abd_joint.drive.is_passive = True  # locks the slider where it is
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert len(bpy.data.actions) == actions
+    assert first not in bpy.data.actions or bpy.data.actions[first] != slider.abd_bake.action
+    assert_body_follows(slider, export, trajectory, rigid, (1, 6, 12))
+    np.testing.assert_allclose(rigid[-1, 1, :3, 3], rigid[0, 1, :3, 3], atol=2e-3)
+
+
+class _FakeWindowManager:
+    """Records what the modal bake asks of the window manager."""
+
+    def __init__(self):
+        self.calls = []
+
+    def progress_begin(self, low, high):
+        self.calls.append(("begin", high))
+
+    def progress_update(self, value):
+        self.calls.append(("update", value))
+
+    def progress_end(self):
+        self.calls.append(("end",))
+
+    def event_timer_add(self, step, window=None):
+        self.calls.append(("timer",))
+        return "timer"
+
+    def event_timer_remove(self, timer):
+        self.calls.append(("timer_remove",))
+
+    def modal_handler_add(self, operator):
+        self.calls.append(("modal",))
+
+
+class _FakeWorkspace:
+    def __init__(self):
+        self.status = []
+
+    def status_text_set(self, text):
+        self.status.append(text)
+
+
+def _modal_operator(addon):
+    """A stand-in ``self`` for the Bake operator's modal methods (no UI in the bpy module)."""
+    operator_class = addon.operators.ABD_OT_bake
+    methods = {name: getattr(operator_class, name) for name in ("_start", "_run", "_status", "modal", "_finish", "_apply")}
+    fake = type("ModalBake", (), methods)()
+    fake.reports = []
+    fake.require_converged = False
+    fake.report = lambda kind, message: fake.reports.append((set(kind), message))
+    context = type("Context", (), {})()
+    context.scene = bpy.context.scene
+    context.window = None
+    context.window_manager = _FakeWindowManager()
+    context.workspace = _FakeWorkspace()
+    context.evaluated_depsgraph_get = bpy.context.evaluated_depsgraph_get
+    return fake, context
+
+
+def _event(kind):
+    return type("Event", (), {"type": kind, "value": "PRESS"})()
+
+
+def _run_modal(fake, context, escape_after=None):
+    """Feed TIMER events (and ESC after ``escape_after`` ticks) until the operator ends."""
+    import time
+
+    assert fake._start(context) == {"RUNNING_MODAL"}
+    for tick in range(100000):
+        if escape_after is not None and tick == escape_after:
+            assert fake.modal(context, _event("ESC")) == {"RUNNING_MODAL"}
+        result = fake.modal(context, _event("TIMER"))
+        if result != {"RUNNING_MODAL"}:
+            return result
+        time.sleep(0.005)
+    raise AssertionError("the modal bake never finished")
+
+
+def test_modal_bake_runs_the_solver_in_a_thread_with_progress(addon):
+    base, slider, joint = slider_rig(frame_end=12)
+    export, trajectory, rigid = reference(addon)
+    fake, context = _modal_operator(addon)
+    assert _run_modal(fake, context) == {"FINISHED"}
+    calls = context.window_manager.calls
+    assert calls[0] == ("begin", 11) and ("timer",) in calls and ("modal",) in calls
+    assert calls[-2:] == [("timer_remove",), ("end",)]
+    assert context.workspace.status[-1] is None and "Esc to cancel" in context.workspace.status[0]
+    assert_body_follows(slider, export, trajectory, rigid, (1, 6, 12))
+
+
+def test_modal_bake_escape_cancels_and_changes_nothing(addon):
+    slider_rig(frame_end=200)
+    bpy.context.scene.abd_world.substeps = 40
+    before = scene_snapshot()
+    fake, context = _modal_operator(addon)
+    assert _run_modal(fake, context, escape_after=0) == {"CANCELLED"}
+    assert any("cancelled" in message for _kind, message in fake.reports)
+    assert scene_snapshot() == before
+
+
+def _unconverging(world_):
+    world_.max_iterations, world_.velocity_tol, world_.transrate_tol = 1, 1e-9, 1e-9
+
+
+def test_unconverged_steps_warn_or_fail_on_request(addon):
+    base, slider, joint = slider_rig(frame_end=6)
+    _unconverging(bpy.context.scene.abd_world)
+    before = scene_snapshot()
+    with pytest.raises(RuntimeError, match="did not converge"):
+        bpy.ops.abd.bake(require_converged=True)
+    assert scene_snapshot() == before
+    assert bpy.ops.abd.bake() == {"FINISHED"}  # a warning only
+    assert slider.abd_bake.is_baked

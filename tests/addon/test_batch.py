@@ -1,0 +1,95 @@
+"""The batch entry point bakes a saved .blend in a subprocess; failures exit non-zero; no hang."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import bpy
+import numpy as np
+import pytest
+from abd_rigs import ROOT, fcurves, select_only, slider_rig, world
+
+TIMEOUT = 420  # s: the first run in a fresh checkout compiles the solver's Numba kernels
+
+
+def run_batch(tmp_path, *args):
+    """``python -m abd_addon.batch ARGS`` from the repository root, under ``timeout``."""
+    env = dict(os.environ)
+    env["BLENDER_USER_RESOURCES"] = str(tmp_path / "batch_user")
+    command = ["timeout", "-k", "10", str(TIMEOUT), sys.executable, "-m", "abd_addon.batch", *map(str, args)]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT + 30)
+
+
+def test_batch_bakes_a_saved_file(addon, tmp_path):
+    base, slider, joint = slider_rig(frame_end=16)
+    source, baked = tmp_path / "rig.blend", tmp_path / "baked.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    # The same bake in this process, for comparison.
+    job = addon.bake.bake(bpy.context.scene)
+    expected = {}
+    for frame in (1, 8, 16):
+        bpy.context.scene.frame_set(frame)
+        expected[frame] = world(slider)
+
+    result = run_batch(tmp_path, source, "--out", baked, "--trajectory", tmp_path / "result.npz")
+    assert result.returncode == 0, result.stderr
+    saved = addon.bake.rigid_transforms(np.load(tmp_path / "result.npz")["transforms"])
+    np.testing.assert_allclose(saved, addon.bake.rigid_transforms(job.trajectory.transforms), atol=1e-12)
+    assert "keyed_objects=2" in result.stdout and "all_converged=" in result.stdout
+    assert baked.is_file()
+
+    bpy.ops.wm.open_mainfile(filepath=str(baked))
+    slider = bpy.data.objects["Slider"]
+    assert slider.abd_bake.is_baked
+    assert {fc.data_path for fc in fcurves(slider)} >= {"location", "rotation_euler", "scale"}
+    for frame, matrix in expected.items():
+        bpy.context.scene.frame_set(frame)
+        np.testing.assert_allclose(world(slider), matrix, atol=1e-6)
+    joint = next(ob for ob in bpy.data.objects if ob.abd_joint.enabled)
+    assert "abd_distance" in joint.keys()
+    assert job.trajectory.frame_count == 15
+
+
+def test_broken_blend_exits_nonzero(tmp_path):
+    broken = tmp_path / "broken.blend"
+    broken.write_bytes(b"BLENDER-v405 this is not a blend file" * 10)
+    result = run_batch(tmp_path, broken, "--out", tmp_path / "out.blend")
+    assert result.returncode == 1
+    assert "broken.blend" in result.stderr and "cannot open" in result.stderr
+    assert not (tmp_path / "out.blend").exists()
+
+
+def test_bad_rig_exits_nonzero_naming_the_object(tmp_path):
+    slider_rig(frame_end=8)
+    bpy.ops.mesh.primitive_monkey_add(location=(3.0, 0.0, 0.0))
+    select_only(bpy.context.active_object)
+    bpy.ops.abd.body_add()
+    source = tmp_path / "bad.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
+    assert result.returncode == 1
+    assert "Suzanne" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out.blend").exists()
+
+
+def test_unconverged_bake_exits_nonzero_unless_allowed(tmp_path):
+    slider_rig(frame_end=4)
+    world_ = bpy.context.scene.abd_world
+    world_.max_iterations, world_.velocity_tol, world_.transrate_tol = 1, 1e-9, 1e-9
+    source, out = tmp_path / "hard.blend", tmp_path / "out.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", out)
+    assert result.returncode == 1 and "did not converge" in result.stderr
+    assert not out.exists()
+    result = run_batch(tmp_path, source, "--out", out, "--allow-unconverged")
+    assert result.returncode == 0, result.stderr
+    assert out.is_file() and "all_converged=False" in result.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"]])
+def test_bad_arguments_exit_nonzero(tmp_path, args):
+    result = run_batch(tmp_path, *args)
+    assert result.returncode in (1, 2)
+    assert result.stderr.strip()

@@ -1,0 +1,109 @@
+"""The built extension zip installs and enables in the bpy module, as a user would install it.
+
+The zip is built (``tools/build_extension.py``, linux-x64 only) once per session into a tmp
+folder; the numba/llvmlite wheels come from ``wheels/`` or are downloaded from PyPI. Without
+them the tests skip with the reason. The install runs in a subprocess with its own
+``BLENDER_USER_RESOURCES``, so it cannot clash with the extension this session has enabled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+from abd_rigs import ROOT
+
+INSTALL_SCRIPT = r'''
+import json, os, sys
+import bpy, addon_utils
+result = {}
+zip_path = sys.argv[1]
+status = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
+result["install"] = sorted(status)
+name = "bl_ext.user_default.abd_joints"
+result["enabled"] = name in bpy.context.preferences.addons
+result["registered"] = all(hasattr(bpy.types, n) for n in ("ABD_OT_bake", "PHYSICS_PT_abd_joint")) \
+    and "abd_body" in bpy.types.Object.bl_rna.properties
+site = os.path.join(os.environ["BLENDER_USER_RESOURCES"], "extensions", ".local", "lib",
+                    "python%d.%d" % sys.version_info[:2], "site-packages")
+result["bundled"] = sorted(n for n in os.listdir(site) if n in ("numba", "llvmlite")) if os.path.isdir(site) else []
+# A tiny bake through the operator: one falling cube, two frames.
+bpy.ops.wm.read_homefile(app_template="")
+scene = bpy.context.scene
+scene.frame_start, scene.frame_end = 1, 3
+cube = bpy.data.objects["Cube"]
+for ob in bpy.context.view_layer.objects:
+    ob.select_set(ob == cube)
+bpy.ops.abd.body_add()
+result["bake"] = sorted(bpy.ops.abd.bake())
+scene.frame_set(3)
+result["drop"] = -cube.matrix_world.translation.z
+result["solver"] = sys.modules[name + ".solver"].__file__
+import numba.core.config
+result["numba_cache"] = numba.core.config.CACHE_DIR
+addon_utils.disable(name, default_set=True)
+result["disabled"] = "abd_body" not in bpy.types.Object.bl_rna.properties
+print("RESULT " + json.dumps(result))
+sys.stdout.flush()
+os._exit(0)
+'''
+
+
+@pytest.fixture(scope="session")
+def built_zip(tmp_path_factory):
+    """Build the linux-x64 zip into a tmp folder; skip when the wheels cannot be had."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the install test builds the linux-x64 zip")
+    output = tmp_path_factory.mktemp("dist")
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--platform", "linux-x64", "--output-dir", str(output)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )
+    if completed.returncode != 0:
+        if "pip download" in completed.stderr:
+            pytest.skip(f"numba/llvmlite wheels unavailable (no wheels/ and no PyPI): {completed.stderr.strip()[-300:]}")
+        pytest.fail(f"build failed:\n{completed.stdout}\n{completed.stderr}")
+    zips = sorted(output.glob("abd_joints-*-linux_x64.zip"))
+    assert len(zips) == 1, completed.stdout
+    return zips[0]
+
+
+def test_zip_contents(built_zip):
+    names = zipfile.ZipFile(built_zip).namelist()
+    assert "blender_manifest.toml" in names and "__init__.py" in names
+    assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
+    wheels = [n for n in names if n.startswith("wheels/")]
+    assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == ["llvmlite", "numba"]
+    assert all("x86_64" in n for n in wheels)
+    assert not [n for n in names if n.startswith(("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/"))]
+    assert not [n for n in names if "__pycache__" in n or n.startswith(".")]
+    manifest = zipfile.ZipFile(built_zip).read("blender_manifest.toml").decode()
+    assert 'id = "abd_joints"' in manifest and 'blender_version_min = "4.2.0"' in manifest
+    assert "numpy" not in " ".join(wheels)
+
+
+def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
+    env = dict(os.environ)
+    env["BLENDER_USER_RESOURCES"] = str(tmp_path / "user")
+    env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("ABD_JOINTS_CACHE_DIR", None)
+    completed = subprocess.run(
+        ["timeout", "-k", "10", "600", sys.executable, "-c", INSTALL_SCRIPT, str(built_zip)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=660,
+    )
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+    assert completed.returncode == 0 and lines, completed.stdout[-2000:] + completed.stderr[-2000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["install"] == ["FINISHED"]
+    assert result["enabled"] and result["registered"]
+    assert result["bundled"] == ["llvmlite", "numba"]  # the wheels were unpacked for the extension
+    assert result["numba_cache"].startswith(env["BLENDER_USER_RESOURCES"])
+    assert result["numba_cache"].endswith("abd_joints.solver")  # one cache folder per import name
+    assert result["bake"] == ["FINISHED"]
+    assert result["drop"] > 0.0  # the cube fell
+    assert result["solver"].startswith(env["BLENDER_USER_RESOURCES"])  # the installed copy ran
+    assert result["disabled"]
