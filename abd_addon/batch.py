@@ -14,7 +14,7 @@ one-line reason on stderr; 2 on bad arguments. The process ends with
 With the Blender binary and the extension installed, the Bake operator does the same::
 
     blender -b scene.blend --python-exit-code 1 --python-expr \\
-        "import bpy; bpy.ops.abd.bake(require_converged=True); bpy.ops.wm.save_as_mainfile(filepath='baked.blend')"
+        "import bpy; bpy.ops.abd.bake(); bpy.ops.wm.save_as_mainfile(filepath='baked.blend')"
 
 (an operator error raises in Python, so ``--python-exit-code 1`` turns it into exit status 1).
 

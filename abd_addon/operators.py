@@ -192,8 +192,9 @@ class ABD_OT_bake(Operator):
 
     require_converged: BoolProperty(
         name="Require Convergence",
-        description="Fail, changing nothing, when a time step did not converge (for batch scripts)",
-        default=False, options={"SKIP_SAVE"},
+        description=("Fail, changing nothing, when a time step did not converge; untick to keep such a bake "
+                     "(a warning says how many steps missed)"),
+        default=True, options={"SKIP_SAVE"},
     )
 
     _job = None
