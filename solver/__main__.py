@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     run.set_defaults(handler=_run)
+    from .urdf import add_parser as add_import_urdf_parser  # import-urdf (yourdfpy/trimesh load lazily)
+
+    add_import_urdf_parser(commands)
     return parser
 
 

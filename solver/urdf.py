@@ -18,15 +18,19 @@ Mass
     :class:`~solver.scene.MassOverride`. An inertia tensor that is not positive definite or
     breaks the triangle inequality (I1 + I2 > I3) is replaced, with a warning, by the inertia of
     the body's shape at uniform density scaled to the URDF mass.
+Fixed base
+    The root body is fixed (``motion="fixed"``) when ``fixed_base`` is set or when the root link
+    itself has no mass (PyBullet's rule for a massless base; it also covers the ROS idiom of an
+    empty ``world`` link welded to the robot's base by a fixed joint). Otherwise it is free.
 Massless groups (mass 0 or no ``<inertial>`` in any link)
-    The root group is fixed (``motion="fixed"``), as PyBullet does with a massless base. Its mass
-    only scales the stiffness K = strength_ratio (m_i + m_j) of the joints attached to it, so it
-    is set (through ``mass_density``) to the total mass of the robot's dynamic bodies: the base
-    joint then carries about the whole robot's weight with the same relative stiffness as the
-    other joints. A massless group that is not the root becomes dynamic with a tiny mass,
-    ``MASSLESS_FRACTION`` times the lightest massive body (1e-3 kg if there is none), spread
-    uniformly over its shape, and a warning names it (an error would refuse the common
-    "massless intermediate link" rigs; PyBullet also accepts them).
+    A massless root group is fixed (above). Its mass only scales the stiffness
+    K = strength_ratio (m_i + m_j) of the joints attached to it, so it is set (through
+    ``mass_density``) to the total mass of the robot's dynamic bodies: the base joint, which
+    carries about the whole robot's weight, gets a stiffness in proportion. A massless group that
+    is not the root becomes dynamic with a tiny mass, ``MASSLESS_FRACTION`` times the lightest
+    massive body (1e-3 kg if there is none), spread uniformly over its shape, and a warning names
+    it (an error would refuse the common "massless intermediate link" rigs, which PyBullet
+    accepts).
 Shape
     A body's mesh (body-local) is the union of its links' ``<collision>`` geometries; a link with
     no collision element uses its ``<visual>`` geometries; a group with neither gets a box with
@@ -52,10 +56,16 @@ Limits
     ``Limit(lower=lo - 2 q0, upper=hi - 2 q0)``. The prismatic limit #669 compares the raw distance
     (q = raw + init_distance) with ``lower``/``upper`` directly (seed 002), so it gets
     ``Limit(lower=lo - q0, upper=hi - q0)``. See :func:`revolute_limit` and :func:`prismatic_limit`.
-    ``strength`` is ``limit_strength`` (default ``DEFAULT_LIMIT_STRENGTH`` = 1e4 J): the cubic
-    penalty s ((x - u) / (u - l))^3 enters the incremental potential without a dt^2 factor, so it
-    acts as a physical potential s/dt^2 (...); at dt = 1/240 s a 20 kg arm held 0.5 m from the
-    axis (about 100 N m) stops within about 0.01 rad of a 4 rad wide window.
+    ``strength`` is ``limit_strength`` (default ``DEFAULT_LIMIT_STRENGTH`` = 1e4 J) times
+    max(1, u - l)^3 (:func:`scaled_limit_strength`): the cubic penalty s ((x - u) / (u - l))^3 divides the
+    overshoot by the window width, and the factor makes a wide window (the cartpole's 30 m rail)
+    stop as crisply as a 1-unit one. The penalty enters the incremental potential without a dt^2
+    factor, so it acts as a physical potential s / dt^2 and stiffens as dt shrinks. Measured
+    overshoots with the default: the KUKA iiwa falling under gravity onto joint 2's 2.094 rad
+    limit, 1e-4 rad at dt = 1/240 s and 3e-3 rad at dt = 1/24 s; the cartpole's cart hitting the
+    rail end at 2 m/s, < 1e-4 m and 2e-3 m; the Panda's fingers opening at 0.5 m/s onto their
+    4 cm stop, < 1e-5 m and 8e-4 m. With 1e3 J these overshoots grow 3 to 5 times (a cubic stop's
+    overshoot scales as s^(-1/3) to s^(-1/2)).
 Unsupported
     ``floating`` joints add no joint (the child group is a free body; warning); ``planar`` and
     unknown types raise :class:`UrdfError`; ``<mimic>`` is ignored, the joint imported as an
@@ -74,8 +84,10 @@ returned in :attr:`UrdfImport.warnings`.
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
+import re
 import sys
 import warnings
 from collections import deque
@@ -88,7 +100,7 @@ import numpy as np
 from .mass import mesh_mass_properties, mesh_volume
 from .scene import Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, validate_scene
 
-#: Revolute/prismatic limit strength s (J) written to every #669/#670 limit unless given.
+#: Base strength (J) of every #669/#670 limit unless given (scaled by :func:`scaled_limit_strength`).
 DEFAULT_LIMIT_STRENGTH = 1.0e4
 #: Joint strength ratio gamma (K = gamma (m_i + m_j)) written to every joint unless given.
 DEFAULT_STRENGTH_RATIO = 100.0
@@ -173,7 +185,8 @@ class UrdfJoint:
         imported: True when the scene has a joint of this name.
         position, velocity: initial q (rad or m) and dq/dt (rad/s or m/s).
         lower, upper: URDF limits in the joint coordinate, or None when unlimited.
-        axis: (3,) unit axis in the parent... child link frame (URDF ``<axis>``, normalised).
+        axis: (3,) unit axis in the joint (= child link) frame: URDF ``<axis xyz>`` normalised;
+            None for fixed and floating joints.
         mimic: the joint named by ``<mimic joint>``, or None (the mimic relation is not imported).
     """
 
@@ -240,7 +253,8 @@ def scene_from_urdf(
             the child bodies, propagated down the tree.
         settings: time stepping; default ``Settings()``.
         strength_ratio: gamma of every joint (K = gamma (m_i + m_j)).
-        limit_strength: s (J) of every joint limit.
+        limit_strength: base strength (J) of every joint limit, scaled by max(1, window width)^3
+            (:func:`scaled_limit_strength`).
 
     Returns:
         The scene: bodies in breadth-first order from the root, joints in file order.
@@ -291,6 +305,17 @@ def import_urdf(
     importer = _Importer(Path(path), fixed_base=bool(fixed_base), strength_ratio=float(strength_ratio),
                          limit_strength=float(limit_strength), load_visuals=bool(load_visuals))
     return importer.run(joint_positions or {}, joint_velocities or {}, settings if settings is not None else Settings())
+
+
+def scaled_limit_strength(strength: float, lower: float, upper: float) -> float:
+    """Strength s (J) written to a limit with window [lower, upper]: ``strength * max(1, upper - lower)^3``.
+
+    The solver's cubic penalty s ((x - u) / (u - l))^3 divides the overshoot by the window width,
+    so with a constant s a wide window (the cartpole's 30 m rail) would stop a joint far more
+    softly than a narrow one. Scaling s by the width cubed for windows wider than one unit (m or
+    rad) makes the stop as crisp as that of a 1-unit window: s' (x - u)^3 with s' = ``strength``.
+    """
+    return strength * max(1.0, upper - lower) ** 3
 
 
 def revolute_limit(lower: float, upper: float, init_angle: float, strength: float) -> Limit:
@@ -437,24 +462,41 @@ class _Importer:
 
     def parse(self):
         """The yourdfpy Robot, after XML and structure checks with clear messages."""
-        from lxml import etree
-        import yourdfpy
+        try:
+            from lxml import etree
+            import trimesh  # noqa: F401 - meshes; checked here so that the message is clear
+            import yourdfpy
+        except ImportError as error:
+            raise ImportError(
+                f"the URDF importer needs the packages yourdfpy, trimesh and lxml ({error}); "
+                "install them with: pip install -r requirements.txt"
+            ) from error
 
         if not self.path.is_file():
             raise self.error(f"no such file: {str(self.path)!r}")
         try:
-            tree = etree.parse(str(self.path), etree.XMLParser(remove_blank_text=True))
-        except etree.XMLSyntaxError as error:
-            raise self.error(f"not well-formed XML: {error}") from None
+            raw = self.path.read_bytes()
         except OSError as error:
             raise self.error(f"cannot read the file: {error}") from None
-        root = tree.getroot()
+        parser = etree.XMLParser(remove_blank_text=True, remove_comments=True, resolve_entities=False)
+        try:
+            root = etree.fromstring(raw, parser)
+        except etree.XMLSyntaxError as error:
+            # PyBullet's parser (tinyxml2) accepts <?xml version="0.0"?> and declarations after a
+            # leading comment; many files in pybullet_data have them. Retry without declarations.
+            cleaned = re.sub(rb"<\?xml[^?]*\?>", b"", raw)
+            if cleaned == raw:
+                raise self.error(f"not well-formed XML: {error.msg}") from None
+            try:
+                root = etree.fromstring(cleaned, parser)
+            except etree.XMLSyntaxError as second:
+                raise self.error(f"not well-formed XML: {second.msg}") from None
         if root.tag != "robot":
             raise self.error(f"the root element is <{root.tag}>, not <robot> (line {root.sourceline})")
         self._check_elements(root)
         try:
             model = yourdfpy.URDF.load(
-                str(self.path), build_scene_graph=False, build_collision_scene_graph=False,
+                io.BytesIO(etree.tostring(root)), build_scene_graph=False, build_collision_scene_graph=False,
                 load_meshes=False, load_collision_meshes=False,
             )
         except (ValueError, KeyError, AttributeError, TypeError, IndexError) as error:
@@ -475,13 +517,41 @@ class _Importer:
                         raise self.error(f"{where}: <{kind}> at line {item.sourceline} has no <geometry> shape")
                     shape = geometry[0]
                     if shape.tag not in ("box", "cylinder", "sphere", "mesh"):
-                        raise self.error(f"{where}: <{kind}> at line {item.sourceline}: unknown geometry <{shape.tag}>")
+                        # PyBullet extensions (<plane>, <capsule>, <cdf>, ...): not meshable here.
+                        self.warn(f"{where}: <{kind}> at line {item.sourceline}: geometry <{shape.tag}> is not "
+                                  "supported (URDF has box, cylinder, sphere, mesh); this element is ignored")
+                        element.remove(item)
+                        continue
                     if shape.tag == "mesh" and not shape.get("filename"):
                         raise self.error(f"{where}: <{kind}> at line {shape.sourceline}: <mesh> has no filename")
                     required = {"box": ("size",), "cylinder": ("radius", "length"), "sphere": ("radius",)}
                     for attribute in required.get(shape.tag, ()):
                         if shape.get(attribute) is None:
-                            raise self.error(f"{where}: <{kind}> at line {shape.sourceline}: <{shape.tag}> has no {attribute}")
+                            raise self.error(
+                                f"{where}: <{kind}> at line {shape.sourceline}: <{shape.tag}> has no {attribute}"
+                            )
+        numeric = {
+            "xyz": 3, "rpy": 3, "size": 3, "radius": 1, "length": 1, "value": 1, "lower": 1, "upper": 1,
+            "ixx": 1, "ixy": 1, "ixz": 1, "iyy": 1, "iyz": 1, "izz": 1, "multiplier": 1, "offset": 1,
+        }
+        for owner in list(root.findall("link")) + list(root.findall("joint")):
+            where = f"{owner.tag} {owner.get('name')!r}"
+            for item in owner.iter():
+                if item.tag in ("material", "color", "texture") or not isinstance(item.tag, str):
+                    continue
+                for attribute, count in numeric.items():
+                    text = item.get(attribute)
+                    if text is None or (item.tag == "mass" and attribute != "value"):
+                        continue
+                    try:
+                        values = [float(word) for word in text.split()]
+                    except ValueError:
+                        values = None
+                    if values is None or len(values) != count:
+                        raise self.error(
+                            f"{where}: <{item.tag} {attribute}=\"{text}\"> at line {item.sourceline}: expected "
+                            + (f"{count} numbers separated by spaces" if count > 1 else "a number")
+                        )
         for element in root.findall("joint"):
             if not element.get("name"):
                 raise self.error(f"<joint> at line {element.sourceline} has no name attribute")
@@ -510,10 +580,13 @@ class _Importer:
             where = f"joint {joint.name!r}"
             if joint.name in self.joints:
                 raise self.error(f"{where} is defined twice")
-            if joint.type not in KNOWN_TYPES:
+            if joint.type not in KNOWN_TYPES + ("spherical",):
                 raise self.error(f"{where}: unknown joint type {joint.type!r} (URDF types: {', '.join(KNOWN_TYPES)})")
-            if joint.type == "planar":
-                raise self.error(f"{where}: planar joints are not supported (only revolute, continuous, prismatic, fixed)")
+            if joint.type in ("planar", "spherical"):
+                raise self.error(
+                    f"{where}: {joint.type} joints are not supported (only revolute, continuous, prismatic, fixed "
+                    "and floating)"
+                )
             for side in ("parent", "child"):
                 name = getattr(joint, side)
                 if name not in self.links:
@@ -546,11 +619,11 @@ class _Importer:
             while name not in seen:
                 seen.append(name)
                 name = self.parent_joint[name].parent
-            cycle = seen[seen.index(name):]
-            joints = [self.parent_joint[link].name for link in reversed(cycle)]
+            cycle = list(reversed(seen[seen.index(name):]))  # parent before child
+            steps = [self.parent_joint[link] for link in cycle]
             raise self.error(
-                f"joints {', '.join(map(repr, joints))} form a cycle through links "
-                f"{', '.join(map(repr, reversed(cycle)))} (a URDF must be a tree)"
+                "joints form a cycle: " + ", ".join(f"{j.name!r} ({j.parent} -> {j.child})" for j in steps)
+                + " (a URDF must be a tree)"
             )
         if len(roots) > 1:
             raise self.error(
@@ -569,10 +642,16 @@ class _Importer:
                 raise self.error(f"{label}: must be a dict of joint name -> number, got {type(values).__name__}")
             for name, value in values.items():
                 if name not in self.joints:
-                    raise self.error(f"{label}: there is no joint named {name!r} (movable joints: {', '.join(movable) or 'none'})")
+                    raise self.error(
+                        f"{label}: there is no joint named {name!r} (movable joints: {', '.join(movable) or 'none'})"
+                    )
                 if self.joints[name].type not in MOVABLE_TYPES:
-                    raise self.error(f"{label}: joint {name!r} is {self.joints[name].type}, not a movable (revolute, continuous, prismatic) joint")
-                if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(float(value)):
+                    raise self.error(
+                        f"{label}: joint {name!r} is {self.joints[name].type}, not a movable "
+                        "(revolute, continuous, prismatic) joint"
+                    )
+                number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+                if not number or not math.isfinite(float(value)):
                     raise self.error(f"{label}: joint {name!r}: value must be a finite number, got {value!r}")
         self.q = {name: float(positions.get(name, 0.0)) for name in movable}
         self.qd = {name: float(velocities.get(name, 0.0)) for name in movable}
@@ -772,12 +851,18 @@ class _Importer:
             except Exception as error:  # trimesh raises many types for unreadable files
                 raise self.error(f"{label}: cannot read {resolved!r}: {type(error).__name__}: {error}") from None
             if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
-                raise self.error(f"{label}: {resolved!r} contains no triangles")
+                raise self.error(f"{label}: {resolved!r} contains no triangles (with finite vertices)")
             mesh = trimesh.Trimesh(vertices=loaded.vertices, faces=loaded.faces, process=True)
             mesh.merge_vertices(merge_tex=True, merge_norm=True)
             scale = geometry.mesh.scale
             if scale is not None:
-                factors = np.broadcast_to(np.asarray(scale, dtype=np.float64), (3,))
+                factors = np.atleast_1d(np.asarray(scale, dtype=np.float64))
+                if factors.size > 3:
+                    self.warn(f"{label}: <mesh scale> has {factors.size} numbers; using the first 3")
+                    factors = factors[:3]
+                if factors.size not in (1, 3):
+                    raise self.error(f"{label}: <mesh scale> must be 1 or 3 numbers, got {scale!r}")
+                factors = np.broadcast_to(factors, (3,))
                 if not np.all(np.isfinite(factors)) or np.any(factors == 0.0):
                     raise self.error(f"{label}: <mesh scale> must be non-zero, got {scale!r}")
                 matrix = np.eye(4)
@@ -867,13 +952,17 @@ class _Importer:
         self.build_shapes()
 
         root_group = self.group_of[self.root]
-        dynamic_mass = sum(g.mass for g in self.groups if not g.massless and (g is not root_group or not self.fixed_base))
+        # PyBullet's rule: a base link with no mass is static. Checked on the root link itself, so
+        # the ROS idiom <link name="world"/> + fixed joint to a massive base fixes the base too.
+        inertial = self.links[self.root].inertial
+        root_fixed = self.fixed_base or inertial is None or not (inertial.mass or 0.0) > 0.0
+        dynamic_mass = sum(g.mass for g in self.groups if not g.massless and (g is not root_group or not root_fixed))
         lightest = min((g.mass for g in self.groups if not g.massless), default=None)
         bodies, infos = [], []
         for group in self.groups:
             volume = abs(mesh_volume(group.mesh.vertices, group.mesh.triangles))
             is_root = group is root_group
-            motion = "fixed" if is_root and (self.fixed_base or group.massless) else "dynamic"
+            motion = "fixed" if is_root and root_fixed else "dynamic"
             body = Body(name=group.top, mesh=group.mesh, transform=self.world[group.top].copy(), motion=motion)
             if not group.massless:
                 body.mass = MassOverride(mass=group.mass, mass_center=group.center.copy(), inertia=group.inertia.copy())
@@ -921,11 +1010,13 @@ class _Importer:
             if joint.type == "prismatic":
                 scene_joint.init_distance = q
                 if lower is not None:
-                    scene_joint.limit = prismatic_limit(lower, upper, q, self.limit_strength)
+                    strength = scaled_limit_strength(self.limit_strength, lower, upper)
+                    scene_joint.limit = prismatic_limit(lower, upper, q, strength)
             else:
                 scene_joint.init_angle = q
                 if lower is not None:
-                    scene_joint.limit = revolute_limit(lower, upper, q, self.limit_strength)
+                    strength = scaled_limit_strength(self.limit_strength, lower, upper)
+                    scene_joint.limit = revolute_limit(lower, upper, q, strength)
             joints.append(scene_joint)
 
         scene = Scene(settings=settings, bodies=bodies, joints=joints)
@@ -935,7 +1026,8 @@ class _Importer:
             raise
         except SceneError as error:
             raise self.error(f"the imported scene is invalid: {error}") from None
-        return UrdfImport(scene=scene, robot_name=robot.name, bodies=infos, joints=joint_infos, warnings=list(self.warnings))
+        return UrdfImport(scene=scene, robot_name=robot.name, bodies=infos, joints=joint_infos,
+                          warnings=list(self.warnings))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -973,20 +1065,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--qd", action="append", metavar="JOINT=VALUE", default=[],
                         help="initial joint velocity (rad/s or m/s); repeat for several joints")
     parser.add_argument("--fixed-base", action="store_true", help="fix the root link even when it has mass")
-    parser.add_argument("--frame-rate", type=float, default=Settings.frame_rate, help="frames per second (default %(default)s)")
-    parser.add_argument("--substeps", type=int, default=Settings.substeps, help="time steps per frame (default %(default)s)")
-    parser.add_argument("--frame-count", type=int, default=Settings.frame_count, help="frames to simulate (default %(default)s)")
+    parser.add_argument("--frame-rate", type=float, default=Settings.frame_rate,
+                        help="frames per second (default %(default)s)")
+    parser.add_argument("--substeps", type=int, default=Settings.substeps,
+                        help="time steps per frame (default %(default)s)")
+    parser.add_argument("--frame-count", type=int, default=Settings.frame_count,
+                        help="frames to simulate (default %(default)s)")
     parser.add_argument("--strength-ratio", type=float, default=DEFAULT_STRENGTH_RATIO,
                         help="joint stiffness ratio gamma, K = gamma (m_i + m_j) (default %(default)s)")
     parser.add_argument("--limit-strength", type=float, default=DEFAULT_LIMIT_STRENGTH,
                         help="joint limit strength in J (default %(default)s)")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr (warnings are still printed)")
+    parser.add_argument("--quiet", action="store_true", help="no summary on stderr (warnings are still printed)")
     parser.set_defaults(handler=run_command)
     return parser
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """The ``import-urdf`` command. Returns 0 on success, 2 on bad input (``error: ...`` on stderr)."""
+    """The ``import-urdf`` command: 0 on success, 2 on bad input (``error: ...`` on stderr), 1 when the
+    URDF packages (yourdfpy, trimesh, lxml) are missing. Warnings are printed as ``warning: ...``."""
     from .scene_io import save_scene
 
     def error(message: str) -> int:
@@ -1010,6 +1106,9 @@ def run_command(args: argparse.Namespace) -> int:
                                  limit_strength=args.limit_strength, load_visuals=False)
         except SceneError as problem:
             return error(str(problem))
+        except ImportError as problem:
+            print(f"error: {problem}", file=sys.stderr, flush=True)
+            return 1
     for message in result.warnings:
         print(f"warning: {message}", file=sys.stderr, flush=True)
     try:

@@ -8,8 +8,9 @@ d(q); bug #414: project the product f'·∇²x), ``../shared/spec/README.md`` (a
 
 F = [d; t_i; t_j] (9), d = c_j − c_i. ∇_F E = f'(x) ∇x and
 H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (identity otherwise).
-``lower``/``upper`` are the effective raw bounds (the caller subtracts init_distance from the
-user bounds, reference §3.5). Not dt²-scaled; ``strength`` is used raw.
+``lower``/``upper`` are the raw bounds; seed 002 applies no init_distance offset, so the caller
+passes ``limit/lower`` and ``limit/upper`` unchanged (libuipc's code subtracts init_distance,
+reference §3.5; the seed wins). Not dt²-scaled; ``strength`` is used raw.
 """
 
 from __future__ import annotations

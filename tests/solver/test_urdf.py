@@ -10,25 +10,19 @@ no collisions and the same time step.
 from __future__ import annotations
 
 import math
-import os
 import warnings
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import numpy as np
+import pybullet  # pinned in requirements.txt, with yourdfpy and trimesh: not skipped when missing
+import pybullet_data
 import pytest
 
-pybullet = pytest.importorskip("pybullet")
-pybullet_data = pytest.importorskip("pybullet_data")
-pytest.importorskip("yourdfpy")
-pytest.importorskip("trimesh")
-
-from solver import Settings, simulate  # noqa: E402
-from solver.scene import SceneError, validate_scene  # noqa: E402
-from solver.scene_io import load_scene  # noqa: E402
-from solver.urdf import (  # noqa: E402
-    DEFAULT_LIMIT_STRENGTH, UrdfError, UrdfWarning, import_urdf, main, scene_from_urdf,
-)
+from solver import Settings, simulate
+from solver.scene import SceneError, validate_scene
+from solver.scene_io import load_scene
+from solver.urdf import DEFAULT_LIMIT_STRENGTH, UrdfError, UrdfWarning, import_urdf, main, scene_from_urdf
 
 DATA = Path(pybullet_data.getDataPath())
 CARTPOLE = DATA / "cartpole.urdf"
@@ -186,7 +180,8 @@ def test_robot_bodies_masses_joints_axes_and_limits_match_the_file(path, fixed_b
 
     # One body per fixed-joint group, named after its top link, with the group's total mass.
     groups = urdf.groups()
-    assert [b.name for b in scene.bodies][0] == next(iter(groups)) or scene.bodies[0].motion == "fixed"
+    root = next(link for link in urdf.mass if link not in urdf.parent)
+    assert scene.bodies[0].name == root  # breadth-first from the root
     assert sorted(b.name for b in scene.bodies) == sorted(groups)
     for info in result.bodies:
         assert sorted(info.links) == sorted(groups[info.name])
@@ -217,7 +212,8 @@ def test_robot_bodies_masses_joints_axes_and_limits_match_the_file(path, fixed_b
         else:
             assert joint.limit.lower == pytest.approx(expected["lower"], abs=1e-12)
             assert joint.limit.upper == pytest.approx(expected["upper"], abs=1e-12)
-            assert joint.limit.strength == DEFAULT_LIMIT_STRENGTH
+            width = expected["upper"] - expected["lower"]
+            assert joint.limit.strength == pytest.approx(DEFAULT_LIMIT_STRENGTH * max(1.0, width) ** 3)
         assert joint.init_angle == 0.0 and joint.init_distance == 0.0
         axis = joint.position1 - joint.position0
         assert np.linalg.norm(axis) == pytest.approx(1.0, abs=1e-12)
@@ -246,6 +242,7 @@ def test_robot_specific_details():
     bar = cartpole.scene.bodies[0]
     assert bar.name == "slideBar" and bar.motion == "fixed" and cartpole.bodies[0].shape == "visual"
     assert np.ptp(bar.mesh.vertices, axis=0) == pytest.approx([30.0, 0.05, 0.05])
+    assert cartpole.scene.joints[0].limit.strength == pytest.approx(DEFAULT_LIMIT_STRENGTH * 30.0**3)
     # Its mass scales the joint stiffness only: it is set to the robot's dynamic mass (1.1 kg).
     from solver.model import body_mass
     assert body_mass(validate_scene(cartpole.scene).bodies[0]).mass == pytest.approx(1.1)
@@ -280,6 +277,22 @@ def test_robot_specific_details():
     assert {part.link for part in info.visuals} == {"panda_link7", "panda_hand"}
     finger = {j.name: j for j in panda.scene.joints}["panda_finger_joint2"]
     assert finger.type == "prismatic" and (finger.limit.lower, finger.limit.upper) == (0.0, 0.04)
+
+
+def test_visual_meshes_for_display_are_in_body_coordinates_with_colours():
+    result = import_urdf(CARTPOLE)
+    pole = result.bodies[2]
+    assert pole.name == "pole" and len(pole.visuals) == 1
+    part = pole.visuals[0]
+    assert part.link == "pole" and part.material == "white"
+    np.testing.assert_allclose(part.rgba, [1.0, 1.0, 1.0, 1.0])
+    # The 0.05 x 0.05 x 1 box with <origin xyz="0 0 0.5">, in the pole's (link) frame.
+    np.testing.assert_allclose(part.vertices.min(axis=0), [-0.025, -0.025, 0.0])
+    np.testing.assert_allclose(part.vertices.max(axis=0), [0.025, 0.025, 1.0])
+    # Robot-level materials are looked up by name (pendulum5's "Blue" is defined at the top).
+    pendulum = import_urdf(PENDULUM5)
+    np.testing.assert_allclose(pendulum.bodies[1].visuals[0].rgba, [0.28, 0.52, 0.92, 1.0])
+    assert scene_from_urdf(CARTPOLE) is not None  # scene_from_urdf skips the visuals
 
 
 def test_initial_configuration_and_velocities_match_pybullet_kinematics():
@@ -434,6 +447,14 @@ def test_revolute_limit_lower_bound_with_a_nonzero_initial_angle(tmp_path):
     assert angle.min() > -0.22
 
 
+def test_a_wide_limit_window_stops_as_crisply_as_a_narrow_one():
+    """The cart hits the end of the 30 m rail at 2 m/s; the width-scaled strength stops it within 5 mm."""
+    scene = quiet_scene(CARTPOLE, joint_positions={"slider_to_cart": 14.5}, joint_velocities={"slider_to_cart": 2.0},
+                        settings=Settings(frame_rate=24.0, substeps=10, frame_count=12, gravity=np.zeros(3)))
+    distance = simulate(scene).distance[:, 0]
+    assert distance.max() == pytest.approx(15.0, abs=5e-3)
+
+
 SLIDER = """<?xml version="1.0"?>
 <robot name="slider">
   <link name="rail"/>
@@ -571,6 +592,24 @@ def test_open_mesh_massless_link_and_bad_inertia_are_approximated_with_warnings(
     simulate(_short(result.scene, frames=2))
 
 
+def test_massless_root_link_fixes_a_welded_base(tmp_path):
+    """ROS idiom: an empty "world" link welded to a massive base fixes the base (PyBullet's rule)."""
+    text = ARM.format(lower=-1, upper=1).replace(
+        '<link name="base"/>',
+        '<link name="world"/><joint name="weld" type="fixed"><parent link="world"/><child link="base"/></joint>'
+        '<link name="base"><inertial><mass value="5"/>'
+        '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>')
+    scene = quiet_scene(write(tmp_path, text))
+    assert [(b.name, b.motion) for b in scene.bodies] == [("world", "fixed"), ("arm", "dynamic")]
+    assert scene.bodies[0].mass.mass == 5.0
+    # A root with mass floats unless fixed_base is given.
+    path = write(tmp_path, MERGED.replace('<link name="tip"/>', "").replace(
+        '<joint name="tip_weld" type="fixed"><parent link="b"/><child link="tip"/><origin xyz="0 0 1"/></joint>', "")
+        .replace('type="fixed"', 'type="continuous"'), "float.urdf")
+    assert [b.motion for b in scene_from_urdf(path).bodies] == ["dynamic", "dynamic"]
+    assert [b.motion for b in scene_from_urdf(path, fixed_base=True).bodies] == ["fixed", "dynamic"]
+
+
 def test_floating_joint_gives_a_free_body_and_a_warning(tmp_path):
     path = write(tmp_path, ARM.format(lower=-1, upper=1).replace('type="revolute"', 'type="floating"'))
     with pytest.warns(UrdfWarning, match=r"joint 'hinge'.*floating.*free body"):
@@ -622,6 +661,10 @@ MALFORMED = [
                  r"link 'arm': <collision> at line \d+ has no <geometry>", id="no-geometry"),
     pytest.param(dict(joints='<joint name="hinge" type="continuous"><parent link="base"/></joint>'),
                  r"joint 'hinge': missing <child link", id="no-child-element"),
+    pytest.param(dict(joints=hinge(extra='<origin xyz="0.07, 0, 1"/>')),
+                 r"joint 'hinge': <origin xyz=\"0.07, 0, 1\"> at line \d+: expected 3 numbers", id="bad-number"),
+    pytest.param(dict(joints=hinge(type="spherical")), r"joint 'hinge': spherical joints are not supported",
+                 id="spherical"),
 ]
 
 
@@ -632,6 +675,16 @@ def test_malformed_urdf_gives_a_clear_error_naming_the_element(tmp_path, parts, 
     path = write(tmp_path, TWO_LINKS.format(**values))
     with pytest.raises(UrdfError, match=r"^robot\.urdf: .*(" + message + ")"):
         scene_from_urdf(path)
+
+
+def test_pybullet_leniencies_are_accepted(tmp_path):
+    """PyBullet's own files use <?xml version="0.0"?> and its <plane> geometry; both import."""
+    text = ARM.format(lower=-1, upper=1).replace('<?xml version="1.0"?>', '<?xml version="0.0" ?>').replace(
+        '<link name="base"/>',
+        '<link name="base"><collision><geometry><plane normal="0 0 1"/></geometry></collision></link>')
+    with pytest.warns(UrdfWarning, match=r"link 'base': <collision> at line 3: geometry <plane> is not supported"):
+        scene = scene_from_urdf(write(tmp_path, text))
+    assert [b.name for b in scene.bodies] == ["base", "arm"]
 
 
 def test_unreadable_files_and_bad_arguments(tmp_path):
@@ -678,3 +731,15 @@ def test_command_line_writes_a_loadable_scene(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert main([str(KUKA), "--out", str(tmp_path / "kuka.json"), "--quiet"]) == 0
     assert capsys.readouterr().err.count("warning: model.urdf: link") == 8
+
+
+def test_python_m_solver_import_urdf(tmp_path, capsys):
+    """The subcommand registered in ``python -m solver``."""
+    from solver.__main__ import main as solver_main
+
+    out = tmp_path / "pendulum5.json"
+    assert solver_main(["import-urdf", str(PENDULUM5), "--out", str(out), "--fixed-base", "--q", "joint0=-0.5",
+                        "--frame-rate", "48", "--substeps", "5", "--frame-count", "3"]) == 0
+    scene = load_scene(out)
+    assert scene.settings.frame_rate == 48.0 and scene.settings.substeps == 5
+    assert scene.joints[0].init_angle == -0.5
