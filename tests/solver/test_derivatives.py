@@ -267,7 +267,12 @@ def test_ortho_potential(seed):
     ortho = make_ortho(rng)
     q = random_state(rng, deformation=0.2)
     check_derivatives(ortho, q)
-    check_projection(ortho, q)
+    check_projection(ortho, q, whole_projection=False)
+    # The term-wise projection only adds the clamped negative parts: projected - exact is PSD.
+    _, exact = ortho.gradient_hessian(q, project=False)
+    _, projected = ortho.gradient_hessian(q, project=True)
+    for e in range(exact.shape[0]):
+        assert np.linalg.eigvalsh(projected[e] - exact[e]).min() >= -1e-9 * np.abs(exact[e]).max()
     # At rotations the exact F-Hessian is a Gauss-Newton matrix (PSD): projection must not change it.
     q_rigid = random_state(rng, deformation=0.0)
     assert abs(ortho.energy(q_rigid)) <= 1e-20 * ortho.energy(q)
