@@ -5,7 +5,8 @@ extension) and reaches the solver by relative import (``from .. import solver``)
 
 :func:`register` is the one place that registers every module's ``CLASSES`` tuple, in order
 (PropertyGroups first), then the ``PointerProperty`` slots on ``Object``/``Scene``, then the
-viewport overlay handler; :func:`unregister` undoes all of it in reverse.
+File > Import menu entry and the viewport overlay handler; :func:`unregister` undoes all of
+it in reverse.
 
 Submodules are imported inside :func:`register`, not at import time, so that
 ``python -m abd_addon.batch`` can start from this package without the extension around it.
@@ -48,14 +49,15 @@ def register() -> None:
     import bpy
 
     configure_numba_cache()
-    from . import operators, overlay, properties, ui
+    from . import operators, overlay, properties, ui, urdf_import
 
-    for module in (properties, operators, ui):
+    for module in (properties, operators, urdf_import, ui):
         for cls in module.CLASSES:
             bpy.utils.register_class(cls)
             _registered.append(cls)
     for owner, name, group in properties.POINTERS:
         setattr(owner, name, bpy.props.PointerProperty(type=group))
+    urdf_import.register_menu()
     overlay.register()
 
 
@@ -63,9 +65,10 @@ def unregister() -> None:
     """Undo :func:`register`, in reverse order."""
     import bpy
 
-    from . import overlay, properties
+    from . import overlay, properties, urdf_import
 
     overlay.unregister()
+    urdf_import.unregister_menu()
     for owner, name, _group in reversed(properties.POINTERS):
         if hasattr(owner, name):
             delattr(owner, name)

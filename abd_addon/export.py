@@ -8,6 +8,10 @@ What is read, and how:
   a translation t and a symmetric stretch P (polar decomposition, ``M = R P``): P (the object's
   scale, and any shear from a scaled parent) is baked into the rest-shape vertices, so the
   initial affine matrix A = R is a pure rotation and the shape energy does not fight the scale.
+- **Mass**: density, or an explicit mass spread uniformly over the mesh, or (``use_inertia``)
+  an explicit mass, centre of mass and inertia passed as :class:`~solver.scene.MassOverride`
+  (mapped through the object's scale like the mesh). Values an importer stored with
+  :func:`~.properties.set_precise` are read in double precision while unedited.
 - **Joints** are the objects with ``abd_joint.enabled`` (Empties, as Blender's rigid-body
   constraints): anchor ``position0`` = the Empty's world origin, ``position1`` = origin + its
   world Z axis normalised to 1 m, so the Empty's scale does not change the joint.
@@ -29,7 +33,10 @@ import numpy as np
 
 from ..solver.affine_body import nearest_rotation
 from ..solver.mass import mesh_volume
-from ..solver.scene import Body, Driving, Joint, Limit, Mesh, Scene, Settings, SoftTransform, validate_scene
+from ..solver.scene import (
+    Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, Settings, SoftTransform, validate_scene,
+)
+from .properties import get_precise
 
 
 class RigError(ValueError):
@@ -307,6 +314,35 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     return result
 
 
+#: Largest |P - I| entry of a stretch that counts as no stretch (float32 rotations give ~1e-7).
+NO_STRETCH = 1e-6
+
+
+def inertia_matrix(components) -> np.ndarray:
+    """The symmetric (3, 3) tensor of six components in the URDF order Ixx, Ixy, Ixz, Iyy, Iyz, Izz."""
+    ixx, ixy, ixz, iyy, iyz, izz = (float(v) for v in components)
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
+def inertia_override(mass: float, mass_center, inertia, stretch: np.ndarray) -> MassOverride:
+    """The solver's :class:`MassOverride` of an explicit mass, centre of mass and inertia.
+
+    ``mass_center`` and ``inertia`` (six components, URDF order) are in the object's local
+    frame, before its scale. The export bakes the stretch P (object scale) into the rest shape,
+    so they are mapped through it as the mass distribution is: centre P c, second moment
+    P S P^T (S = tr(I)/2 1 - I, I = tr(S) 1 - S). With no stretch the values pass unchanged.
+    """
+    center = np.array(mass_center, dtype=np.float64)
+    tensor = inertia_matrix(inertia)
+    if np.abs(stretch - np.eye(3)).max() > NO_STRETCH:
+        second = 0.5 * np.trace(tensor) * np.eye(3) - tensor
+        second = stretch @ second @ stretch.T
+        second = 0.5 * (second + second.T)
+        tensor = np.trace(second) * np.eye(3) - second
+        center = stretch @ center
+    return MassOverride(mass=float(mass), mass_center=center, inertia=tensor)
+
+
 def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) -> Body:
     """The solver :class:`Body` of one object from its samples; records its stretch in ``result``."""
     props = ob.abd_body
@@ -322,10 +358,15 @@ def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) 
     if np.linalg.det(stretch) < 0.0:  # mirrored object: keep the triangles outward-facing
         triangles = triangles[:, [0, 2, 1]]
     density = props.mass_density
+    mass_override = None
     if props.mass_mode == "MASS":
+        mass = get_precise(props, "mass")
+        if props.use_inertia:
+            mass_override = inertia_override(mass, get_precise(props, "mass_center"), get_precise(props, "inertia"),
+                                             stretch)
         volume = abs(mesh_volume(vertices, triangles))
         if volume > 0.0:
-            density = props.mass / volume
+            density = mass / volume
     motion = props.motion.lower()
     soft = None
     values = sampler.soft_values[name]
@@ -345,6 +386,7 @@ def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) 
         mass_density=density,
         kappa=props.kappa,
         motion=motion,
+        mass=mass_override,
         linear_velocity=np.array(props.linear_velocity, dtype=np.float64),
         angular_velocity=np.array(props.angular_velocity, dtype=np.float64),
         soft_transform=soft,

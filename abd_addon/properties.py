@@ -29,7 +29,7 @@ MOTION_ITEMS = (
 
 MASS_MODE_ITEMS = (
     ("DENSITY", "Density", "Mass from the mesh volume and a density"),
-    ("MASS", "Mass", "An explicit total mass, spread uniformly over the mesh volume"),
+    ("MASS", "Mass", "An explicit total mass, spread uniformly over the mesh volume or with an explicit inertia"),
 )
 
 SOFT_TARGET_ITEMS = (
@@ -88,6 +88,27 @@ class ABDBodyProperties(PropertyGroup):
         name="Mass", description="Total mass in kg (the density is mass / mesh volume)", default=1.0, min=1e-9,
         unit="MASS", options=STATIC,
     )
+    use_inertia: BoolProperty(
+        name="Explicit Inertia",
+        description=("Use the centre of mass and inertia tensor below with the mass, instead of spreading the mass "
+                     "uniformly over the mesh volume (as a URDF <inertial> gives them)"),
+        default=False, options=STATIC,
+    )
+    mass_center: FloatVectorProperty(
+        name="Centre of Mass", description="Centre of mass in the object's local coordinates",
+        size=3, subtype="TRANSLATION", unit="LENGTH", options=STATIC,
+    )
+    inertia: FloatVectorProperty(
+        name="Inertia",
+        description=("Inertia tensor about the centre of mass in the object's local axes, kg m², "
+                     "as Ixx, Ixy, Ixz, Iyy, Iyz, Izz (the URDF order)"),
+        size=6, default=(1.0, 0.0, 0.0, 1.0, 0.0, 1.0), precision=6, options=STATIC,
+    )
+    precise: StringProperty(
+        name="Precise Values", options=STATIC | {"HIDDEN"},
+        description=("Double-precision copies (JSON) of mass, mass_center and inertia as an importer wrote them; "
+                     "used while a field still shows the same single-precision value"),
+    )
     kappa: FloatProperty(
         name="Stiffness (κ)",
         description="κ: stiffness of the orthogonality potential that keeps the body rigid, in Pa",
@@ -102,6 +123,49 @@ class ABDBodyProperties(PropertyGroup):
         size=3, subtype="XYZ", options=STATIC,
     )
     soft_transform: PointerProperty(type=ABDSoftTransformProperties)
+
+
+def set_precise(group, **values) -> None:
+    """Set float properties of ``group`` and keep double-precision copies of the values.
+
+    Blender stores ``FloatProperty`` values in single precision (about 7 digits). An importer
+    that knows exact values (a URDF mass or inertia) sets them through this function; readers use
+    :func:`get_precise`, which returns the exact value for as long as the property still holds
+    its single-precision rounding (that is, until someone edits it).
+    """
+    import json
+
+    stored = json.loads(group.precise) if group.precise else {}
+    for name, value in values.items():
+        setattr(group, name, value)
+        stored[name] = [float(v) for v in value] if isinstance(value, (list, tuple)) else float(value)
+    group.precise = json.dumps(stored)
+
+
+def get_precise(group, name: str):
+    """The value of float property ``name`` of ``group``: the exact copy kept by :func:`set_precise`
+    if the property still holds its single-precision rounding, else the property's own value.
+
+    Returns a float, or a tuple of floats for a vector property.
+    """
+    import json
+
+    import numpy as np
+
+    current = getattr(group, name)
+    vector = not isinstance(current, float)
+    value = tuple(float(v) for v in current) if vector else float(current)
+    if not group.precise:
+        return value
+    try:
+        exact = json.loads(group.precise).get(name)
+    except ValueError:
+        return value
+    if exact is None or vector != isinstance(exact, list) or (vector and len(exact) != len(value)):
+        return value
+    if np.array_equal(np.float32(exact), np.float32(value)):
+        return tuple(exact) if vector else float(exact)
+    return value
 
 
 class ABDLimitProperties(PropertyGroup):

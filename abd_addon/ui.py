@@ -59,6 +59,11 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         col.active = body.motion == "DYNAMIC"
         col.prop(body, "mass_mode")
         col.prop(body, "mass" if body.mass_mode == "MASS" else "mass_density")
+        if body.mass_mode == "MASS":
+            col.prop(body, "use_inertia")
+            if body.use_inertia:
+                col.prop(body, "mass_center")
+                col.prop(body, "inertia")
         layout.prop(body, "kappa")
 
 

@@ -8,8 +8,10 @@ Usage (from the repository root, with the project's venv)::
 Steps:
 
 1. ``pip download --only-binary=:all: --no-deps --python-version 3.11 --platform <tag>`` the pinned
-   numba and llvmlite wheels for every platform of the manifest into ``wheels/`` (git-ignored,
-   never committed). numpy is not bundled: Blender ships it. Wheels already there are reused.
+   binary wheels (numba, llvmlite; lxml for the URDF importer) for every platform of the manifest,
+   and once the pure-Python wheels of the URDF importer (yourdfpy, trimesh, six), into
+   ``wheels/`` (git-ignored, never committed). numpy is not bundled: Blender ships it. Wheels
+   already there are reused.
 2. Copy the extension's sources into ``build/extension/abd_joints`` and write a build copy of
    ``blender_manifest.toml`` that lists those wheels (``wheels = ["./wheels/<file>.whl", ...]``);
    the manifest in the repository stays free of machine-specific file lists.
@@ -34,7 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = "blender_manifest.toml"
 
 #: Pinned versions (requirements.txt pins the same ones for the development venv).
-WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0")
+#: Binary wheels: one per platform.
+WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "lxml==6.1.3")
+#: Pure-Python wheels (``py3-none-any``): one for every platform. yourdfpy needs lxml, trimesh,
+#: six and numpy (numpy comes with Blender); trimesh's core needs numpy only.
+PURE_WHEEL_REQUIREMENTS = ("yourdfpy==0.0.60", "trimesh==5.2.0", "six==1.17.0")
 
 #: pip ``--platform`` tags per Blender platform name. pip matches a wheel against any of them.
 PLATFORM_TAGS = {
@@ -70,8 +76,11 @@ def manifest_platforms(manifest_text: str) -> list[str]:
 
 
 def wheel_platform(filename: str) -> str | None:
-    """The Blender platform name a wheel file is for, or None when it matches none of ours."""
+    """The Blender platform name a wheel file is for: ``"any"`` for a pure-Python wheel, None when
+    it matches none of ours."""
     tag = filename[: -len(".whl")].split("-")[-1]
+    if tag == "any":
+        return "any"
     if tag == "win_amd64":
         return "windows-x64"
     if "linux" in tag and tag.endswith("x86_64"):
@@ -81,44 +90,51 @@ def wheel_platform(filename: str) -> str | None:
     return None
 
 
+def _wheel_files(wheel_dir: Path, requirement: str, platform: str) -> list[Path]:
+    """The wheels of ``requirement`` (``name==version``) in ``wheel_dir`` for ``platform`` (or "any")."""
+    name, version = requirement.split("==")
+    return [
+        path
+        for path in sorted(wheel_dir.glob(f"{name}-{version}-*.whl"))
+        if wheel_platform(path.name) == platform
+    ]
+
+
+def _download(requirement: str, platform: str, wheel_dir: Path, offline: bool) -> Path:
+    """The wheel of ``requirement`` for ``platform`` (``"any"``: pure Python), downloaded if missing."""
+    have = _wheel_files(wheel_dir, requirement, platform)
+    if not have:
+        if offline:
+            raise SystemExit(f"error: {requirement} wheel for {platform} missing in {wheel_dir} (offline)")
+        command = [
+            sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+            "--only-binary=:all:", "--no-deps", "--python-version", "3.11",
+            "--implementation", "cp", "--dest", str(wheel_dir), requirement,
+        ]
+        for tag in PLATFORM_TAGS.get(platform, ("any",)):
+            command += ["--platform", tag]
+        print(f"downloading {requirement} for {platform}", flush=True)
+        completed = subprocess.run(command, capture_output=True, text=True)
+        if completed.returncode != 0:
+            raise SystemExit(
+                f"error: pip download {requirement} for {platform} failed:\n{completed.stderr.strip()}"
+            )
+        have = _wheel_files(wheel_dir, requirement, platform)
+        if not have:
+            raise SystemExit(f"error: pip download gave no {requirement} wheel for {platform}")
+    return have[-1]
+
+
 def download_wheels(platforms: list[str], wheel_dir: Path, offline: bool) -> list[Path]:
-    """Make sure ``wheel_dir`` holds numba and llvmlite wheels for each platform; return them."""
+    """Make sure ``wheel_dir`` holds the binary wheels for each platform and the pure-Python
+    wheels once; return them (pure wheels first)."""
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    result: list[Path] = []
     for platform in platforms:
         if platform not in PLATFORM_TAGS:
             raise SystemExit(f"error: no wheel platform tags known for {platform!r}")
-        for requirement in WHEEL_REQUIREMENTS:
-            name, version = requirement.split("==")
-            have = [
-                path
-                for path in sorted(wheel_dir.glob(f"{name}-{version}-*.whl"))
-                if wheel_platform(path.name) == platform
-            ]
-            if not have:
-                if offline:
-                    raise SystemExit(f"error: {requirement} wheel for {platform} missing in {wheel_dir} (offline)")
-                command = [
-                    sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                    "--only-binary=:all:", "--no-deps", "--python-version", "3.11",
-                    "--implementation", "cp", "--dest", str(wheel_dir), requirement,
-                ]
-                for tag in PLATFORM_TAGS[platform]:
-                    command += ["--platform", tag]
-                print(f"downloading {requirement} for {platform}", flush=True)
-                completed = subprocess.run(command, capture_output=True, text=True)
-                if completed.returncode != 0:
-                    raise SystemExit(
-                        f"error: pip download {requirement} for {platform} failed:\n{completed.stderr.strip()}"
-                    )
-                have = [
-                    path
-                    for path in sorted(wheel_dir.glob(f"{name}-{version}-*.whl"))
-                    if wheel_platform(path.name) == platform
-                ]
-                if not have:
-                    raise SystemExit(f"error: pip download gave no {requirement} wheel for {platform}")
-            result.append(have[-1])
+    result = [_download(requirement, "any", wheel_dir, offline) for requirement in PURE_WHEEL_REQUIREMENTS]
+    for platform in platforms:
+        result += [_download(requirement, platform, wheel_dir, offline) for requirement in WHEEL_REQUIREMENTS]
     return result
 
 

@@ -1,9 +1,11 @@
 """The built extension zip installs and enables in the bpy module, as a user would install it.
 
 The zip is built (``tools/build_extension.py``, linux-x64 only) once per session into a tmp
-folder; the numba/llvmlite wheels come from ``wheels/`` or are downloaded from PyPI. Without
-them the tests skip with the reason. The install runs in a subprocess with its own
-``BLENDER_USER_RESOURCES``, so it cannot clash with the extension this session has enabled.
+folder; the bundled wheels (numba, llvmlite, and the URDF importer's yourdfpy, trimesh, six and
+lxml) come from ``wheels/`` or are downloaded from PyPI. Without them the tests skip with the
+reason. The install runs in a subprocess with its own ``BLENDER_USER_RESOURCES``, so it cannot
+clash with the extension this session has enabled; there the URDF importer's packages may only
+come from the extension's unpacked wheels.
 """
 
 from __future__ import annotations
@@ -18,19 +20,35 @@ import pytest
 from abd_rigs import ROOT
 
 INSTALL_SCRIPT = r'''
-import json, os, sys
+import importlib.machinery, json, os, sys
 import bpy, addon_utils
 result = {}
 zip_path = sys.argv[1]
+site = os.path.join(os.environ["BLENDER_USER_RESOURCES"], "extensions", ".local", "lib",
+                    "python%d.%d" % sys.version_info[:2], "site-packages")
+
+
+class BundledOnly:
+    """The URDF importer's packages come from the extension's unpacked wheels, never the venv."""
+
+    def find_spec(self, name, path=None, target=None):
+        if path is None and name in ("yourdfpy", "trimesh", "lxml", "six"):
+            spec = importlib.machinery.PathFinder.find_spec(name, [site])
+            if spec is None:
+                raise ModuleNotFoundError(f"{name} is not in the extension's site-packages", name=name)
+            return spec
+        return None
+
+
+sys.meta_path.insert(0, BundledOnly())
 status = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default", enable_on_install=True)
 result["install"] = sorted(status)
 name = "bl_ext.user_default.abd_joints"
 result["enabled"] = name in bpy.context.preferences.addons
 result["registered"] = all(hasattr(bpy.types, n) for n in ("ABD_OT_bake", "PHYSICS_PT_abd_joint")) \
     and "abd_body" in bpy.types.Object.bl_rna.properties
-site = os.path.join(os.environ["BLENDER_USER_RESOURCES"], "extensions", ".local", "lib",
-                    "python%d.%d" % sys.version_info[:2], "site-packages")
-result["bundled"] = sorted(n for n in os.listdir(site) if n in ("numba", "llvmlite")) if os.path.isdir(site) else []
+BUNDLED = ("numba", "llvmlite", "lxml", "trimesh", "yourdfpy", "six.py")
+result["bundled"] = sorted(n for n in os.listdir(site) if n in BUNDLED) if os.path.isdir(site) else []
 # A tiny bake through the operator: one falling cube, two frames.
 bpy.ops.wm.read_homefile(app_template="")
 scene = bpy.context.scene
@@ -45,6 +63,12 @@ result["drop"] = -cube.matrix_world.translation.z
 result["solver"] = sys.modules[name + ".solver"].__file__
 import numba.core.config
 result["numba_cache"] = numba.core.config.CACHE_DIR
+# File > Import > URDF as ABD Rig works in the installed extension.
+import pybullet_data
+before = len(bpy.data.objects)
+result["urdf"] = sorted(bpy.ops.import_scene.abd_urdf(filepath=os.path.join(pybullet_data.getDataPath(), "cartpole.urdf")))
+result["urdf_objects"] = len(bpy.data.objects) - before
+result["urdf_packages"] = [sys.modules[n].__file__ for n in ("yourdfpy", "trimesh", "lxml.etree", "six")]
 addon_utils.disable(name, default_set=True)
 result["disabled"] = "abd_body" not in bpy.types.Object.bl_rna.properties
 print("RESULT " + json.dumps(result))
@@ -77,8 +101,9 @@ def test_zip_contents(built_zip):
     assert "blender_manifest.toml" in names and "__init__.py" in names
     assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
     wheels = [n for n in names if n.startswith("wheels/")]
-    assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == ["llvmlite", "numba"]
-    assert all("x86_64" in n for n in wheels)
+    assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == ["llvmlite", "lxml", "numba", "six", "trimesh",
+                                                                      "yourdfpy"]
+    assert all("x86_64" in n or n.endswith("-none-any.whl") for n in wheels)
     assert not [n for n in names if n.startswith(("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/"))]
     assert not [n for n in names if "__pycache__" in n or n.startswith(".")]
     manifest = zipfile.ZipFile(built_zip).read("blender_manifest.toml").decode()
@@ -100,7 +125,10 @@ def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
     result = json.loads(lines[-1][len("RESULT "):])
     assert result["install"] == ["FINISHED"]
     assert result["enabled"] and result["registered"]
-    assert result["bundled"] == ["llvmlite", "numba"]  # the wheels were unpacked for the extension
+    # The wheels were unpacked for the extension (the URDF importer's too).
+    assert result["bundled"] == ["llvmlite", "lxml", "numba", "six.py", "trimesh", "yourdfpy"]
+    assert result["urdf"] == ["FINISHED"] and result["urdf_objects"] == 5  # cartpole: 3 bodies, 2 joints
+    assert all(path.startswith(env["BLENDER_USER_RESOURCES"]) for path in result["urdf_packages"])
     assert result["numba_cache"].startswith(env["BLENDER_USER_RESOURCES"])
     assert result["numba_cache"].endswith("abd_joints.solver")  # one cache folder per import name
     assert result["bake"] == ["FINISHED"]
