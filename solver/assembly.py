@@ -34,6 +34,17 @@ def _scatter(gradient_elements, hessian_elements, bodies, slot, block_index, gra
                         blocks[index, r, c] += hessian_elements[e, 12 * a + r, 12 * b + c]
 
 
+@numba.njit(cache=True)
+def _scatter_gradient(gradient_elements, bodies, slot, gradient):
+    count, k = bodies.shape
+    for e in range(count):
+        for a in range(k):
+            row = slot[bodies[e, a]]
+            if row >= 0:
+                for r in range(12):
+                    gradient[row, r] += gradient_elements[e, 12 * a + r]
+
+
 class Assembly:
     """Sparsity pattern of the Newton system and the scatter of per-element derivatives.
 
@@ -75,21 +86,29 @@ class Assembly:
             self.block_indices.append(index)
         self.block_count = len(ordered)
 
-    def assemble(self, derivatives: list[tuple[np.ndarray, np.ndarray]], element_bodies: list[np.ndarray]):
+    def assemble(self, derivatives: list, element_bodies: list[np.ndarray], blocks: np.ndarray = None):
         """Sum per-element gradients and Hessians into the global system.
 
         Args:
-            derivatives: per term, (gradient (n, 12k), Hessian (n, 12k, 12k)).
+            derivatives: per term, (gradient (n, 12k), Hessian (n, 12k, 12k) or None when the
+                term's Hessian is already in ``blocks``), or None for a term with no elements.
             element_bodies: per term, (n, k) body indices (the same list as at construction).
+            blocks: (block_count, 12, 12) values to add to (modified in place), or None for zeros.
 
         Returns:
             gradient (dof_count,) and the Hessian's BSR block values (block_count, 12, 12) in the
             pattern (``indptr``, ``indices``); see :meth:`matrix` for a SciPy matrix.
         """
         gradient = np.zeros((self.dof_count // 12, 12))
-        blocks = np.zeros((self.block_count, 12, 12))
-        for (gradient_elements, hessian_elements), bodies, block_index in zip(derivatives, element_bodies, self.block_indices):
-            if len(bodies):
+        if blocks is None:
+            blocks = np.zeros((self.block_count, 12, 12))
+        for derivative, bodies, block_index in zip(derivatives, element_bodies, self.block_indices):
+            if derivative is None or not len(bodies):
+                continue
+            gradient_elements, hessian_elements = derivative
+            if hessian_elements is None:
+                _scatter_gradient(gradient_elements, bodies, self.slot, gradient)
+            else:
                 _scatter(gradient_elements, hessian_elements, bodies, self.slot, block_index, gradient, blocks)
         return gradient.reshape(-1), blocks
 

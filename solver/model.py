@@ -144,8 +144,9 @@ class Model:
             return inverses[body] @ direction
 
         revolute_rows, prismatic_rows = [], []
+        body_indices = {body.name: index for index, body in enumerate(scene.bodies)}
         for index, joint in enumerate(scene.joints):
-            i, j = scene.body_index(joint.l_body), scene.body_index(joint.r_body)
+            i, j = body_indices[joint.l_body], body_indices[joint.r_body]
             p0, p1 = joint.position0, joint.position1
             tangent = (p1 - p0) / np.linalg.norm(p1 - p0)
             normal, binormal = orthonormal_basis(tangent)

@@ -63,17 +63,39 @@ class IncrementalPotential:
         self.element_bodies = [term.bodies for term in terms]
         self.assembly = Assembly(slot, self.element_bodies)
         self.linear_solver = LinearSolver(self.assembly.indptr, self.assembly.indices)
+        self.constant = [getattr(term, "constant_hessian", False) for term in terms]
+        self.constant_blocks = None
+
+    def refresh_constant_hessian(self, q: np.ndarray) -> None:
+        """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
+        revolute joint, soft transform), once per frame after their parameters were set."""
+        derivatives = [
+            term.gradient_hessian(q) if constant and len(term.bodies) else None
+            for term, constant in zip(self.terms, self.constant)
+        ]
+        self.constant_blocks = self.assembly.assemble(derivatives, self.element_bodies)[1]
 
     def energy(self, q: np.ndarray) -> float:
         """E(q) in J (incremental-potential units) for q (bodies, 12)."""
         return float(sum(term.energy(q) for term in self.terms if len(term.bodies)))
 
     def gradient_hessian(self, q: np.ndarray):
-        """Gradient (12 x dynamic,) and PSD Hessian block values (blocks, 12, 12) at q (bodies, 12)."""
-        derivatives = [
-            term.gradient_hessian(q) if len(term.bodies) else (None, None) for term in self.terms
-        ]
-        return self.assembly.assemble(derivatives, self.element_bodies)
+        """Gradient (12 x dynamic,) and PSD Hessian block values (blocks, 12, 12) at q (bodies, 12).
+
+        Terms with a constant Hessian contribute their gradient only; their Hessian comes from
+        :meth:`refresh_constant_hessian` (which must have been called since their parameters changed).
+        """
+        if self.constant_blocks is None:
+            self.refresh_constant_hessian(q)
+        derivatives = []
+        for term, constant in zip(self.terms, self.constant):
+            if not len(term.bodies):
+                derivatives.append(None)
+            elif constant:
+                derivatives.append((term.gradient(q), None))
+            else:
+                derivatives.append(term.gradient_hessian(q))
+        return self.assembly.assemble(derivatives, self.element_bodies, self.constant_blocks.copy())
 
 
 def solve_step(

@@ -214,13 +214,6 @@ class Scene:
     bodies: list[Body]
     joints: list[Joint] = field(default_factory=list)
 
-    def body_index(self, name: str) -> int:
-        """Index of the body called ``name``; raises :class:`SceneError` if there is none."""
-        for index, body in enumerate(self.bodies):
-            if body.name == name:
-                return index
-        raise SceneError(f"no body named {name!r}")
-
 
 # ---------------------------------------------------------------------------------------------
 # Validation

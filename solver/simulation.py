@@ -72,6 +72,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     step = 0
     for frame in range(1, frames + 1):
         stepper.begin_frame(frame)
+        potential.refresh_constant_hessian(stepper.q)
         for substep in range(1, settings.substeps + 1):
             try:
                 result = stepper.step(potential, frame, substep)

@@ -12,7 +12,7 @@ Not dt²-scaled.
 F = [d; t_i; t_j] (9), d = c_j − c_i. With r_k = t_k·d − d̃:
 ∇_F E = K r_i [t_i; d; 0] + K r_j [t_j; 0; d],
 H_F = K (∇r_i ∇r_iᵀ + ∇r_j ∇r_jᵀ) + K r_i (I at (d, t_i) and (t_i, d)) + K r_j (I at (d, t_j) and (t_j, d)),
-projected to PSD when requested.
+projected to PSD when requested term by term in closed form (:func:`driving_projected_hessian_F`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from ._kernels import (
     check_state,
     dot3,
     gather_dofs,
-    project_psd,
 )
 from .prismatic_joint import build_axis_jacobians
 
@@ -65,6 +64,32 @@ def driving_gradient_hessian_F(F, stiffness, target):
 
 
 @numba.njit(cache=True)
+def driving_projected_hessian_F(F, stiffness, target):
+    """Term-wise PSD projection (9, 9) of the driving Hessian.
+
+    Per side, r = t·d − d̃ has Hessian K (∇r ∇rᵀ + r [[0, I], [I, 0]]) on (d, t); the curvature's
+    eigenvalues are ±r, so its PSD part is K |r|/2 [[I, σI], [σI, I]], σ = sign r. The sum is PSD,
+    dominates the exact Hessian and equals it at the target (r = 0); no eigendecomposition.
+    """
+    hessian = np.zeros((9, 9))
+    for side in range(2):
+        block = 3 + 3 * side  # t_i, then t_j
+        residual = dot3(F[block : block + 3], F[0:3]) - target
+        gradient_residual = np.zeros(9)
+        for k in range(3):
+            gradient_residual[k] = F[block + k]
+            gradient_residual[block + k] = F[k]
+        add_outer(hessian, stiffness, gradient_residual, gradient_residual)
+        half = 0.5 * stiffness * abs(residual)
+        signed = half if residual >= 0.0 else -half
+        add_identity_block(hessian, 0, 0, half)
+        add_identity_block(hessian, block, block, half)
+        add_identity_block(hessian, 0, block, signed)
+        add_identity_block(hessian, block, 0, signed)
+    return hessian
+
+
+@numba.njit(cache=True)
 def _energy_kernel(q, bodies, jacobian, stiffness, target):
     total = 0.0
     for e in numba.prange(bodies.shape[0]):
@@ -83,7 +108,7 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, project, gr
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
         gradient_F, hessian_F = driving_gradient_hessian_F(F, stiffness[e], target[e])
         if project:
-            hessian_F = project_psd(hessian_F)
+            hessian_F = driving_projected_hessian_F(F, stiffness[e], target[e])
         add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 

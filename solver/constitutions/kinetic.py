@@ -63,6 +63,8 @@ class Kinetic:
     """
 
     uid = 0
+    #: The Hessian M does not depend on q: the Newton loop assembles it once per frame.
+    constant_hessian = True
 
     def __init__(self, bodies, mass_matrix):
         self.bodies = as_bodies(bodies, 1)
@@ -85,3 +87,9 @@ class Kinetic:
         hessian = np.empty((n, 12, 12))
         _gradient_hessian_kernel(q, self.bodies, self.mass_matrix, q_tilde, gradient, hessian)
         return gradient, hessian
+
+    def gradient(self, q: np.ndarray) -> np.ndarray:
+        """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
+        q = check_state(q, self.bodies)
+        q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
+        return np.einsum("nij,nj->ni", self.mass_matrix, q[self.bodies[:, 0]] - q_tilde)

@@ -11,7 +11,12 @@ re-normalised). Constraints
 Split as in the reference:
 - E01 = K/2 (|d × t_i|² + |d × t_j|²) on F = [d; t_i; t_j] (9), d = c_j − c_i (‖C1‖ = ‖d × t_j‖);
   derivatives from |d × t|² = |d|²|t|² − (d·t)² (the energy itself is evaluated from the cross
-  product, which does not cancel near d ∥ t); the 9x9 F-Hessian is projected to PSD when requested;
+  product, which does not cancel near d ∥ t); the 9x9 F-Hessian is projected to PSD when requested,
+  term by term in closed form: per tangent, C = d × t has the PSD Gauss-Newton part K J_Cᵀ J_C
+  (J_C = [−[t]×, [d]×]) plus the curvature K [[0, B], [Bᵀ, 0]], B = d tᵀ − t dᵀ = −[C]×, whose
+  eigenvalues are ±|C| (twice) and 0, so its PSD part is K/2 [[|C| P, B], [Bᵀ, |C| P]],
+  P = I − ĉ ĉᵀ. The sum is PSD, dominates the exact Hessian and equals it when the joint holds
+  (C = 0); it replaces a 9x9 eigendecomposition per joint and Newton iteration;
 - E23 = K/2 (|n_i − n_j|² + |b_i − b_j|²) on F = [n_i − n_j; b_i − b_j] (6), quadratic: exact.
 
 Distance (raw, reference §3.2): d(q) = ½ (c_j − c_i)·(t_i + t_j); > 0 when body j moved along +t̂.
@@ -36,7 +41,6 @@ from ._kernels import (
     dot3,
     gather_dofs,
     point_jacobians,
-    project_psd,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -150,6 +154,41 @@ def cross_terms_gradient_hessian_F(F, stiffness):
 
 
 @numba.njit(cache=True)
+def cross_terms_projected_hessian_F(F, stiffness):
+    """Term-wise PSD projection (9, 9) of the Hessian of E01 (see the module docstring)."""
+    d = F[0:3]
+    dd = dot3(d, d)
+    hessian = np.zeros((9, 9))
+    for side in range(2):
+        block = 3 + 3 * side  # t_i, then t_j
+        t = F[block : block + 3]
+        tt = dot3(t, t)
+        dt = dot3(d, t)
+        cross = cross3(d, t)
+        norm = np.sqrt(dot3(cross, cross))
+        # Gauss-Newton part J_Cᵀ J_C.
+        add_identity_block(hessian, 0, 0, tt)
+        add_outer_block(hessian, 0, 0, -1.0, t, t)
+        add_identity_block(hessian, block, block, dd)
+        add_outer_block(hessian, block, block, -1.0, d, d)
+        add_identity_block(hessian, 0, block, -dt)
+        add_outer_block(hessian, 0, block, 1.0, d, t)
+        add_identity_block(hessian, block, 0, -dt)
+        add_outer_block(hessian, block, 0, 1.0, t, d)
+        # PSD part of the curvature: ½ [[|C| P, B], [Bᵀ, |C| P]], B = d tᵀ − t dᵀ.
+        if norm > 0.0:
+            add_identity_block(hessian, 0, 0, 0.5 * norm)
+            add_outer_block(hessian, 0, 0, -0.5 / norm, cross, cross)
+            add_identity_block(hessian, block, block, 0.5 * norm)
+            add_outer_block(hessian, block, block, -0.5 / norm, cross, cross)
+        add_outer_block(hessian, 0, block, 0.5, d, t)
+        add_outer_block(hessian, 0, block, -0.5, t, d)
+        add_outer_block(hessian, block, 0, 0.5, t, d)
+        add_outer_block(hessian, block, 0, -0.5, d, t)
+    return stiffness * hessian
+
+
+@numba.njit(cache=True)
 def frame_terms_energy_F(F, stiffness):
     """E23 = K/2 |F|² for F = [n_i − n_j; b_i − b_j] (6,)."""
     total = 0.0
@@ -179,7 +218,7 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
         F = apply_jacobian(axis_jacobian[e], q_element)
         gradient_F, hessian_F = cross_terms_gradient_hessian_F(F, stiffness[e])
         if project:
-            hessian_F = project_psd(hessian_F)
+            hessian_F = cross_terms_projected_hessian_F(F, stiffness[e])
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
         # E23: quadratic, exact Hessian K I6.
         F = apply_jacobian(frame_jacobian[e], q_element)

@@ -176,6 +176,8 @@ class RevoluteJoint:
     """
 
     uid = 18
+    #: The Hessian K JᵀJ does not depend on q: the Newton loop assembles it once per frame.
+    constant_hessian = True
 
     def __init__(self, bodies, points_i, points_j, basis_i, basis_j):
         self.bodies = as_bodies(bodies, 2)
@@ -206,6 +208,15 @@ class RevoluteJoint:
         hessian = np.empty((n, 24, 24))
         _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, gradient, hessian)
         return gradient, hessian
+
+    def gradient(self, q: np.ndarray) -> np.ndarray:
+        """Gradient Jᵀ (K F) (n, 24) alone (the Hessian K JᵀJ is constant)."""
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        stiffness = as_float_view(self.stiffness, (n,), "stiffness")
+        dofs = q[self.bodies].reshape(n, 24)
+        F = np.einsum("nij,nj->ni", self._jacobian, dofs)
+        return np.einsum("nij,ni->nj", self._jacobian, stiffness[:, None] * F)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""

@@ -96,6 +96,8 @@ class SoftTransformConstraint:
     """
 
     uid = 16
+    #: The Hessian M̃ depends only on per-frame values: the Newton loop assembles it once per frame.
+    constant_hessian = True
 
     def __init__(self, bodies, mass, mass_x_bar, second_moment):
         self.bodies = as_bodies(bodies, 1)
@@ -138,3 +140,11 @@ class SoftTransformConstraint:
             q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters(), gradient, hessian
         )
         return gradient, hessian
+
+    def gradient(self, q: np.ndarray) -> np.ndarray:
+        """Gradient active·M̃ δq (n, 12) alone (the Hessian M̃ is constant within a frame)."""
+        q = check_state(q, self.bodies)
+        strength_ratio, aim_q, active = self._parameters()
+        weighted = (strength_ratio[:, 1, None, None] * self.mass_matrix
+                    + (strength_ratio[:, 0] - strength_ratio[:, 1])[:, None, None] * self.center_mass_matrix)
+        return active[:, None] * np.einsum("nij,nj->ni", weighted, q[self.bodies[:, 0]] - aim_q)

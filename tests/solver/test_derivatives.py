@@ -129,6 +129,14 @@ def check_derivatives(constitution, q: np.ndarray) -> None:
     assert np.linalg.norm(gradient) > 0.0  # the state exercises a non-trivial branch
 
 
+def check_dominates(constitution, q: np.ndarray) -> None:
+    """A term-wise projection only adds clamped negative curvature: projected − exact is PSD."""
+    _, exact = constitution.gradient_hessian(q, project=False)
+    _, projected = constitution.gradient_hessian(q, project=True)
+    for e in range(exact.shape[0]):
+        assert np.linalg.eigvalsh(projected[e] - exact[e]).min() >= -1e-9 * max(1.0, np.abs(exact[e]).max())
+
+
 def check_projection(constitution, q: np.ndarray, always_exact: bool = False, whole_projection: bool = True) -> None:
     """Projected per-element Hessians are symmetric PSD and equal the exact one where that is PSD.
 
@@ -268,11 +276,7 @@ def test_ortho_potential(seed):
     q = random_state(rng, deformation=0.2)
     check_derivatives(ortho, q)
     check_projection(ortho, q, whole_projection=False)
-    # The term-wise projection only adds the clamped negative parts: projected - exact is PSD.
-    _, exact = ortho.gradient_hessian(q, project=False)
-    _, projected = ortho.gradient_hessian(q, project=True)
-    for e in range(exact.shape[0]):
-        assert np.linalg.eigvalsh(projected[e] - exact[e]).min() >= -1e-9 * np.abs(exact[e]).max()
+    check_dominates(ortho, q)
     # At rotations the exact F-Hessian is a Gauss-Newton matrix (PSD): projection must not change it.
     q_rigid = random_state(rng, deformation=0.0)
     assert abs(ortho.energy(q_rigid)) <= 1e-20 * ortho.energy(q)
@@ -311,7 +315,8 @@ def test_prismatic_joint(seed):
     joint = make_prismatic(rng)
     q = random_state(rng)
     check_derivatives(joint, q)
-    check_projection(joint, q, whole_projection=False)  # E23 is added unprojected
+    check_projection(joint, q, whole_projection=False)  # term-wise projection
+    check_dominates(joint, q)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -320,7 +325,8 @@ def test_driving_prismatic_joint(seed):
     joint = make_driving(rng)
     q = random_state(rng)
     check_derivatives(joint, q)
-    check_projection(joint, q)
+    check_projection(joint, q, whole_projection=False)  # term-wise projection
+    check_dominates(joint, q)
     gradient, hessian = joint.gradient_hessian(q)
     assert not gradient[-1].any() and not hessian[-1].any()  # stiffness 0: disabled
 
