@@ -297,9 +297,13 @@ def read_bake(scene=None) -> dict:
 
     Keys: ``frames`` (list of frame numbers); ``bodies``: name -> {motion, soft_target};
     ``joints``: name -> {type, l_body, r_body, readout, values (from the readout F-curve; None
-    if there is none), limit: {use, lower, upper} (readout units), aim (per-frame drive aim
-    distance, or None)}; ``locations``: name -> per-frame world location of every mesh object
-    and soft-transform target; ``z_axes``: name -> per-frame world Z axis of every body.
+    if there is none), limit: {use, lower, upper} (the joint's limit settings, m or rad), init
+    (``init_distance`` / ``init_angle``), bounds: [lower, upper] of the readout the limit keeps
+    (the settings shifted by the solver's conventions: the prismatic limit bounds the raw distance
+    ``abd_distance - init``, so bounds = limit + init; the revolute limit bounds the raw angle by
+    limit + init, so bounds = limit + 2 init), aim (per-frame drive aim distance, or None)};
+    ``locations``: name -> per-frame world location of every mesh object and soft-transform
+    target; ``z_axes``: name -> per-frame world Z axis of every body.
     """
     import bpy
 
@@ -349,8 +353,12 @@ def read_bake(scene=None) -> dict:
                 "upper": limit.upper_angle if angular else limit.upper,
                 "strength": limit.strength,
             },
+            "init": joint.init_angle if angular else joint.init_distance,
             "aim": [] if (not angular and joint.drive.is_constrained) else None,
         }
+    for record in data["joints"].values():
+        shift = record["init"] * (2.0 if record["type"] == "REVOLUTE" else 1.0)
+        record["bounds"] = [record["limit"]["lower"] + shift, record["limit"]["upper"] + shift]
     current = scene.frame_current
     for frame in frames:
         scene.frame_set(frame)

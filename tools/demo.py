@@ -38,9 +38,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO / "examples"
 #: The examples, in the order they run.
-EXAMPLES = ("drawer", "door", "piston", "puppet")
+EXAMPLES = ("drawer", "door", "piston", "puppet", "panda")
 #: Rendered frames per example.
 RENDER_FRAMES = 6
+#: Joints in one plot panel above which its legend goes beside the axes, with one entry for all limits.
+CROWDED_PANEL = 4
 #: Time limits (s) of the subprocesses. The first bake in a fresh checkout compiles the solver's
 #: Numba kernels (about a minute on 2 cores); later bakes load them from build/cache.
 BUILD_TIMEOUT = 300
@@ -122,6 +124,13 @@ def _count(number: int, one: str, many: str) -> str:
     return f"{number} {one if number == 1 else many}"
 
 
+def _bounds(record: dict) -> tuple:
+    """(lower, upper) of a joint's readout that its limit keeps (``read_bake``'s ``bounds``: the
+    limit settings shifted by the joint's initial offset); the raw settings for an older record."""
+    bounds = record.get("bounds")
+    return tuple(bounds) if bounds is not None else (record["limit"]["lower"], record["limit"]["upper"])
+
+
 def plot_example(name: str, data: dict, steps: dict, path: Path) -> None:
     """Joint coordinates, soft-transform follow error and Newton iterations per frame, one PNG."""
     import matplotlib
@@ -137,7 +146,10 @@ def plot_example(name: str, data: dict, steps: dict, path: Path) -> None:
     followers = {k: v["soft_target"] for k, v in data["bodies"].items() if v["soft_target"]}
     panels = [p for p, present in (("prismatic", prismatic), ("revolute", revolute), ("follow", followers)) if present]
     panels.append("newton")
-    figure, axes = plt.subplots(len(panels), 1, figsize=(8.0, 2.4 * len(panels)), sharex=True, squeeze=False)
+    # A panel with more joints than CROWDED_PANEL: all legends beside the axes (one width for all).
+    crowded = max(len(prismatic), len(revolute)) > CROWDED_PANEL
+    width = 10.0 if crowded else 8.0
+    figure, axes = plt.subplots(len(panels), 1, figsize=(width, 2.4 * len(panels)), sharex=True, squeeze=False)
     axes = axes[:, 0]
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for axis, panel in zip(axes, panels):
@@ -149,18 +161,24 @@ def plot_example(name: str, data: dict, steps: dict, path: Path) -> None:
                     axis.plot(frames, record["aim"], color="k", linestyle="--", linewidth=1, alpha=0.7,
                               label=f"{joint} aim_distance (drive)")
                 if record["limit"]["use"]:
-                    for bound in (record["limit"]["lower"], record["limit"]["upper"]):
+                    for bound in _bounds(record):
                         axis.axhline(bound, color=color, linestyle=":", linewidth=1)
-                    axis.plot([], [], color=color, linestyle=":", linewidth=1, label=f"{joint} limit")
+                    if len(prismatic) <= CROWDED_PANEL:
+                        axis.plot([], [], color=color, linestyle=":", linewidth=1, label=f"{joint} limit")
+            if len(prismatic) > CROWDED_PANEL:
+                axis.plot([], [], color="0.4", linestyle=":", linewidth=1, label="limits (joint's colour)")
             axis.set_ylabel("distance (m)")
         elif panel == "revolute":
             for k, (joint, record) in enumerate(revolute.items()):
                 color = colors[(k + len(prismatic)) % len(colors)]
                 axis.plot(frames, np.degrees(record["values"]), color=color, label=f"{joint} abd_angle")
                 if record["limit"]["use"]:
-                    for bound in (record["limit"]["lower"], record["limit"]["upper"]):
+                    for bound in _bounds(record):
                         axis.axhline(np.degrees(bound), color=color, linestyle=":", linewidth=1)
-                    axis.plot([], [], color=color, linestyle=":", linewidth=1, label=f"{joint} limit")
+                    if len(revolute) <= CROWDED_PANEL:
+                        axis.plot([], [], color=color, linestyle=":", linewidth=1, label=f"{joint} limit")
+            if len(revolute) > CROWDED_PANEL:
+                axis.plot([], [], color="0.4", linestyle=":", linewidth=1, label="limits (joint's colour)")
             axis.set_ylabel("angle (deg)")
         elif panel == "follow":
             for body, target in followers.items():
@@ -180,7 +198,10 @@ def plot_example(name: str, data: dict, steps: dict, path: Path) -> None:
             axis.set_ylim(bottom=0.0)
             axis.set_xlabel("frame")
         axis.grid(True, alpha=0.3)
-        axis.legend(fontsize=7, loc="best")
+        if crowded:  # beside the axes, where it hides no curve
+            axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        else:
+            axis.legend(fontsize=7, loc="best")
     figure.suptitle(f"{name}: {_count(len(data['bodies']), 'body', 'bodies')}, {_count(len(joints), 'joint', 'joints')}, "
                     f"{int(steps['substeps'])} substeps/frame at {data['fps']:g} fps")
     figure.tight_layout()
