@@ -12,7 +12,8 @@ Drift at the end: for revolute joints the largest separation of the two bodies' 
 anchor; for prismatic joints the largest part of that separation perpendicular to the parent's
 axis. Prints one row per run: wall seconds per simulated second of the stepping (from the end of
 the first frame to the end, as the peers are timed: the build is excluded), and the build time
-(validation, model, first frame) on its own. No assertions.
+(validation, model, first frame) on its own, and the process's peak resident memory so far
+(sizes run in increasing order, so the last row of a kind is that size's peak). No assertions.
 
     python benchmarks/chains.py --sizes 10 100 --seconds 2 --dt 240
 """
@@ -20,6 +21,7 @@ the first frame to the end, as the peers are timed: the build is excluded), and 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -87,7 +89,7 @@ def main() -> None:
 
     simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame))  # warm-up: Numba compile
     print(f"{'chain':<10} {'N':>5} {'dt':>7} {'wall s / sim s':>15} {'build s':>8} {'drift m':>10} "
-          f"{'mean Newton':>12} {'converged':>10}")
+          f"{'mean Newton':>12} {'converged':>10} {'peak RSS MB':>12}")
     for kind in args.kinds:
         for count in args.sizes:
             scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame)
@@ -104,7 +106,8 @@ def main() -> None:
             stepping = (stamps[frames] - stamps[1]) / ((frames - 1) / scene.settings.frame_rate)
             print(f"{kind:<10} {count:>5} {'1/' + str(args.dt):>7} {stepping:>15.3f} {build:>8.2f} "
                   f"{drift(scene, trajectory.transforms, kind):>10.2e} "
-                  f"{trajectory.newton_iterations.mean():>12.2f} {str(trajectory.all_converged):>10}", flush=True)
+                  f"{trajectory.newton_iterations.mean():>12.2f} {str(trajectory.all_converged):>10} "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:>12.0f}", flush=True)
 
 
 if __name__ == "__main__":
