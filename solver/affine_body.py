@@ -31,20 +31,31 @@ def transform_from_q(q: np.ndarray) -> np.ndarray:
     return transform
 
 
-def point_jacobian(x_bar: np.ndarray) -> np.ndarray:
-    """J(x_bar) (3, 12) so that the world point is J(x_bar) q (reference §1.1)."""
-    jacobian = np.zeros((3, 12))
-    jacobian[:, 0:3] = np.eye(3)
+def point_jacobians(x_bar: np.ndarray) -> np.ndarray:
+    """J(x_bar) (n, 3, 12) of n body-local points x_bar (n, 3), m: J = [I3 | e1 x_barT | e2 x_barT | e3 x_barT].
+
+    J(x_bar) q = p + A x_bar is the world position of the point (reference §1.1).
+    """
+    jacobian = direction_jacobians(x_bar)
+    jacobian[:, 0, 0] = jacobian[:, 1, 1] = jacobian[:, 2, 2] = 1.0
+    return jacobian
+
+
+def direction_jacobians(v_bar: np.ndarray) -> np.ndarray:
+    """J-ring(v_bar) (n, 3, 12) of n body-local directions v_bar (n, 3): J without the I3 block.
+
+    J-ring(v_bar) q = A v_bar is the world image of the direction (seed 004).
+    """
+    v_bar = np.asarray(v_bar, dtype=np.float64)
+    jacobian = np.zeros((v_bar.shape[0], 3, 12))
     for k in range(3):
-        jacobian[k, 3 + 3 * k : 6 + 3 * k] = x_bar
+        jacobian[:, k, 3 + 3 * k : 6 + 3 * k] = v_bar
     return jacobian
 
 
-def direction_jacobian(v_bar: np.ndarray) -> np.ndarray:
-    """J-ring(v_bar) (3, 12): J(v_bar) without the translation block, so v = A v_bar (seed 004)."""
-    jacobian = point_jacobian(v_bar)
-    jacobian[:, 0:3] = 0.0
-    return jacobian
+def point_jacobian(x_bar: np.ndarray) -> np.ndarray:
+    """J(x_bar) (3, 12) of one body-local point (3,), so that the world point is J(x_bar) q."""
+    return point_jacobians(np.asarray(x_bar, dtype=np.float64)[None])[0]
 
 
 def mass_matrix(mass: float, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:

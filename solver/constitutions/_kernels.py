@@ -7,9 +7,10 @@ Every energy is written as q_e -> F = J_F q_e -> E(F), where q_e is the element'
 (12 per body, body i first) and J_F a constant (m, 12 k) Jacobian built once per element. Then
 gradient = J_Fᵀ ∇_F E and Hessian = J_Fᵀ H_F J_F, with H_F projected to PSD for nonlinear energies.
 
-The ``njit(cache=True)`` kernels here are called from the per-constitution kernels; the batched
-Jacobian builders (numpy, constructor time) build the J_F; the plain-Python helpers at the end
-convert and check constructor arguments and per-step attributes.
+The ``njit(cache=True)`` kernels here are called from the per-constitution kernels; the J_F are
+built at construction from the batched point/direction Jacobians of :mod:`solver.affine_body`;
+the plain-Python helpers at the end convert and check constructor arguments and per-step
+attributes.
 Note: Numba's on-disk cache of a caller is not invalidated when only this module changes; clear
 ``$NUMBA_CACHE_DIR`` after editing it.
 
@@ -60,19 +61,6 @@ def project_psd(hessian):
 
 
 @numba.njit(cache=True)
-def cross_matrix(v):
-    """[v]x (3, 3) with [v]x w = v x w."""
-    matrix = np.zeros((3, 3))
-    matrix[0, 1] = -v[2]
-    matrix[0, 2] = v[1]
-    matrix[1, 0] = v[2]
-    matrix[1, 2] = -v[0]
-    matrix[2, 0] = -v[1]
-    matrix[2, 1] = v[0]
-    return matrix
-
-
-@numba.njit(cache=True)
 def dot3(a, b):
     """a · b of two 3-vectors."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
@@ -116,29 +104,6 @@ def add_outer(matrix, scale, a, b):
 # ---------------------------------------------------------------------------------------------
 # Affine-body Jacobians (reference §1.1)
 # ---------------------------------------------------------------------------------------------
-
-
-def point_jacobians(x_bar: np.ndarray) -> np.ndarray:
-    """J(x̄) (n, 3, 12) of n body-local points x̄ (n, 3), m: J(x̄) = [I3 | e1 x̄ᵀ | e2 x̄ᵀ | e3 x̄ᵀ].
-
-    J(x̄) q = p + A x̄ is the world position of the point (reference §1.1). Vectorised numpy
-    (constructor-time only), the batched form of :func:`solver.affine_body.point_jacobian`.
-    """
-    jacobian = direction_jacobians(x_bar)
-    jacobian[:, 0, 0] = jacobian[:, 1, 1] = jacobian[:, 2, 2] = 1.0
-    return jacobian
-
-
-def direction_jacobians(v_bar: np.ndarray) -> np.ndarray:
-    """J̊(v̄) (n, 3, 12) of n body-local directions v̄ (n, 3): J(v̄) without the I3 block.
-
-    J̊(v̄) q = A v̄ is the world image of the direction (seed 004, reference §1.1).
-    """
-    v_bar = np.asarray(v_bar, dtype=np.float64)
-    jacobian = np.zeros((v_bar.shape[0], 3, 12))
-    for k in range(3):
-        jacobian[:, k, 3 + 3 * k : 6 + 3 * k] = v_bar
-    return jacobian
 
 
 # ---------------------------------------------------------------------------------------------

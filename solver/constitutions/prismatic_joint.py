@@ -27,6 +27,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..affine_body import direction_jacobians, point_jacobians
 from ._kernels import (
     add_identity_block,
     add_mapped_derivatives,
@@ -37,10 +38,8 @@ from ._kernels import (
     as_float_view,
     check_state,
     cross3,
-    direction_jacobians,
     dot3,
     gather_dofs,
-    point_jacobians,
 )
 
 # ---------------------------------------------------------------------------------------------

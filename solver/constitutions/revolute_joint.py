@@ -25,6 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..affine_body import direction_jacobians, point_jacobians
 from ._kernels import (
     add_mapped_derivatives,
     apply_jacobian,
@@ -32,9 +33,7 @@ from ._kernels import (
     as_float_array,
     as_float_view,
     check_state,
-    direction_jacobians,
     gather_dofs,
-    point_jacobians,
 )
 
 # ---------------------------------------------------------------------------------------------
