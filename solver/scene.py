@@ -507,43 +507,48 @@ def _validate_mesh(mesh, where: str) -> Mesh:
     return Mesh(vertices=vertices, triangles=triangles)
 
 
-def _check_closed(triangles: np.ndarray, where: str) -> None:
-    """Every undirected edge used by exactly two triangles, once in each direction."""
+def mesh_closure_problem(triangles: np.ndarray) -> Optional[str]:
+    """Why a triangle mesh (T, 3) int is not closed and consistently oriented, or None if it is.
+
+    Closed means every undirected edge is used by exactly two triangles, once in each direction
+    (so no triangle may repeat a vertex).
+    """
+    triangles = np.asarray(triangles, dtype=np.int64)
+    if len(triangles) == 0:
+        return "has no triangles"
     repeated = (
         (triangles[:, 0] == triangles[:, 1]) | (triangles[:, 1] == triangles[:, 2]) | (triangles[:, 0] == triangles[:, 2])
     )
     if repeated.any():
         triangle = int(np.argmax(repeated))
-        raise _fail(
-            where, "mesh",
-            f"is not closed: triangle {triangle} {triangles[triangle].tolist()} repeats a vertex "
-            "(its zero-length edge cannot be shared by two triangles)",
-        )
+        return (f"is not closed: triangle {triangle} {triangles[triangle].tolist()} repeats a vertex "
+                "(its zero-length edge cannot be shared by two triangles)")
     heads = triangles.reshape(-1)
     tails = triangles[:, [1, 2, 0]].reshape(-1)
     size = int(triangles.max()) + 1
     keys = heads * size + tails
-    unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    unique, counts = np.unique(keys, return_counts=True)
     if np.any(counts > 1):
         k = int(np.argmax(counts > 1))
         key = int(unique[k])
         edge = (key // size, key % size)
         users = sorted({int(i) // 3 for i in np.nonzero(keys == key)[0]})
-        raise _fail(
-            where, "mesh",
-            f"is not closed or not consistently oriented: edge {edge} is used {int(counts[k])} times in the "
-            f"same direction (triangles {users[:4]}); each edge must be used once in each direction",
-        )
-    reverse = tails * size + heads
-    has_twin = np.isin(reverse, unique)
+        return (f"is not closed or not consistently oriented: edge {edge} is used {int(counts[k])} times in the "
+                f"same direction (triangles {users[:4]}); each edge must be used once in each direction")
+    has_twin = np.isin(tails * size + heads, unique)
     if not has_twin.all():
         index = int(np.argmin(has_twin))
         edge = (int(heads[index]), int(tails[index]))
-        raise _fail(
-            where, "mesh",
-            f"is not closed: edge {edge} of triangle {index // 3} has no triangle on its other side "
-            "(a hole or boundary); each edge must be used by exactly two triangles, once in each direction",
-        )
+        return (f"is not closed: edge {edge} of triangle {index // 3} has no triangle on its other side "
+                "(a hole or boundary); each edge must be used by exactly two triangles, once in each direction")
+    return None
+
+
+def _check_closed(triangles: np.ndarray, where: str) -> None:
+    """Raise :class:`SceneError` naming ``where`` when the mesh is not closed."""
+    problem = mesh_closure_problem(triangles)
+    if problem is not None:
+        raise _fail(where, "mesh", problem)
 
 
 def _validate_mass(mass, mesh: Mesh, density: float, where: str) -> Optional[MassOverride]:

@@ -98,7 +98,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 
 from .mass import mesh_mass_properties, mesh_volume
-from .scene import Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, validate_scene
+from .scene import Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem, validate_scene
 
 #: Base strength (J) of every #669/#670 limit unless given (scaled by :func:`scaled_limit_strength`).
 DEFAULT_LIMIT_STRENGTH = 1.0e4
@@ -356,22 +356,6 @@ def _motion(joint_type: str, axis: np.ndarray, q: float) -> np.ndarray:
     elif joint_type == "prismatic":
         motion[:3, 3] = q * axis
     return motion
-
-
-def _closed(triangles: np.ndarray) -> bool:
-    """The solver's closedness rule: every directed edge once, its reverse once, no repeats."""
-    if len(triangles) == 0:
-        return False
-    t = np.asarray(triangles, dtype=np.int64)
-    if np.any((t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2])):
-        return False
-    heads, tails = t.reshape(-1), t[:, [1, 2, 0]].reshape(-1)
-    size = int(t.max()) + 1
-    keys = heads * size + tails
-    unique, counts = np.unique(keys, return_counts=True)
-    if np.any(counts > 1):
-        return False
-    return bool(np.isin(tails * size + heads, unique).all())
 
 
 def _box_trimesh(extents, transform=None):
@@ -904,7 +888,7 @@ class _Importer:
         import trimesh
 
         faces = np.asarray(mesh.faces, dtype=np.int64)
-        if _closed(faces):
+        if mesh_closure_problem(faces) is None:
             volume = mesh_volume(mesh.vertices, faces)
             if volume < -1e-15:
                 mesh.invert()
@@ -916,7 +900,7 @@ class _Importer:
             volume = mesh_volume(hull.vertices, hull.faces) if len(hull.faces) else 0.0
         except Exception:  # qhull fails on flat or degenerate input
             hull, volume = None, 0.0
-        if hull is not None and volume > 1e-12 and _closed(np.asarray(hull.faces)):
+        if hull is not None and volume > 1e-12 and mesh_closure_problem(hull.faces) is None:
             self.warn(f"{label}: mesh is not closed (open, non-manifold or inconsistently wound); "
                       "using its convex hull as the body shape")
             return hull
