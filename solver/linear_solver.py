@@ -2,7 +2,7 @@
 
 Two library paths, chosen once per scene from the block sparsity pattern:
 
-- **banded Cholesky** (LAPACK ``pbsv`` through ``scipy.linalg.solveh_banded``) after a reverse
+- **banded Cholesky** (LAPACK ``dpbsv`` through ``scipy.linalg.lapack``) after a reverse
   Cuthill-McKee ordering of the body graph (``scipy.sparse.csgraph``), when the ordered matrix
   is narrow: chains and trees of bodies give a bandwidth of one or two blocks, and the banded
   factorisation then costs O(n b^2) with no fill-in analysis;
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import scipy.linalg
+import scipy.linalg.lapack
 import scipy.sparse
 import scipy.sparse.csgraph
 import scipy.sparse.linalg
@@ -84,10 +84,11 @@ class LinearSolver:
         if self.method == "banded":
             _fill_banded(blocks, self.block_rows, self.block_columns, self.position, self.bandwidth, self._banded)
             permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1)
-            try:
-                solution = scipy.linalg.solveh_banded(self._banded, permuted, lower=True, check_finite=False)
-            except np.linalg.LinAlgError as error:
-                raise SingularSystem(f"the Newton system is not positive definite ({error})") from error
+            # LAPACK pbsv (banded Cholesky) directly: scipy.linalg.solveh_banded's checks cost
+            # more than the factorisation itself on small systems.
+            _, solution, info = scipy.linalg.lapack.dpbsv(self._banded, permuted, lower=1, overwrite_ab=1, overwrite_b=1)
+            if info != 0:
+                raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbsv info {info})")
             result = np.empty_like(solution).reshape(-1, 12)
             result[self.order] = solution.reshape(-1, 12)
             return result.reshape(-1)

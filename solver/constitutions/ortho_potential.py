@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_outer_block, as_bodies, as_float_array, check_state, dot3
+from ._kernels import add_outer_block, as_bodies, as_float_array, as_float_view, check_state, dot3
 
 
 @numba.njit(cache=True)
@@ -142,8 +142,8 @@ class OrthoPotential:
 
     def _scale(self) -> np.ndarray:
         n = self.bodies.shape[0]
-        kappa = as_float_array(self.kappa, (n,), "kappa")
-        volume = as_float_array(self.volume, (n,), "volume")
+        kappa = as_float_view(self.kappa, (n,), "kappa")
+        volume = as_float_view(self.volume, (n,), "volume")
         return kappa * volume * float(self.dt) ** 2
 
     def energy(self, q: np.ndarray) -> float:
