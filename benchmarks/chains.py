@@ -36,14 +36,18 @@ from solver.primitives import box_mesh  # noqa: E402
 
 #: Physical drive stiffness of the peers' prismatic chain, N/m (``../shared/peers.md`` §4).
 DRIVE_KP = 8000.0
+#: Density of every box and of the anchor, kg/m^3 (the solver's default mass_density).
+DENSITY = 1000.0
 
 
 def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int) -> Scene:
     """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps."""
     anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-0.1, 0.0, 0.0)), motion="fixed")
     bodies, joints = [anchor], []
+    masses = [DENSITY * 0.2**3]  # kg, the anchor's mass enters its joint's K = strength_ratio (m_i + m_j)
     for k in range(count):
         bodies.append(Body(name=f"box{k}", mesh=box_mesh([1.0, 0.2, 0.2], center=(k + 0.5, 0.0, 0.0))))
+        masses.append(DENSITY * 1.0 * 0.2 * 0.2)
         parent = bodies[-2].name
         if kind == "revolute":
             joints.append(Joint(name=f"joint{k}", type="revolute", l_body=parent, r_body=f"box{k}",
@@ -52,7 +56,7 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
             joints.append(Joint(name=f"joint{k}", type="prismatic", l_body=parent, r_body=f"box{k}",
                                 position0=np.array([k, 0.0, 0.0]), position1=np.array([k + 1.0, 0.0, 0.0]),
                                 limit=Limit(lower=-0.5, upper=0.5, strength=1000.0),
-                                driving=Driving(strength_ratio=DRIVE_KP / steps_per_second**2 / 80.0,
+                                driving=Driving(strength_ratio=DRIVE_KP / steps_per_second**2 / (masses[-2] + masses[-1]),
                                                 aim_distance=0.3)))
     frame_rate = steps_per_second / steps_per_frame
     settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)))
