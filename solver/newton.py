@@ -52,7 +52,8 @@ class IncrementalPotential:
     """Sum of energy terms over the global state, restricted to the dynamic bodies' DOFs.
 
     Args:
-        terms: constitution objects with ``bodies``, ``energy(q)`` and ``gradient_hessian(q)``.
+        terms: constitution objects with ``bodies``, ``energy(q)`` and ``gradient_hessian(q, out=None)``
+            (and ``gradient(q)`` where ``constant_hessian`` is true).
         slot: (bodies,) index of each dynamic body among the unknowns, -1 otherwise.
     """
 
@@ -65,6 +66,15 @@ class IncrementalPotential:
         self.linear_solver = LinearSolver(self.assembly.indptr, self.assembly.indices)
         self.constant = [getattr(term, "constant_hessian", False) for term in terms]
         self.constant_blocks = None
+        # Per-term element outputs and the global blocks, allocated once and refilled every
+        # iteration: fresh multi-megabyte arrays would cost a page fault per 4 KiB page each time.
+        self._outputs = [
+            None if constant or not len(term.bodies)
+            else (np.empty((len(term.bodies), 12 * term.bodies.shape[1])),
+                  np.empty((len(term.bodies), 12 * term.bodies.shape[1], 12 * term.bodies.shape[1])))
+            for term, constant in zip(terms, self.constant)
+        ]
+        self._blocks = np.empty((self.assembly.block_count, 12, 12))
 
     def refresh_constant_hessian(self, q: np.ndarray) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
@@ -82,20 +92,23 @@ class IncrementalPotential:
     def gradient_hessian(self, q: np.ndarray):
         """Gradient (12 x dynamic,) and PSD Hessian block values (blocks, 12, 12) at q (bodies, 12).
 
+        The block values live in a buffer of this object, overwritten by the next call.
+
         Terms with a constant Hessian contribute their gradient only; their Hessian comes from
         :meth:`refresh_constant_hessian` (which must have been called since their parameters changed).
         """
         if self.constant_blocks is None:
             self.refresh_constant_hessian(q)
         derivatives = []
-        for term, constant in zip(self.terms, self.constant):
+        for term, constant, out in zip(self.terms, self.constant, self._outputs):
             if not len(term.bodies):
                 derivatives.append(None)
             elif constant:
                 derivatives.append((term.gradient(q), None))
             else:
-                derivatives.append(term.gradient_hessian(q))
-        return self.assembly.assemble(derivatives, self.element_bodies, self.constant_blocks.copy())
+                derivatives.append(term.gradient_hessian(q, out=out))
+        np.copyto(self._blocks, self.constant_blocks)
+        return self.assembly.assemble(derivatives, self.element_bodies, self._blocks)
 
 
 def solve_step(
@@ -109,7 +122,7 @@ def solve_step(
 
     Args:
         potential: the step's :class:`IncrementalPotential` (its per-step parameters set).
-        q: (bodies, 12) start state q^t on entry (libuipc starts Newton at q^t, pitfall 3); the
+        q: (bodies, 12) the initial guess on entry (see :mod:`solver.simulation`, step 4); the
             minimiser on return. Rows of non-dynamic bodies are not touched.
         corners: (bodies, 8, 3) body-local bounding-box corners.
         dt: time step, s.

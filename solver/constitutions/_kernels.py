@@ -218,6 +218,25 @@ def as_float_view(value, shape: tuple, name: str) -> np.ndarray:
     return array
 
 
+def element_outputs(out, n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-element output arrays: gradient (n, size) and Hessian (n, size, size), float64, C order.
+
+    ``out`` is None (new arrays) or a (gradient, hessian) pair that is checked and reused, so that a
+    caller stepping many times fills the same memory instead of fresh pages each iteration.
+
+    Raises:
+        ValueError: when ``out`` has the wrong shapes, dtype or layout.
+    """
+    if out is None:
+        return np.empty((n, size)), np.empty((n, size, size))
+    gradient, hessian = out
+    for array, shape, name in ((gradient, (n, size), "gradient"), (hessian, (n, size, size), "hessian")):
+        if array.shape != shape or array.dtype != np.float64 or not array.flags.c_contiguous:
+            raise ValueError(f"out {name}: expected a C-contiguous float64 array of shape {shape}, got "
+                             f"{array.dtype} {array.shape}")
+    return gradient, hessian
+
+
 def as_bodies(bodies, count: int) -> np.ndarray:
     """Copy the body-index table to a C-contiguous int64 array (n, count).
 

@@ -30,6 +30,7 @@ from ._kernels import (
     as_float_view,
     check_state,
     dot3,
+    element_outputs,
     gather_dofs,
 )
 from .prismatic_joint import build_axis_jacobians
@@ -41,6 +42,19 @@ def driving_energy_F(F, stiffness, target):
     residual_i = dot3(F[3:6], F[0:3]) - target
     residual_j = dot3(F[6:9], F[0:3]) - target
     return 0.5 * stiffness * (residual_i * residual_i + residual_j * residual_j)
+
+
+@numba.njit(cache=True)
+def driving_gradient_F(F, stiffness, target):
+    """Gradient (9,) of the driving energy with respect to F = [d; t_i; t_j]: K r_i [t_i; d; 0] + K r_j [t_j; 0; d]."""
+    gradient = np.zeros(9)
+    for side in range(2):
+        block = 3 + 3 * side  # t_i, then t_j
+        scaled = stiffness * (dot3(F[block : block + 3], F[0:3]) - target)
+        for k in range(3):
+            gradient[k] += scaled * F[block + k]
+            gradient[block + k] = scaled * F[k]
+    return gradient
 
 
 @numba.njit(cache=True)
@@ -106,9 +120,11 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, project, gr
         if stiffness[e] == 0.0:  # driving disabled
             continue
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
-        gradient_F, hessian_F = driving_gradient_hessian_F(F, stiffness[e], target[e])
         if project:
+            gradient_F = driving_gradient_F(F, stiffness[e], target[e])
             hessian_F = driving_projected_hessian_F(F, stiffness[e], target[e])
+        else:
+            gradient_F, hessian_F = driving_gradient_hessian_F(F, stiffness[e], target[e])
         add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 
@@ -151,15 +167,15 @@ class DrivingPrismaticJoint:
         stiffness, target = self._parameters()
         return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness, target))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True projects the 9x9 F-Hessian to PSD; project=False gives the exact Hessian.
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
         stiffness, target = self._parameters()
-        gradient = np.empty((n, 24))
-        hessian = np.empty((n, 24, 24))
+        gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, bool(project), gradient, hessian)
         return gradient, hessian

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import as_bodies, as_float_array, as_float_view, check_state
+from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs
 
 
 @numba.njit(cache=True)
@@ -78,13 +78,15 @@ class Kinetic:
         q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
         return float(_energy_kernel(q, self.bodies, self.mass_matrix, q_tilde))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Gradient M (q − q̃) (n, 12) and Hessian M (n, 12, 12); exact and PSD, ``project`` is ignored."""
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient M (q − q̃) (n, 12) and Hessian M (n, 12, 12); exact and PSD, ``project`` is ignored.
+
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
+        """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
         q_tilde = as_float_view(self.q_tilde, (n, 12), "q_tilde")
-        gradient = np.empty((n, 12))
-        hessian = np.empty((n, 12, 12))
+        gradient, hessian = element_outputs(out, n, 12)
         _gradient_hessian_kernel(q, self.bodies, self.mass_matrix, q_tilde, gradient, hessian)
         return gradient, hessian
 

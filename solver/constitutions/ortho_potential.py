@@ -23,7 +23,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_outer_block, as_bodies, as_float_array, as_float_view, check_state, dot3
+from ._kernels import add_outer_block, as_bodies, as_float_array, as_float_view, check_state, dot3, element_outputs
 
 
 @numba.njit(cache=True)
@@ -151,14 +151,14 @@ class OrthoPotential:
         q = check_state(q, self.bodies)
         return float(_energy_kernel(q, self.bodies, self._scale()))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 12) and Hessian (n, 12, 12); only the A block (3:12) is non-zero.
 
         project=True gives the term-wise PSD-projected 9x9 F-Hessian; project=False the exact one.
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
-        gradient = np.empty((n, 12))
-        hessian = np.empty((n, 12, 12))
+        gradient, hessian = element_outputs(out, n, 12)
         _gradient_hessian_kernel(q, self.bodies, self._scale(), bool(project), gradient, hessian)
         return gradient, hessian

@@ -39,6 +39,7 @@ from ._kernels import (
     check_state,
     cross3,
     dot3,
+    element_outputs,
     gather_dofs,
 )
 
@@ -64,19 +65,15 @@ def distance_F(F):
 
 
 @numba.njit(cache=True)
-def distance_derivatives_F(F):
-    """Gradient (9,) and constant Hessian (9, 9) of d = ½ (c_j − c_i)·(t_i + t_j) with respect to F."""
+def distance_gradient_F(F):
+    """Gradient (9,) of d = ½ (c_j − c_i)·(t_i + t_j) with respect to F; its Hessian is the constant
+    ½ I at the (d, t_i), (t_i, d), (d, t_j) and (t_j, d) blocks."""
     gradient = np.empty(9)
     for k in range(3):
         gradient[k] = 0.5 * (F[3 + k] + F[6 + k])
         gradient[3 + k] = 0.5 * F[k]
         gradient[6 + k] = 0.5 * F[k]
-    hessian = np.zeros((9, 9))
-    add_identity_block(hessian, 0, 3, 0.5)
-    add_identity_block(hessian, 3, 0, 0.5)
-    add_identity_block(hessian, 0, 6, 0.5)
-    add_identity_block(hessian, 6, 0, 0.5)
-    return gradient, hessian
+    return gradient
 
 
 @numba.njit(cache=True)
@@ -117,6 +114,24 @@ def cross_terms_energy_F(F, stiffness):
 
 
 @numba.njit(cache=True)
+def cross_terms_gradient_F(F, stiffness):
+    """Gradient (9,) of E01 with respect to F = [d; t_i; t_j]: per tangent t,
+    ∂/∂d = K (|t|² d − (d·t) t) = K t × (d × t), ∂/∂t = K (|d|² t − (d·t) d) = K (d × t) × d."""
+    d = F[0:3]
+    gradient = np.zeros(9)
+    for side in range(2):
+        block = 3 + 3 * side  # t_i, then t_j
+        t = F[block : block + 3]
+        d_cross_t = cross3(d, t)
+        gradient_d = cross3(t, d_cross_t)
+        gradient_t = cross3(d_cross_t, d)
+        for k in range(3):
+            gradient[k] += stiffness * gradient_d[k]
+            gradient[block + k] = stiffness * gradient_t[k]
+    return gradient
+
+
+@numba.njit(cache=True)
 def cross_terms_gradient_hessian_F(F, stiffness):
     """Gradient (9,) and exact Hessian (9, 9) of E01 with respect to F = [d; t_i; t_j].
 
@@ -125,19 +140,12 @@ def cross_terms_gradient_hessian_F(F, stiffness):
     """
     d = F[0:3]
     dd = dot3(d, d)
-    gradient = np.zeros(9)
     hessian = np.zeros((9, 9))
     for side in range(2):
         block = 3 + 3 * side  # t_i, then t_j
         t = F[block : block + 3]
         tt = dot3(t, t)
         dt = dot3(d, t)
-        d_cross_t = cross3(d, t)
-        gradient_d = cross3(t, d_cross_t)  # |t|² d − (d·t) t
-        gradient_t = cross3(d_cross_t, d)  # |d|² t − (d·t) d
-        for k in range(3):
-            gradient[k] += gradient_d[k]
-            gradient[block + k] += gradient_t[k]
         add_identity_block(hessian, 0, 0, tt)
         add_outer_block(hessian, 0, 0, -1.0, t, t)
         add_identity_block(hessian, block, block, dd)
@@ -149,7 +157,7 @@ def cross_terms_gradient_hessian_F(F, stiffness):
         add_outer_block(hessian, block, 0, 2.0, t, d)
         add_outer_block(hessian, block, 0, -1.0, d, t)
     # The factor 2 of |·|² and the K/2 combine to K.
-    return stiffness * gradient, stiffness * hessian
+    return cross_terms_gradient_F(F, stiffness), stiffness * hessian
 
 
 @numba.njit(cache=True)
@@ -215,9 +223,11 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
         hessian[e, :, :] = 0.0
         # E01: nonlinear, projected F-Hessian.
         F = apply_jacobian(axis_jacobian[e], q_element)
-        gradient_F, hessian_F = cross_terms_gradient_hessian_F(F, stiffness[e])
         if project:
+            gradient_F = cross_terms_gradient_F(F, stiffness[e])
             hessian_F = cross_terms_projected_hessian_F(F, stiffness[e])
+        else:
+            gradient_F, hessian_F = cross_terms_gradient_hessian_F(F, stiffness[e])
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
         # E23: quadratic, exact Hessian K I6.
         F = apply_jacobian(frame_jacobian[e], q_element)
@@ -260,16 +270,16 @@ class PrismaticJoint:
         stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
         return float(_energy_kernel(q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True projects the 9x9 F-Hessian of E01 to PSD; E23's Hessian is always exact.
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
-        gradient = np.empty((n, 24))
-        hessian = np.empty((n, 24, 24))
+        gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(
             q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, bool(project), gradient, hessian
         )

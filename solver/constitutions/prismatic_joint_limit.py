@@ -7,7 +7,8 @@ d(q); bug #414: project the product f'·∇²x), ``../shared/spec/README.md`` (a
     E = f(x) = penalty(x, lower, upper, strength)   (see :mod:`.joint_limit_penalty`).
 
 F = [d; t_i; t_j] (9), d = c_j − c_i. ∇_F E = f'(x) ∇x and
-H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (identity otherwise).
+H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (identity otherwise), in
+closed form because ∇²x is constant (:func:`limit_projected_hessian_F`).
 ``lower``/``upper`` are the raw bounds; seed 002 applies no init_distance offset, so the caller
 passes ``limit/lower`` and ``limit/upper`` unchanged (libuipc's code subtracts init_distance,
 reference §3.5; the seed wins). Not dt²-scaled; ``strength`` is used raw.
@@ -20,17 +21,18 @@ import numpy as np
 
 from ._kernels import (
     add_mapped_derivatives,
+    add_outer,
     apply_jacobian,
     as_bodies,
     as_float_array,
     as_float_view,
     check_limits,
     check_state,
+    element_outputs,
     gather_dofs,
-    scalar_function_hessian_F,
 )
 from .joint_limit_penalty import penalty
-from .prismatic_joint import build_axis_jacobians, distance_derivatives_F, distance_F, distance_kernel
+from .prismatic_joint import build_axis_jacobians, distance_F, distance_gradient_F, distance_kernel
 
 
 @numba.njit(cache=True)
@@ -43,6 +45,46 @@ def _energy_kernel(q, bodies, jacobian, lower, upper, strength):
 
 
 @numba.njit(cache=True)
+def limit_hessian_F(first, second, gradient_x):
+    """F-space Hessian (9, 9) f'' ∇x ∇xᵀ + f' ∇²x of E = f(x(F)), exact.
+
+    ∇²x is constant: ½ I at the (d, t_i), (t_i, d), (d, t_j) and (t_j, d) blocks.
+    """
+    hessian = np.zeros((9, 9))
+    for k in range(3):
+        for side in (3, 6):
+            hessian[k, side + k] = 0.5 * first
+            hessian[side + k, k] = 0.5 * first
+    add_outer(hessian, second, gradient_x, gradient_x)
+    return hessian
+
+
+@numba.njit(cache=True)
+def limit_projected_hessian_F(first, second, gradient_x):
+    """F-space Hessian (9, 9) f'' ∇x ∇xᵀ + P(f' ∇²x), the geometric product projected in closed form.
+
+    Per coordinate k, f' ∇²x restricted to (d_k, t_ik, t_jk) is f' [[0, ½, ½], [½, 0, 0], [½, 0, 0]],
+    with eigenvalues ±|f'|/√2 and 0; its PSD part is |f'| [[√2/4, σ/4, σ/4], [σ/4, √2/8, √2/8],
+    [σ/4, √2/8, √2/8]], σ = sign f' (the eigenvector (√2 σ, 1, 1)/2). f'' >= 0 for the cubic
+    penalty, so the Gauss-Newton part is PSD as it is (reference §3.5, bug #414: project the product).
+    """
+    hessian = np.zeros((9, 9))
+    magnitude = abs(first)
+    signed = 0.25 * first
+    diagonal_d = magnitude * np.sqrt(2.0) / 4.0
+    diagonal_t = magnitude * np.sqrt(2.0) / 8.0
+    for k in range(3):
+        hessian[k, k] = diagonal_d
+        for side in (3, 6):
+            hessian[k, side + k] = signed
+            hessian[side + k, k] = signed
+            for other in (3, 6):
+                hessian[side + k, other + k] = diagonal_t
+    add_outer(hessian, second, gradient_x, gradient_x)
+    return hessian
+
+
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0
@@ -51,8 +93,11 @@ def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, projec
         _, first, second = penalty(distance_F(F), lower[e], upper[e], strength[e])
         if first == 0.0 and second == 0.0:  # inside the window
             continue
-        gradient_x, hessian_x = distance_derivatives_F(F)
-        hessian_F = scalar_function_hessian_F(first, second, gradient_x, hessian_x, project)
+        gradient_x = distance_gradient_F(F)
+        if project:
+            hessian_F = limit_projected_hessian_F(first, second, gradient_x)
+        else:
+            hessian_F = limit_hessian_F(first, second, gradient_x)
         add_mapped_derivatives(jacobian[e], first * gradient_x, hessian_F, gradient[e], hessian[e])
 
 
@@ -98,15 +143,15 @@ class PrismaticJointLimit:
         q = check_state(q, self.bodies)
         return float(_energy_kernel(q, self.bodies, self._jacobian, *self._parameters()))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
-        gradient = np.empty((n, 24))
-        hessian = np.empty((n, 24, 24))
+        gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), bool(project), gradient, hessian)
         return gradient, hessian
 

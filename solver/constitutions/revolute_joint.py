@@ -33,6 +33,7 @@ from ._kernels import (
     as_float_array,
     as_float_view,
     check_state,
+    element_outputs,
     gather_dofs,
 )
 
@@ -195,16 +196,16 @@ class RevoluteJoint:
         stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
         return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         The energy is quadratic in q: the Hessian is exact and PSD, ``project`` changes nothing.
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
-        gradient = np.empty((n, 24))
-        hessian = np.empty((n, 24, 24))
+        gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, gradient, hessian)
         return gradient, hessian
 

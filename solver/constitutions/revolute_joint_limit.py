@@ -36,6 +36,7 @@ from ._kernels import (
     as_float_view,
     check_limits,
     check_state,
+    element_outputs,
     gather_dofs,
     scalar_function_hessian_F,
 )
@@ -157,15 +158,15 @@ class RevoluteJointLimit:
         q = check_state(q, self.bodies)
         return float(_energy_kernel(q, self.bodies, self._jacobian, *self._limits(), *self._step_start()))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
-        gradient = np.empty((n, 24))
-        hessian = np.empty((n, 24, 24))
+        gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(
             q, self.bodies, self._jacobian, *self._limits(), *self._step_start(), bool(project), gradient, hessian
         )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import as_bodies, as_float_array, as_float_view, check_state
+from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs
 
 
 def dyadic_mass_matrices(mass: np.ndarray, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
@@ -130,12 +130,14 @@ class SoftTransformConstraint:
             _energy_kernel(q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters())
         )
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """Gradient active·M̃ δq (n, 12) and Hessian active·M̃ (n, 12, 12); exact and PSD, ``project`` is ignored."""
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient active·M̃ δq (n, 12) and Hessian active·M̃ (n, 12, 12); exact and PSD, ``project`` is ignored.
+
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
+        """
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
-        gradient = np.empty((n, 12))
-        hessian = np.empty((n, 12, 12))
+        gradient, hessian = element_outputs(out, n, 12)
         _gradient_hessian_kernel(
             q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters(), gradient, hessian
         )

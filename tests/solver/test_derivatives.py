@@ -144,8 +144,10 @@ def check_projection(constitution, q: np.ndarray, always_exact: bool = False, wh
     whole_projection: the full F-Hessian is projected (not only a geometric term), so a PSD exact
         Hessian must come back unchanged.
     """
-    _, exact = constitution.gradient_hessian(q, project=False)
-    _, projected = constitution.gradient_hessian(q, project=True)
+    gradient_exact, exact = constitution.gradient_hessian(q, project=False)
+    gradient_projected, projected = constitution.gradient_hessian(q, project=True)
+    # Projection changes the Hessian only; the gradient has its own code path when projecting.
+    assert np.allclose(gradient_projected, gradient_exact, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(gradient_exact).max()))
     for e in range(exact.shape[0]):
         scale = max(1.0, np.abs(exact[e]).max())
         assert np.allclose(projected[e], projected[e].T, rtol=0.0, atol=1e-12 * scale)
@@ -374,6 +376,26 @@ def test_limit_projection_is_on_the_product():
     for e in (0, 1, 2, 3):  # outside the window: f' != 0 and ∇²x is indefinite
         assert np.linalg.eigvalsh(exact[e]).min() < -1e-9 * np.abs(exact[e]).max()
         assert np.linalg.eigvalsh(projected[e]).min() >= -1e-9 * np.abs(projected[e]).max()
+
+
+
+@pytest.mark.parametrize("first", [-3.7, 0.0, 2.5])
+def test_prismatic_limit_closed_form_projection(first):
+    """The closed-form F-space projection equals f'' ∇x∇xᵀ + eigen-clamp(f' ∇²x) (bug #414: the product)."""
+    from solver.constitutions.prismatic_joint_limit import limit_hessian_F, limit_projected_hessian_F
+
+    rng = np.random.default_rng(11)
+    gradient_x = rng.standard_normal(9)
+    second = 4.2
+    hessian_x = np.zeros((9, 9))
+    for k in range(3):
+        for side in (3, 6):
+            hessian_x[k, side + k] = hessian_x[side + k, k] = 0.5
+    values, vectors = np.linalg.eigh(first * hessian_x)
+    expected = (vectors * np.maximum(values, 0.0)) @ vectors.T + second * np.outer(gradient_x, gradient_x)
+    assert np.allclose(limit_projected_hessian_F(first, second, gradient_x), expected, rtol=0.0, atol=1e-12)
+    exact = first * hessian_x + second * np.outer(gradient_x, gradient_x)
+    assert np.allclose(limit_hessian_F(first, second, gradient_x), exact, rtol=0.0, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
