@@ -112,6 +112,14 @@ class Assembly:
                 _scatter(gradient_elements, hessian_elements, bodies, self.slot, block_index, gradient, blocks)
         return gradient.reshape(-1), blocks
 
+    def assemble_gradient(self, derivatives: list, element_bodies: list[np.ndarray]) -> np.ndarray:
+        """The gradient (dof_count,) alone from per-term (gradient (n, 12k), ignored) pairs or None."""
+        gradient = np.zeros((self.dof_count // 12, 12))
+        for derivative, bodies in zip(derivatives, element_bodies):
+            if derivative is not None and len(bodies):
+                _scatter_gradient(derivative[0], bodies, self.slot, gradient)
+        return gradient.reshape(-1)
+
     def matrix(self, blocks: np.ndarray) -> scipy.sparse.bsr_matrix:
         """The Hessian (dof_count, dof_count) as a SciPy BSR matrix from its block values."""
         return scipy.sparse.bsr_matrix((blocks, self.indices, self.indptr), shape=(self.dof_count, self.dof_count))

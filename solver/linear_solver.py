@@ -2,7 +2,7 @@
 
 Two library paths, chosen once per scene from the block sparsity pattern:
 
-- **banded Cholesky** (LAPACK ``dpbsv`` through ``scipy.linalg.lapack``) after a reverse
+- **banded Cholesky** (LAPACK ``dpbtrf``/``dpbtrs`` through ``scipy.linalg.lapack``) after a reverse
   Cuthill-McKee ordering of the body graph (``scipy.sparse.csgraph``), when the ordered matrix
   is narrow: chains and trees of bodies give a bandwidth of one or two blocks, and the banded
   factorisation then costs O(n b^2) with no fill-in analysis;
@@ -75,31 +75,56 @@ class LinearSolver:
         band_storage = (self.bandwidth + 1) * self.size
         sparse_storage = 144 * max(len(indices), 1)
         self.method = "banded" if band_storage <= self.BAND_FILL_LIMIT * sparse_storage else "superlu"
-        self._banded = np.zeros((self.bandwidth + 1, self.size)) if self.method == "banded" else None
+        self._banded = np.zeros((self.bandwidth + 1, self.size), order="F") if self.method == "banded" else None
+        self._factor = None
 
-    def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
-        """Solve H x = b for H given by its BSR block values (blocks, 12, 12); b (size,)."""
+    def factorize(self, blocks: np.ndarray) -> None:
+        """Factorise H, given by its BSR block values (blocks, 12, 12), for :meth:`solve_factorized`.
+
+        Raises:
+            SingularSystem: when H is not positive definite (banded) or singular (SuperLU).
+        """
         if self.size == 0:
-            return right_hand_side.copy()
+            return
         if self.method == "banded":
             _fill_banded(blocks, self.block_rows, self.block_columns, self.position, self.bandwidth, self._banded)
-            permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1)
-            # LAPACK pbsv (banded Cholesky) directly: scipy.linalg.solveh_banded's checks cost
-            # more than the factorisation itself on small systems.
-            _, solution, info = scipy.linalg.lapack.dpbsv(self._banded, permuted, lower=1, overwrite_ab=1, overwrite_b=1)
+            # LAPACK pbtrf (banded Cholesky) directly: scipy.linalg.cholesky_banded's checks cost
+            # more than the factorisation itself on small systems. The band is in Fortran order,
+            # so LAPACK works on it in place.
+            self._factor, info = scipy.linalg.lapack.dpbtrf(self._banded, lower=1, overwrite_ab=1)
             if info != 0:
-                raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbsv info {info})")
-            result = np.empty_like(solution).reshape(-1, 12)
-            result[self.order] = solution.reshape(-1, 12)
-            return result.reshape(-1)
+                raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbtrf info {info})")
+            return
         hessian = scipy.sparse.bsr_matrix((blocks, self.block_columns, self._indptr()), shape=(self.size, self.size))
         try:
-            factor = scipy.sparse.linalg.splu(
+            self._factor = scipy.sparse.linalg.splu(
                 hessian.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
             )
         except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
             raise SingularSystem(f"the Newton system is singular ({error})") from error
-        return factor.solve(right_hand_side)
+
+    def solve_factorized(self, right_hand_side: np.ndarray) -> np.ndarray:
+        """x (size,) with H x = b (size,), H from the last :meth:`factorize` (a triangular solve each)."""
+        if self.size == 0:
+            return right_hand_side.copy()
+        if self.method == "banded":
+            permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1, 1)
+            solution, info = scipy.linalg.lapack.dpbtrs(self._factor, permuted, lower=1, overwrite_b=1)
+            if info != 0:
+                raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
+            result = np.empty((self.size // 12, 12))
+            result[self.order] = solution.reshape(-1, 12)
+            return result.reshape(-1)
+        return self._factor.solve(right_hand_side)
+
+    def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
+        """Solve H x = b for H given by its BSR block values (blocks, 12, 12); b (size,).
+
+        Raises:
+            SingularSystem: as :meth:`factorize`.
+        """
+        self.factorize(blocks)
+        return self.solve_factorized(right_hand_side)
 
     def _indptr(self) -> np.ndarray:
         return np.searchsorted(self.block_rows, np.arange(self.size // 12 + 1)).astype(np.int64)

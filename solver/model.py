@@ -22,6 +22,7 @@ from .affine_body import mass_matrix, q_from_transform, velocity_q
 from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
 from .constitutions.kinetic import Kinetic
 from .constitutions.ortho_potential import OrthoPotential
+from .constitutions.prismatic_group import PrismaticJointGroup
 from .constitutions.prismatic_joint import PrismaticJoint
 from .constitutions.prismatic_joint_limit import PrismaticJointLimit
 from .constitutions.revolute_joint import RevoluteJoint
@@ -73,7 +74,10 @@ class Model:
         kinetic, ortho, soft: single-body terms over the dynamic bodies (soft may have 0 rows).
         revolute, prismatic: :class:`JointGroup` (possibly empty).
         driving, prismatic_limit, revolute_limit: extras with ``joint_indices`` (n,) attributes.
-        terms: every energy term, in the order the Newton loop sums them.
+        prismatic_group: the prismatic joints with their driving and limit extras, evaluated on
+            their shared F (:mod:`solver.constitutions.prismatic_group`).
+        terms: every energy term, in the order the Newton loop sums them (the prismatic joints and
+            their extras as ``prismatic_group``).
     """
 
     def __init__(self, scene: Scene):
@@ -122,8 +126,9 @@ class Model:
             np.array([self.masses[i].second_moment for i in soft_indices], dtype=np.float64).reshape(-1, 3, 3),
         )
         self._build_joints(scene)
-        self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic.base,
-                      self.driving, self.prismatic_limit, self.revolute_limit]
+        # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
+        self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
+                      self.revolute_limit]
 
     def _mass_matrix(self, index: int) -> np.ndarray:
         mass = self.masses[index]
@@ -202,6 +207,11 @@ class Model:
                                                    tangents(prismatic_limit_rows, "i"),
                                                    tangents(prismatic_limit_rows, "j"))
         self.prismatic_limit.joint_indices = np.array([r["index"] for r in prismatic_limit_rows], dtype=np.int64)
+        rows = {r["index"]: position for position, r in enumerate(prismatic_rows)}
+        self.prismatic_group = PrismaticJointGroup(
+            prismatic, self.driving, [rows[r["index"]] for r in driving_rows],
+            self.prismatic_limit, [rows[r["index"]] for r in prismatic_limit_rows],
+        )
         self.revolute_limit = RevoluteJointLimit(pairs(revolute_limit_rows),
                                                  column(revolute_limit_rows, "basis_i", (2, 3)),
                                                  column(revolute_limit_rows, "basis_j", (2, 3)))

@@ -10,13 +10,8 @@ tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
    revolute limit's accumulated angle);
 3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
    uniform field, reference §1.6);
-4. Newton (:mod:`solver.newton`) from the extrapolated guess q^t + dt (2 v^t - v^(t-1)) (constant
-   acceleration over the last two steps; q_tilde on the first step), not from q^t as libuipc
-   (reference §2.1 step 4, pitfall 3): libuipc needs q^t for IPC's intersection-free start, and
-   there is no contact here. The minimiser is the same; from a guess within dt^3 of it the first
-   Newton direction usually passes the convergence test, so a smooth step takes one iteration
-   instead of two; 5. dq/dt = (q - q^t) / dt, and the joint readouts are committed
-   (:mod:`solver.joint_state`).
+4. Newton from q^t (:mod:`solver.newton`); 5. dq/dt = (q - q^t) / dt, and the joint readouts
+   are committed (:mod:`solver.joint_state`).
 """
 
 from __future__ import annotations
@@ -118,7 +113,6 @@ class _Stepper:
         self.dt = scene.settings.dt
         self.q = model.q0.copy()
         self.velocity = model.dq0.copy()
-        self.previous_velocity = None  # dq/dt of the step before, once there is one
         self.gravity_q = np.zeros(12)
         self.gravity_q[0:3] = scene.settings.gravity
         joints = scene.joints
@@ -172,12 +166,7 @@ class _Stepper:
         ratio = substep / self.settings.substeps
         self.q[self.kinematic] = (1.0 - ratio) * model.animated_q[frame - 1, self.kinematic] + ratio * model.animated_q[frame, self.kinematic]
         start = self.q.copy()
-        velocity = self.velocity[self.dynamic]
-        model.kinetic.q_tilde = start[self.dynamic] + dt * velocity + dt * dt * self.gravity_q
-        if self.previous_velocity is None:
-            self.q[self.dynamic] = model.kinetic.q_tilde
-        else:
-            self.q[self.dynamic] = start[self.dynamic] + dt * (2.0 * velocity - self.previous_velocity)
+        model.kinetic.q_tilde = start[self.dynamic] + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
         # Seed 000: passive drives hold the committed (step-start) raw distance.
         committed = self.joints.raw_distance[model.driving.joint_indices]
         model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
@@ -187,7 +176,6 @@ class _Stepper:
         limit.cos_t = self.joints.cos[limit.joint_indices].copy()
 
         result = solve_step(potential, self.q, model.corners, dt, self.settings)
-        self.previous_velocity = velocity.copy()
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start[self.dynamic]) / dt
         self.joints.commit(model, self.q)
         return result

@@ -113,6 +113,14 @@ def _energy_kernel(q, bodies, jacobian, stiffness, target):
 
 
 @numba.njit(cache=True)
+def driving_derivatives_F(F, stiffness, target, project):
+    """Gradient (9,) and Hessian (9, 9) of the driving energy, the Hessian projected when ``project``."""
+    if project:
+        return driving_gradient_F(F, stiffness, target), driving_projected_hessian_F(F, stiffness, target)
+    return driving_gradient_hessian_F(F, stiffness, target)
+
+
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0
@@ -120,11 +128,7 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, project, gr
         if stiffness[e] == 0.0:  # driving disabled
             continue
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
-        if project:
-            gradient_F = driving_gradient_F(F, stiffness[e], target[e])
-            hessian_F = driving_projected_hessian_F(F, stiffness[e], target[e])
-        else:
-            gradient_F, hessian_F = driving_gradient_hessian_F(F, stiffness[e], target[e])
+        gradient_F, hessian_F = driving_derivatives_F(F, stiffness[e], target[e], project)
         add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 

@@ -46,6 +46,17 @@ def _gradient_hessian_kernel(q, bodies, mass_matrix, q_tilde, gradient, hessian)
             gradient[e, r] = row
 
 
+@numba.njit(cache=True)
+def _gradient_kernel(q, bodies, mass_matrix, q_tilde, gradient):
+    for e in range(bodies.shape[0]):
+        body = bodies[e, 0]
+        for r in range(12):
+            total = 0.0
+            for c in range(12):
+                total += mass_matrix[e, r, c] * (q[body, c] - q_tilde[e, c])
+            gradient[e, r] = total
+
+
 class Kinetic:
     """Inertia term ½ (q − q̃)ᵀ M (q − q̃) per body (``uid = 0``: not a libuipc constitution).
 
@@ -94,4 +105,6 @@ class Kinetic:
         """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
         q = check_state(q, self.bodies)
         q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
-        return np.einsum("nij,nj->ni", self.mass_matrix, q[self.bodies[:, 0]] - q_tilde)
+        gradient = np.empty((self.bodies.shape[0], 12))
+        _gradient_kernel(q, self.bodies, self.mass_matrix, q_tilde, gradient)
+        return gradient

@@ -39,6 +39,21 @@ def ortho_energy_F(F):
 
 
 @numba.njit(cache=True)
+def ortho_gradient_F(F):
+    """Gradient (9,) of ‖A Aᵀ − I‖²_F with respect to F = rows of A:
+    ∂/∂a_i = 4 (|a_i|² − 1) a_i + 4 Σ_(j≠i) (a_i·a_j) a_j."""
+    gradient = np.zeros(9)
+    for i in range(3):
+        a_i = F[3 * i : 3 * i + 3]
+        for j in range(3):
+            a_j = F[3 * j : 3 * j + 3]
+            weight = 4.0 * (dot3(a_i, a_i) - 1.0) if j == i else 4.0 * dot3(a_i, a_j)
+            for k in range(3):
+                gradient[3 * i + k] += weight * a_j[k]
+    return gradient
+
+
+@numba.njit(cache=True)
 def ortho_gradient_hessian_F(F):
     """Gradient (9,) and exact Hessian (9, 9) of ‖A Aᵀ − I‖²_F with respect to F = rows of A."""
     gradient = np.zeros(9)
@@ -102,15 +117,26 @@ def _energy_kernel(q, bodies, scale):
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, scale, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
-        gradient_F, hessian_F = ortho_gradient_hessian_F(q[bodies[e, 0], 3:12])
         if project:
+            gradient_F = ortho_gradient_F(q[bodies[e, 0], 3:12])
             hessian_F = ortho_projected_hessian_F(q[bodies[e, 0], 3:12])
+        else:
+            gradient_F, hessian_F = ortho_gradient_hessian_F(q[bodies[e, 0], 3:12])
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
         for r in range(9):
             gradient[e, 3 + r] = scale[e] * gradient_F[r]
             for c in range(9):
                 hessian[e, 3 + r, 3 + c] = scale[e] * hessian_F[r, c]
+
+
+@numba.njit(cache=True)
+def _gradient_kernel(q, bodies, scale, gradient):
+    for e in range(bodies.shape[0]):
+        gradient_F = ortho_gradient_F(q[bodies[e, 0], 3:12])
+        gradient[e, 0:3] = 0.0
+        for r in range(9):
+            gradient[e, 3 + r] = scale[e] * gradient_F[r]
 
 
 class OrthoPotential:
@@ -162,3 +188,10 @@ class OrthoPotential:
         gradient, hessian = element_outputs(out, n, 12)
         _gradient_hessian_kernel(q, self.bodies, self._scale(), bool(project), gradient, hessian)
         return gradient, hessian
+
+    def gradient(self, q: np.ndarray) -> np.ndarray:
+        """Per-element gradient (n, 12) alone, as in :meth:`gradient_hessian`."""
+        q = check_state(q, self.bodies)
+        gradient = np.empty((self.bodies.shape[0], 12))
+        _gradient_kernel(q, self.bodies, self._scale(), gradient)
+        return gradient

@@ -85,20 +85,27 @@ def limit_projected_hessian_F(first, second, gradient_x):
 
 
 @numba.njit(cache=True)
+def limit_derivatives_F(F, lower, upper, strength, project):
+    """(active, gradient (9,), Hessian (9, 9)) of the limit penalty; active is False (and the arrays
+    zero) inside the window. The geometric part is projected when ``project``."""
+    _, first, second = penalty(distance_F(F), lower, upper, strength)
+    if first == 0.0 and second == 0.0:  # inside the window
+        return False, np.zeros(9), np.zeros((9, 9))
+    gradient_x = distance_gradient_F(F)
+    if project:
+        return True, first * gradient_x, limit_projected_hessian_F(first, second, gradient_x)
+    return True, first * gradient_x, limit_hessian_F(first, second, gradient_x)
+
+
+@numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
-        _, first, second = penalty(distance_F(F), lower[e], upper[e], strength[e])
-        if first == 0.0 and second == 0.0:  # inside the window
-            continue
-        gradient_x = distance_gradient_F(F)
-        if project:
-            hessian_F = limit_projected_hessian_F(first, second, gradient_x)
-        else:
-            hessian_F = limit_hessian_F(first, second, gradient_x)
-        add_mapped_derivatives(jacobian[e], first * gradient_x, hessian_F, gradient[e], hessian[e])
+        active, gradient_F, hessian_F = limit_derivatives_F(F, lower[e], upper[e], strength[e], project)
+        if active:
+            add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 
 class PrismaticJointLimit:

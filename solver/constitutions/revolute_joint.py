@@ -156,6 +156,17 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian):
         add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 
+@numba.njit(cache=True)
+def _gradient_kernel(q, bodies, jacobian, stiffness, gradient):
+    for e in range(bodies.shape[0]):
+        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        for a in range(24):
+            total = 0.0
+            for r in range(6):
+                total += jacobian[e, r, a] * F[r]
+            gradient[e, a] = stiffness[e] * total
+
+
 class RevoluteJoint:
     """Revolute joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 18.
 
@@ -214,9 +225,9 @@ class RevoluteJoint:
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
-        dofs = q[self.bodies].reshape(n, 24)
-        F = np.einsum("nij,nj->ni", self._jacobian, dofs)
-        return np.einsum("nij,ni->nj", self._jacobian, stiffness[:, None] * F)
+        gradient = np.empty((n, 24))
+        _gradient_kernel(q, self.bodies, self._jacobian, stiffness, gradient)
+        return gradient
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""

@@ -25,6 +25,7 @@ from solver.constitutions import (
     SoftTransformConstraint,
     penalty,
 )
+from solver.constitutions.prismatic_group import PrismaticJointGroup
 
 STEP = 1e-6
 GRADIENT_TOLERANCE = 1e-5
@@ -285,6 +286,8 @@ def test_ortho_potential(seed):
     _, exact = ortho.gradient_hessian(q_rigid, project=False)
     _, projected = ortho.gradient_hessian(q_rigid, project=True)
     assert np.allclose(projected, exact, rtol=0.0, atol=1e-9 * np.abs(exact).max())
+    assert np.allclose(ortho.gradient(q), ortho.gradient_hessian(q)[0], rtol=0.0,
+                       atol=1e-12 * np.abs(ortho.gradient_hessian(q)[0]).max())
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -342,6 +345,58 @@ def test_prismatic_joint_limit(seed):
     check_projection(limit, q, whole_projection=False)
     gradient, hessian = limit.gradient_hessian(q)
     assert not gradient[4].any() and not hessian[4].any()  # inside the window
+
+
+def make_prismatic_group(rng, q):
+    """Prismatic joints on PAIRS; drives on rows 3, 0, 4 (the one on row 4 disabled), limits on rows 1, 4, 2."""
+    joint = make_prismatic(rng)
+    anchor_i, anchor_j = joint.anchor_i, joint.anchor_j
+    tangent_i, tangent_j = joint.frame_i[:, 0], joint.frame_j[:, 0]
+    driving_rows, limit_rows = np.array([3, 0, 4]), np.array([1, 4, 2])
+    driving = DrivingPrismaticJoint(PAIRS[driving_rows], anchor_i[driving_rows], anchor_j[driving_rows],
+                                    tangent_i[driving_rows], tangent_j[driving_rows])
+    driving.stiffness = np.array([300.0, 700.0, 0.0])
+    driving.target = rng.uniform(-1.0, 1.0, 3)
+    limit = PrismaticJointLimit(PAIRS[limit_rows], anchor_i[limit_rows], anchor_j[limit_rows],
+                                tangent_i[limit_rows], tangent_j[limit_rows])
+    x = limit.distance(q)
+    limit.lower, limit.upper = np.array([x[0] + 0.2, x[1] - 0.3, x[2] - 0.1]), np.array([x[0] + 0.6, x[1] - 0.1, x[2] + 0.1])
+    limit.strength = rng.uniform(10.0, 100.0, 3)
+    return PrismaticJointGroup(joint, driving, driving_rows, limit, limit_rows)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_prismatic_group_is_the_sum_of_its_terms(seed):
+    """The fused evaluation equals the three constitutions assembled one by one (each projected on its own)."""
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    group = make_prismatic_group(rng, q)
+    assert group.energy(q) == pytest.approx(group.joint.energy(q) + group.driving.energy(q) + group.limit.energy(q))
+    for project in (False, True):
+        gradient, hessian = group.gradient_hessian(q, project=project)
+        expected_gradient, expected_hessian = group.joint.gradient_hessian(q, project=project)
+        for extra, rows in ((group.driving, group.driving_rows), (group.limit, group.limit_rows)):
+            extra_gradient, extra_hessian = extra.gradient_hessian(q, project=project)
+            expected_gradient[rows] += extra_gradient
+            expected_hessian[rows] += extra_hessian
+        scale = np.abs(expected_hessian).max()
+        assert np.allclose(gradient, expected_gradient, rtol=0.0, atol=1e-12 * np.abs(expected_gradient).max())
+        assert np.allclose(hessian, expected_hessian, rtol=0.0, atol=1e-12 * scale)
+    assert np.allclose(group.gradient(q), group.gradient_hessian(q)[0], rtol=0.0,
+                       atol=1e-12 * np.abs(group.gradient_hessian(q)[0]).max())
+    check_derivatives(group, q)
+    check_projection(group, q, whole_projection=False)
+    check_dominates(group, q)
+
+
+def test_prismatic_group_rejects_foreign_extras():
+    rng = np.random.default_rng(3)
+    q = random_state(rng)
+    group = make_prismatic_group(rng, q)
+    with pytest.raises(ValueError, match="driving_rows"):
+        PrismaticJointGroup(group.joint, group.driving, [3, 0], group.limit, group.limit_rows)
+    with pytest.raises(ValueError, match="limit: its bodies and F-Jacobian"):
+        PrismaticJointGroup(group.joint, group.driving, group.driving_rows, group.limit, [1, 2, 4])
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -1,0 +1,139 @@
+"""The prismatic joints (UID 20) with their driving (UID 21) and limit (UID 669) extras, evaluated together.
+
+Not a constitution of its own: the sum of the three, for the Newton loop. All three are functions
+of the same F = [c_j − c_i; t_i; t_j] (9) through the same constant F-Jacobian (the extras of a
+joint use its anchors and axis, reference §3.4-3.5), so per joint and iteration this evaluates F
+once, adds the three F-space gradients and (projected) Hessians from the constitutions' own
+functions (:mod:`.prismatic_joint`, :mod:`.driving_prismatic_joint`, :mod:`.prismatic_joint_limit`)
+and maps the 9x9 sum to q once (J_Fᵀ H_F J_F), instead of three mappings and three scatters. Each
+term is projected on its own before the sum (as when the terms are assembled one by one), so the
+result equals the sum of the three terms' ``gradient_hessian`` exactly.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._kernels import add_mapped_derivatives, apply_jacobian, as_float_view, check_state, element_outputs, gather_dofs
+from .driving_prismatic_joint import DrivingPrismaticJoint, driving_derivatives_F, driving_gradient_F
+from .joint_limit_penalty import penalty
+from .prismatic_joint import PrismaticJoint, add_frame_terms, cross_terms_derivatives_F, cross_terms_gradient_F
+from .prismatic_joint import distance_F, distance_gradient_F
+from .prismatic_joint_limit import PrismaticJointLimit, limit_derivatives_F
+
+
+@numba.njit(cache=True)
+def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, drive_stiffness, drive_target,
+                             limited, lower, upper, strength, project, gradient, hessian):
+    for e in range(bodies.shape[0]):
+        q_element = gather_dofs(q, bodies[e])
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        F = apply_jacobian(axis_jacobian[e], q_element)
+        gradient_F, hessian_F = cross_terms_derivatives_F(F, stiffness[e], project)
+        if drive_stiffness[e] != 0.0:  # driving present and enabled
+            drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e], project)
+            gradient_F += drive_gradient
+            hessian_F += drive_hessian
+        if limited[e]:
+            active, limit_gradient, limit_hessian = limit_derivatives_F(F, lower[e], upper[e], strength[e], project)
+            if active:
+                gradient_F += limit_gradient
+                hessian_F += limit_hessian
+        add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
+        add_frame_terms(frame_normal[e], q_element, stiffness[e], gradient[e], hessian[e])
+
+
+@numba.njit(cache=True)
+def _gradient_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, drive_stiffness, drive_target,
+                     limited, lower, upper, strength, gradient):
+    for e in range(bodies.shape[0]):
+        q_element = gather_dofs(q, bodies[e])
+        F = apply_jacobian(axis_jacobian[e], q_element)
+        gradient_F = cross_terms_gradient_F(F, stiffness[e])
+        if drive_stiffness[e] != 0.0:
+            gradient_F += driving_gradient_F(F, drive_stiffness[e], drive_target[e])
+        if limited[e]:
+            _, first, _ = penalty(distance_F(F), lower[e], upper[e], strength[e])
+            if first != 0.0:
+                gradient_F += first * distance_gradient_F(F)
+        for a in range(24):
+            total = 0.0
+            for r in range(9):
+                total += axis_jacobian[e, r, a] * gradient_F[r]
+            for b in range(24):  # E23: K JᵀJ q
+                total += stiffness[e] * frame_normal[e, a, b] * q_element[b]
+            gradient[e, a] = total
+
+
+class PrismaticJointGroup:
+    """Sum of a :class:`PrismaticJoint`'s energy and its extras' (driving, limit), element per joint.
+
+    Args:
+        joint: the base joints, n elements.
+        driving: driving terms of some of those joints; ``driving_rows`` (n_driving,) int gives
+            the row of each one's base joint in ``joint``.
+        limit: limit terms likewise, with ``limit_rows`` (n_limit,) int.
+
+    The extras keep their own parameters (``driving.stiffness``, ``.target``, ``limit.lower``,
+    ``.upper``, ``.strength``), read at every call. ``bodies`` (n, 2) is the joints' body list.
+
+    Raises:
+        ValueError: when a row is out of range or repeated, or an extra's bodies or F-Jacobian differ
+            from its base joint's (an extra must use the joint's anchors and axis).
+    """
+
+    def __init__(self, joint: PrismaticJoint, driving: DrivingPrismaticJoint, driving_rows,
+                 limit: PrismaticJointLimit, limit_rows):
+        self.joint, self.driving, self.limit = joint, driving, limit
+        self.bodies = joint.bodies
+        n = self.bodies.shape[0]
+        self.driving_rows = self._rows(driving_rows, driving, "driving", n)
+        self.limit_rows = self._rows(limit_rows, limit, "limit", n)
+        self.limited = np.zeros(n, dtype=np.bool_)
+        self.limited[self.limit_rows] = True
+        self._drive_stiffness, self._drive_target = np.zeros(n), np.zeros(n)
+        self._lower, self._upper, self._strength = np.zeros(n), np.zeros(n), np.zeros(n)
+
+    def _rows(self, rows, extra, name: str, n: int) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if rows.shape[0] != extra.bodies.shape[0] or np.any((rows < 0) | (rows >= n)) or len(set(rows.tolist())) != rows.size:
+            raise ValueError(f"{name}_rows: expected {extra.bodies.shape[0]} distinct rows in [0, {n}), got {rows.tolist()}")
+        if not np.array_equal(extra.bodies, self.bodies[rows]) or not np.array_equal(
+            extra._jacobian, self.joint._axis_jacobian[rows]
+        ):
+            raise ValueError(f"{name}: its bodies and F-Jacobian must be those of its base joints")
+        return rows
+
+    def energy(self, q: np.ndarray) -> float:
+        """E of the joints plus their extras, J. q: (n_bodies, 12)."""
+        return self.joint.energy(q) + self.driving.energy(q) + self.limit.energy(q)
+
+    def _arrays(self, q: np.ndarray) -> tuple:
+        """Checked q and the per-joint parameter arrays of the kernels."""
+        q = check_state(q, self.bodies)
+        n = self.bodies.shape[0]
+        stiffness = as_float_view(self.joint.stiffness, (n,), "stiffness")
+        self._drive_stiffness[self.driving_rows], self._drive_target[self.driving_rows] = self.driving._parameters()
+        lower, upper, strength = self.limit._parameters()
+        self._lower[self.limit_rows], self._upper[self.limit_rows], self._strength[self.limit_rows] = lower, upper, strength
+        return (q, self.bodies, self.joint._axis_jacobian, self.joint._frame_normal, stiffness, self._drive_stiffness,
+                self._drive_target, self.limited, self._lower, self._upper, self._strength)
+
+    def gradient(self, q: np.ndarray) -> np.ndarray:
+        """Per-joint gradient (n, 24) alone, as in :meth:`gradient_hessian`."""
+        gradient = np.empty((self.bodies.shape[0], 24))
+        _gradient_kernel(*self._arrays(q), gradient)
+        return gradient
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-joint gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first: the sum of the
+        three terms' ``gradient_hessian`` (each projected on its own when ``project``).
+
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
+        """
+        arrays = self._arrays(q)
+        gradient, hessian = element_outputs(out, self.bodies.shape[0], 24)
+        _gradient_hessian_kernel(*arrays, bool(project), gradient, hessian)
+        return gradient, hessian
