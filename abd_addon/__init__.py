@@ -5,8 +5,9 @@ extension) and reaches the solver by relative import (``from .. import solver``)
 
 :func:`register` is the one place that registers every module's ``CLASSES`` tuple, in order
 (PropertyGroups first), then the ``PointerProperty`` slots on ``Object``/``Scene``, then the
-File > Import menu entry and the viewport overlay handler; :func:`unregister` undoes all of
-it in reverse.
+File > Import menu entry and the viewport overlay handler, and (in an interactive session) starts
+the background compilation of the solver (:mod:`.warmup`); :func:`unregister` undoes all of it
+in reverse.
 
 Submodules are imported inside :func:`register`, not at import time, so that
 ``python -m abd_addon.batch`` can start from this package without the extension around it.
@@ -49,7 +50,13 @@ def register() -> None:
     import bpy
 
     configure_numba_cache()
-    from . import operators, overlay, properties, ui, urdf_import
+    from . import operators, overlay, properties, ui, urdf_import, warmup
+
+    if not bpy.app.background:  # an artist's session: compile the solver before the first Bake
+        from pathlib import Path
+
+        # Not resolved: Numba keys its cache on the source path as imported (symlinks included).
+        warmup.start(_extension_package(), Path(os.path.abspath(__file__)).parents[1])
 
     for module in (properties, operators, urdf_import, ui):
         for cls in module.CLASSES:

@@ -7,6 +7,7 @@ reported and their traceback printed to the console only).
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import traceback
 
@@ -18,6 +19,7 @@ from mathutils import Matrix, Vector
 
 from ..solver.scene import SceneError
 from . import bake as bake_module
+from . import warmup
 from .export import RigError, export_scene
 from .properties import JOINT_TYPE_ITEMS
 
@@ -273,14 +275,29 @@ class ABD_OT_bake(Operator):
             return not self._cancel
 
         try:
+            # The solver's first compilation may still be running in the background (warmup):
+            # wait for it and load its cache instead of compiling the same kernels a second time.
+            self._preparing = warmup.running()
+            while warmup.running():
+                if self._cancel:
+                    from ..solver.simulation import SimulationCancelled
+
+                    raise SimulationCancelled("cancelled while the solver was being compiled")
+                try:
+                    warmup.wait(0.1)
+                except subprocess.TimeoutExpired:
+                    pass
+            self._preparing = False
             self._job.simulate(progress)
         except BaseException as error:  # noqa: BLE001 - handed to the main thread
             self._error = error
 
     def _status(self, context) -> None:
-        context.workspace.status_text_set(
-            f"ABD bake: frame {self._done} / {self._job.frame_count}   (Esc to cancel)"
-        )
+        if getattr(self, "_preparing", False):
+            text = "ABD bake: compiling the solver (first use only)   (Esc to cancel)"
+        else:
+            text = f"ABD bake: frame {self._done} / {self._job.frame_count}   (Esc to cancel)"
+        context.workspace.status_text_set(text)
 
     def modal(self, context, event):
         """Timer ticks update the progress and finish when the worker is done; Esc cancels."""

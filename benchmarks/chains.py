@@ -40,8 +40,10 @@ DRIVE_KP = 8000.0
 DENSITY = 1000.0
 
 
-def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int) -> Scene:
-    """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps."""
+def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int,
+                strength_ratio: float = 100.0) -> Scene:
+    """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps;
+    ``strength_ratio`` of every joint (100, libuipc's default, unless given)."""
     anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-0.1, 0.0, 0.0)), motion="fixed")
     bodies, joints = [anchor], []
     masses = [DENSITY * 0.2**3]  # kg, the anchor's mass enters its joint's K = strength_ratio (m_i + m_j)
@@ -51,11 +53,12 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
         parent = bodies[-2].name
         if kind == "revolute":
             joints.append(Joint(name=f"joint{k}", type="revolute", l_body=parent, r_body=f"box{k}",
-                                position0=np.array([k, 0.0, 0.0]), position1=np.array([k, 1.0, 0.0])))
+                                position0=np.array([k, 0.0, 0.0]), position1=np.array([k, 1.0, 0.0]),
+                                strength_ratio=strength_ratio))
         else:
             joints.append(Joint(name=f"joint{k}", type="prismatic", l_body=parent, r_body=f"box{k}",
                                 position0=np.array([k, 0.0, 0.0]), position1=np.array([k + 1.0, 0.0, 0.0]),
-                                limit=Limit(lower=-0.5, upper=0.5, strength=1000.0),
+                                strength_ratio=strength_ratio, limit=Limit(lower=-0.5, upper=0.5, strength=1000.0),
                                 driving=Driving(strength_ratio=DRIVE_KP / steps_per_second**2 / (masses[-2] + masses[-1]),
                                                 aim_distance=0.3)))
     frame_rate = steps_per_second / steps_per_frame
@@ -89,6 +92,8 @@ def main() -> None:
     parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
     parser.add_argument("--steps-per-frame", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--strength-ratio", type=float, default=100.0,
+                        help="strength_ratio of every joint (default 100, libuipc's default)")
     args = parser.parse_args()
 
     simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame))  # warm-up: Numba compile
@@ -96,7 +101,7 @@ def main() -> None:
           f"{'mean Newton':>12} {'converged':>10} {'peak RSS MB':>12}")
     for kind in args.kinds:
         for count in args.sizes:
-            scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame)
+            scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame, args.strength_ratio)
             stamps = {}
 
             def clock(frame: int, frame_count: int) -> None:

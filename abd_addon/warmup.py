@@ -1,0 +1,121 @@
+"""Fill the solver's Numba cache in a background process when the add-on is enabled.
+
+The solver's kernels take about 10 to 15 s to compile the first time on a machine
+(docs/performance.md); afterwards every process loads them from the on-disk cache in well under a
+second. So that an artist's first Bake does not pay for the compilation, :func:`start` runs
+:func:`solver.warmup.warm_up` in a separate Python process (Blender's own interpreter,
+``sys.executable``, with this process's ``sys.path``) right after the add-on registers. It
+imports the solver under the same package name as this add-on's (Numba's cache entries name
+the module they were compiled for) and shares the cache folder through ``ABD_JOINTS_CACHE_DIR``
+(or ``NUMBA_CACHE_DIR``), which :func:`abd_addon.configure_numba_cache` sets before.
+
+A marker file in the cache folder, named after a hash of the solver's sources, records a
+finished warm-up, so later sessions start nothing until the solver changes. A bake started
+while the warm-up runs first waits for it (:func:`wait`), then loads the fresh cache. Nothing
+here touches the scene; a failing warm-up only costs the first bake its compilation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+#: Child-process code that imports the extension root under its real package name (argv[1], the
+#: folder argv[2]) after stubbing its parent packages; its ``__init__`` imports nothing at import
+#: time. Leaves ``solver`` bound to the solver package.
+IMPORT_PACKAGE = """
+import importlib, importlib.util, sys, types
+package, root = sys.argv[1:3]
+parts = package.split(".")
+for k in range(1, len(parts)):
+    parent = ".".join(parts[:k])
+    if parent not in sys.modules:
+        stub = types.ModuleType(parent)
+        stub.__path__ = []
+        sys.modules[parent] = stub
+spec = importlib.util.spec_from_file_location(package, root + "/__init__.py", submodule_search_locations=[root])
+module = importlib.util.module_from_spec(spec)
+sys.modules[package] = module
+spec.loader.exec_module(module)
+solver = importlib.import_module(package + ".solver")
+"""
+
+#: The warm-up child: import, warm up, then write the marker (argv[3]).
+_CHILD = IMPORT_PACKAGE + """
+importlib.import_module(package + ".solver.warmup").warm_up()
+open(sys.argv[3], "w").close()
+"""
+
+_process: Optional[subprocess.Popen] = None
+
+
+def solver_stamp(root: Path) -> str:
+    """Hex digest (16 characters) of the solver's sources: relative path, size and mtime of each ``.py``."""
+    digest = hashlib.sha1()
+    for path in sorted((root / "solver").rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root).as_posix()}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
+def cache_base() -> Path:
+    """The folder that holds the solver's Numba cache (as ``solver._configure_numba_cache`` chooses it)."""
+    explicit = os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("ABD_JOINTS_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    home_cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(home_cache) / "abd_joints"
+
+
+def marker_path(package: str, root: Path) -> Path:
+    """The marker of a finished warm-up of the solver under ``package`` at ``root``."""
+    return cache_base() / f"warm-{package}-{solver_stamp(root)}"
+
+
+def start(package: str, root: Path) -> Optional[subprocess.Popen]:
+    """Start the background warm-up unless its marker exists or one is running; returns the process.
+
+    Args:
+        package: the import name of the extension root (``bl_ext.<repo>.abd_joints``, or
+            ``abd_joints`` for the repository loaded standalone).
+        root: the folder of that package (the one holding ``solver/``).
+
+    Returns None (and starts nothing) when the cache is already warm, when a warm-up is already
+    running, or when no separate Python interpreter is available (``sys.executable`` is the
+    Blender binary in Blender builds before 2.91).
+    """
+    global _process
+    if running():
+        return None
+    marker = marker_path(package, root)
+    if marker.exists():
+        return None
+    if not sys.executable or Path(sys.executable).name.lower().startswith("blender"):
+        return None
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)
+    _process = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, package, str(root), str(marker)],
+        env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    return _process
+
+
+def running() -> bool:
+    """Whether a warm-up started by this process is still running."""
+    return _process is not None and _process.poll() is None
+
+
+def wait(timeout: Optional[float] = None) -> None:
+    """Wait (at most ``timeout`` s) for a running warm-up; returns at once when none runs.
+
+    Raises:
+        subprocess.TimeoutExpired: when the warm-up is still running after ``timeout`` s.
+    """
+    if _process is not None:
+        _process.wait(timeout)

@@ -1,0 +1,63 @@
+"""The background warm-up fills the Numba cache that a later process of the same package loads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from abd_rigs import PACKAGE
+
+#: Counts the kernels a process compiles (instead of loading them from the cache).
+COUNT_COMPILATIONS = """
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        pass
+    def on_end(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+event.register("numba:compile", Listener())
+importlib.import_module(package + ".solver.warmup").warm_up()
+print("compiled", len(compiled), sorted(set(compiled)))
+"""
+
+
+def test_background_warm_up_fills_the_cache_of_this_package(addon, tmp_path, monkeypatch):
+    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
+    warmup = addon.warmup
+    root = Path(addon.__file__).parents[1]  # the extension root as imported (not resolved)
+    assert warmup.marker_path(PACKAGE, root).parent == tmp_path
+    process = warmup.start(PACKAGE, root)
+    assert process is not None
+    assert warmup.start(PACKAGE, root) is None  # one at a time
+    warmup.wait(timeout=900)
+    assert process.returncode == 0 and not warmup.running()
+    assert warmup.marker_path(PACKAGE, root).exists()
+    assert warmup.start(PACKAGE, root) is None  # warm: nothing to do until the solver changes
+    cache = tmp_path / "numba" / (PACKAGE + ".solver")
+    kernels = {path.name.split("-")[0] for path in cache.rglob("*.nbi")}
+    for kernel in ("prismatic_group._gradient_hessian_kernel", "ortho_potential._gradient_hessian_kernel",
+                   "revolute_joint_limit._gradient_hessian_kernel", "newton._direction_size",
+                   "linear_solver._fill_banded", "assembly._scatter"):
+        assert kernel in kernels, sorted(kernels)
+    # A new process importing the same package compiles nothing: every kernel comes from the cache.
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in sys.path if path))
+    result = subprocess.run(
+        [sys.executable, "-c", warmup.IMPORT_PACKAGE + COUNT_COMPILATIONS, PACKAGE, str(root)],
+        env=environment, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[:2] == ["compiled", "0"], result.stdout
+
+
+def test_marker_follows_the_solver_sources(addon, tmp_path, monkeypatch):
+    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
+    root = tmp_path / "extension"
+    (root / "solver").mkdir(parents=True)
+    source = root / "solver" / "energy.py"
+    source.write_text("E = 1\n")
+    before = addon.warmup.marker_path(PACKAGE, root)
+    source.write_text("E = 2.0\n")
+    assert addon.warmup.marker_path(PACKAGE, root) != before
