@@ -16,10 +16,10 @@ import numba
 import numpy as np
 
 from ._kernels import add_mapped_derivatives, apply_jacobian, as_float_view, check_state, element_outputs, gather_dofs
-from .driving_prismatic_joint import DrivingPrismaticJoint, driving_derivatives_F, driving_gradient_F
+from .driving_prismatic_joint import DrivingPrismaticJoint, driving_derivatives_F, driving_energy_F, driving_gradient_F
 from .joint_limit_penalty import penalty
 from .prismatic_joint import PrismaticJoint, add_frame_terms, cross_terms_derivatives_F, cross_terms_gradient_F
-from .prismatic_joint import distance_F, distance_gradient_F
+from .prismatic_joint import cross_terms_energy_F, distance_F, distance_gradient_F, frame_terms_energy_F
 from .prismatic_joint_limit import PrismaticJointLimit, limit_derivatives_F
 
 
@@ -43,6 +43,22 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, 
                 hessian_F += limit_hessian
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
         add_frame_terms(frame_normal[e], q_element, stiffness[e], gradient[e], hessian[e])
+
+
+@numba.njit(cache=True)
+def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
+                   limited, lower, upper, strength):
+    total = 0.0
+    for e in range(bodies.shape[0]):
+        q_element = gather_dofs(q, bodies[e])
+        F = apply_jacobian(axis_jacobian[e], q_element)
+        total += cross_terms_energy_F(F, stiffness[e])
+        total += frame_terms_energy_F(apply_jacobian(frame_jacobian[e], q_element), stiffness[e])
+        if drive_stiffness[e] != 0.0:
+            total += driving_energy_F(F, drive_stiffness[e], drive_target[e])
+        if limited[e]:
+            total += penalty(distance_F(F), lower[e], upper[e], strength[e])[0]
+    return total
 
 
 @numba.njit(cache=True)
@@ -108,7 +124,8 @@ class PrismaticJointGroup:
 
     def energy(self, q: np.ndarray) -> float:
         """E of the joints plus their extras, J. q: (n_bodies, 12)."""
-        return self.joint.energy(q) + self.driving.energy(q) + self.limit.energy(q)
+        arrays = self._arrays(q)
+        return float(_energy_kernel(*arrays[:3], self.joint._frame_jacobian, *arrays[4:]))
 
     def _arrays(self, q: np.ndarray) -> tuple:
         """Checked q and the per-joint parameter arrays of the kernels."""
