@@ -24,8 +24,8 @@ factorisation; it is tested like a Newton direction and, when it passes, applied
 second chord step (chord steps converge only linearly); only if it fails the test does the next
 iteration assemble and factorise a new Hessian. A step that libuipc solves in two iterations
 (the second one only confirming) thus costs one factorisation, two gradients and three
-triangular solves, with the same accuracy (the cartpole against PyBullet in
-tests/solver/test_urdf.py agrees to 1e-6 m with the two-iteration result).
+triangular solves, with the same accuracy (the cartpole of tests/solver/test_urdf.py deviates
+from PyBullet by at most 2.703e-4 m, against 2.707e-4 m with two full iterations).
 """
 
 from __future__ import annotations
