@@ -102,6 +102,7 @@ def start(package: str, root: Path) -> Optional[subprocess.Popen]:
     _process = subprocess.Popen(
         [sys.executable, "-c", _CHILD, package, str(root), str(marker)],
         env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),  # no console window on Windows
     )
     return _process
 

@@ -72,7 +72,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     step = 0
     for frame in range(1, frames + 1):
         stepper.begin_frame(frame)
-        potential.refresh_constant_hessian(stepper.q)
+        if stepper.constant_hessian_changes(frame):
+            potential.refresh_constant_hessian(stepper.q)
         for substep in range(1, settings.substeps + 1):
             try:
                 result = stepper.step(potential, frame, substep)
@@ -159,6 +160,15 @@ class _Stepper:
         model.soft.strength_ratio = self.soft_strength[:, frame].copy()
         model.soft.active = self.soft_active[:, frame].copy()
         model.soft.aim_q = self.soft_aim_q[:, frame].copy()
+
+    def constant_hessian_changes(self, frame: int) -> bool:
+        """Whether the constant Hessians (kinetic M, revolute K JᵀJ, soft transform) differ in
+        ``frame`` from the frame before: always for frame 1; later only when a soft transform's
+        strength_ratio or is_constrained changes (M and the base joints' K are fixed per run)."""
+        if frame == 1:
+            return True
+        return bool(np.any(self.soft_strength[:, frame] != self.soft_strength[:, frame - 1])
+                    or np.any(self.soft_active[:, frame] != self.soft_active[:, frame - 1]))
 
     def step(self, potential: IncrementalPotential, frame: int, substep: int):
         """One implicit Euler step; returns the :class:`solver.newton.NewtonResult`."""

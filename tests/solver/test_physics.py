@@ -209,6 +209,25 @@ def test_soft_transform_follows_an_animated_aim():
     np.testing.assert_allclose(trajectory.transforms[6:, 0, :3, :3], aim[6:, :3, :3], atol=0.02)
 
 
+def test_soft_transform_released_mid_run_falls_freely():
+    """is_constrained 1 for frames 0..12, then 0: held at its pose, then implicit-Euler free fall
+    from rest, z_n = -g dt^2 n (n + 1) / 2 after n steps (the constant Hessian must follow)."""
+    frames, held, substeps = 24, 12, 10
+    body = Body(name="held", mesh=box_mesh([0.2, 0.2, 0.2]),
+                soft_transform=SoftTransform(strength_ratio=(100.0, 100.0),
+                                             is_constrained=[1] * (held + 1) + [0] * (frames - held)))
+    settings = Settings(frame_count=frames, substeps=substeps, velocity_tol=1e-4, transrate_tol=1e-4)
+    trajectory = simulate(Scene(settings, [body], []))
+    z = trajectory.transforms[:, 0, 2, 3]
+    assert np.abs(z[: held + 1]).max() < 1e-3  # held: the pull balances gravity within 1 mm
+    dt = settings.dt
+    falling = np.arange(1, frames - held + 1) * substeps
+    velocity0 = (z[held] - trajectory.transforms[held - 1, 0, 2, 3]) / (substeps * dt)  # ~0 when held
+    expected = z[held] + velocity0 * falling * dt - G * dt**2 * falling * (falling + 1) / 2
+    np.testing.assert_allclose(z[held + 1 :], expected, atol=1e-4)
+    assert trajectory.all_converged
+
+
 def test_soft_transform_splits_translation_and_rotation_about_an_off_origin_centre():
     """libuipc sim case 92: strength (100, 0) rotates the aim 90 deg about z; the centre of mass
     c = (0, 1, 0) must end at (-1, 0, 0) while the body's rotation is left free."""
