@@ -24,7 +24,7 @@ from .prismatic_joint_limit import PrismaticJointLimit, limit_derivatives_F
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, drive_stiffness, drive_target,
+def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
                              limited, lower, upper, strength, project, gradient, hessian):
     for e in range(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])
@@ -42,7 +42,7 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, 
                 gradient_F += limit_gradient
                 hessian_F += limit_hessian
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
-        add_frame_terms(frame_normal[e], q_element, stiffness[e], gradient[e], hessian[e])
+        add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 
 
 @numba.njit(cache=True)
@@ -62,7 +62,7 @@ def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_st
 
 
 @numba.njit(cache=True)
-def _gradient_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, drive_stiffness, drive_target,
+def _gradient_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
                      limited, lower, upper, strength, gradient):
     for e in range(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])
@@ -74,12 +74,13 @@ def _gradient_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, drive_st
             _, first, _ = penalty(distance_F(F), lower[e], upper[e], strength[e])
             if first != 0.0:
                 gradient_F += first * distance_gradient_F(F)
+        frame_F = apply_jacobian(frame_jacobian[e], q_element)  # E23: gradient K Jᵀ F
         for a in range(24):
             total = 0.0
             for r in range(9):
                 total += axis_jacobian[e, r, a] * gradient_F[r]
-            for b in range(24):  # E23: K JᵀJ q
-                total += stiffness[e] * frame_normal[e, a, b] * q_element[b]
+            for r in range(6):
+                total += stiffness[e] * frame_jacobian[e, r, a] * frame_F[r]
             gradient[e, a] = total
 
 
@@ -125,7 +126,7 @@ class PrismaticJointGroup:
     def energy(self, q: np.ndarray) -> float:
         """E of the joints plus their extras, J. q: (n_bodies, 12)."""
         arrays = self._arrays(q)
-        return float(_energy_kernel(*arrays[:3], self.joint._frame_jacobian, *arrays[4:]))
+        return float(_energy_kernel(*arrays))
 
     def _arrays(self, q: np.ndarray) -> tuple:
         """Checked q and the per-joint parameter arrays of the kernels."""
@@ -135,7 +136,7 @@ class PrismaticJointGroup:
         self._drive_stiffness[self.driving_rows], self._drive_target[self.driving_rows] = self.driving._parameters()
         lower, upper, strength = self.limit._parameters()
         self._lower[self.limit_rows], self._upper[self.limit_rows], self._strength[self.limit_rows] = lower, upper, strength
-        return (q, self.bodies, self.joint._axis_jacobian, self.joint._frame_normal, stiffness, self._drive_stiffness,
+        return (q, self.bodies, self.joint._axis_jacobian, self.joint._frame_jacobian, stiffness, self._drive_stiffness,
                 self._drive_target, self.limited, self._lower, self._upper, self._strength)
 
     def gradient(self, q: np.ndarray) -> np.ndarray:

@@ -224,27 +224,30 @@ def cross_terms_derivatives_F(F, stiffness, project):
 
 
 @numba.njit(cache=True)
-def add_frame_terms(frame_normal, q_element, stiffness, gradient, hessian):
-    """Accumulate E23's gradient K JᵀJ q and exact Hessian K JᵀJ (E23 is quadratic in q) into (24,)
-    and (24, 24); ``frame_normal`` is the element's constant JᵀJ (24, 24) of the frame F-Jacobian."""
-    for a in range(24):
-        total = 0.0
+def add_frame_terms(frame_jacobian, q_element, stiffness, gradient, hessian):
+    """Accumulate E23's gradient K Jᵀ F (F = J q) and exact Hessian K JᵀJ (E23 is quadratic in q)
+    into (24,) and (24, 24); ``frame_jacobian`` (6, 24) is the element's constant F-Jacobian."""
+    for r in range(6):
+        F = 0.0
         for b in range(24):
-            value = stiffness * frame_normal[a, b]
-            hessian[a, b] += value
-            total += value * q_element[b]
-        gradient[a] += total
+            F += frame_jacobian[r, b] * q_element[b]
+        for a in range(24):
+            weight = stiffness * frame_jacobian[r, a]
+            if weight != 0.0:
+                gradient[a] += weight * F
+                for b in range(24):
+                    hessian[a, b] += weight * frame_jacobian[r, b]
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_normal, stiffness, project, gradient, hessian):
+def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, project, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
         gradient_F, hessian_F = cross_terms_derivatives_F(apply_jacobian(axis_jacobian[e], q_element), stiffness[e], project)
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
-        add_frame_terms(frame_normal[e], q_element, stiffness[e], gradient[e], hessian[e])
+        add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 
 
 class PrismaticJoint:
@@ -276,7 +279,6 @@ class PrismaticJoint:
         self.stiffness = np.zeros(n)
         self._axis_jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.frame_i[:, 0], self.frame_j[:, 0])
         self._frame_jacobian = _build_frame_jacobians(self.frame_i, self.frame_j)
-        self._frame_normal = np.ascontiguousarray(np.einsum("nra,nrb->nab", self._frame_jacobian, self._frame_jacobian))
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies E01 + E23, J. q: (n_bodies, 12)."""
@@ -295,7 +297,7 @@ class PrismaticJoint:
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(
-            q, self.bodies, self._axis_jacobian, self._frame_normal, stiffness, bool(project), gradient, hessian
+            q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, bool(project), gradient, hessian
         )
         return gradient, hessian
 
