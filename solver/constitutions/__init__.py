@@ -1,8 +1,11 @@
 """Energy constitutions of the ABD solver, one module per constitution (q -> F -> E(F), Numba kernels).
 
 Every class has ``uid``, ``bodies`` (n, k) int64, ``energy(q) -> float`` and
-``gradient_hessian(q, project=True) -> (gradient (n, 12k), Hessian (n, 12k, 12k))``, with the global
-state q of shape (n_bodies, 12). See each module's docstring for the formula and its source.
+``gradient_hessian(q, project=True, out=None) -> (gradient (n, 12k), Hessian (n, 12k, 12k))``
+(``out``: optional arrays of those shapes to fill instead of allocating), with the global state q
+of shape (n_bodies, 12); some also have ``gradient(q)`` alone. See each module's docstring for the
+formula and its source. :mod:`.prismatic_group` is not a constitution: it evaluates a prismatic
+joint together with its drive and limit for the Newton loop.
 """
 
 from .driving_prismatic_joint import DrivingPrismaticJoint
