@@ -291,6 +291,42 @@ def test_modal_bake_escape_cancels_and_changes_nothing(addon):
     assert scene_snapshot() == before
 
 
+def _fake_warm_up(addon, monkeypatch, seconds: float):
+    """A stand-in background warm-up: a child process that sleeps ``seconds``."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    monkeypatch.setattr(addon.warmup, "_process", process)
+    return process
+
+
+def test_modal_bake_waits_for_the_background_warm_up(addon, monkeypatch):
+    base, slider, joint = slider_rig(frame_end=12)
+    export, trajectory, rigid = reference(addon)
+    process = _fake_warm_up(addon, monkeypatch, 1.0)
+    fake, context = _modal_operator(addon)
+    assert _run_modal(fake, context) == {"FINISHED"}
+    assert process.poll() is not None  # the solver ran only after the warm-up ended
+    assert any(text and "compiling the solver" in text for text in context.workspace.status)
+    assert_body_follows(slider, export, trajectory, rigid, (1, 6, 12))
+
+
+def test_modal_bake_escape_during_the_warm_up_cancels_and_changes_nothing(addon, monkeypatch):
+    slider_rig(frame_end=12)
+    before = scene_snapshot()
+    process = _fake_warm_up(addon, monkeypatch, 30.0)
+    try:
+        fake, context = _modal_operator(addon)
+        assert _run_modal(fake, context, escape_after=2) == {"CANCELLED"}
+        assert process.poll() is None  # cancelled without waiting for the warm-up
+        assert any("cancelled" in message for _kind, message in fake.reports)
+        assert scene_snapshot() == before
+    finally:
+        process.kill()
+        process.wait()
+
+
 def _unconverging(world_):
     world_.max_iterations, world_.velocity_tol, world_.transrate_tol = 1, 1e-9, 1e-9
 
