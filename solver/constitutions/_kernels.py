@@ -167,15 +167,15 @@ def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
 
 
 @numba.njit(cache=True)
-def scalar_function_hessian_F(first, second, gradient_x, hessian_x, project):
+def scalar_function_hessian_F(first, second, gradient_x, hessian_x, exact):
     """F-space Hessian of E = f(x(F)): f'' ∇x ∇xᵀ + P(f' ∇²x).
 
-    The Gauss-Newton part f'' ∇x ∇xᵀ is PSD when f'' >= 0; with ``project`` the geometric part is
+    The Gauss-Newton part f'' ∇x ∇xᵀ is PSD when f'' >= 0; unless ``exact`` the geometric part is
     projected as the *product* f' ∇²x (reference §3.5, pitfall bug #414), never ∇²x alone.
 
     Args:
         first, second: f'(x), f''(x). gradient_x: (m,) ∇_F x. hessian_x: (m, m) ∇²_F x.
-        project: bool.
+        exact: None (projected) or True (exact), see :func:`exact_argument`.
 
     Returns:
         (m, m) Hessian.
@@ -185,8 +185,9 @@ def scalar_function_hessian_F(first, second, gradient_x, hessian_x, project):
     for r in range(m):
         for c in range(m):
             geometric[r, c] = first * hessian_x[r, c]
-    if project and first != 0.0:
-        geometric = project_psd(geometric)
+    if exact is None:  # resolved at compile time: the exact specialisation has no eigendecomposition
+        if first != 0.0:
+            geometric = project_psd(geometric)
     add_outer(geometric, second, gradient_x, gradient_x)
     return geometric
 
@@ -216,6 +217,17 @@ def as_float_view(value, shape: tuple, name: str) -> np.ndarray:
     if array.shape != tuple(shape):
         raise ValueError(f"{name}: expected shape {tuple(shape)}, got {array.shape}")
     return array
+
+
+def exact_argument(project: bool):
+    """The kernels' ``exact`` argument for a public ``project`` flag: None to project, True for the exact Hessian.
+
+    The kernels branch on ``exact is None``, which Numba resolves while compiling (dead-branch
+    pruning on the argument's type), so the projected specialisation that the Newton loop uses
+    is compiled without the exact Hessian code, and the other way round: a bool argument would
+    compile both paths into every kernel (about 1 s more of the first compilation).
+    """
+    return None if project else True
 
 
 def element_outputs(out, n: int, size: int) -> tuple[np.ndarray, np.ndarray]:

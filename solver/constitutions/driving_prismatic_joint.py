@@ -31,6 +31,7 @@ from ._kernels import (
     check_state,
     dot3,
     element_outputs,
+    exact_argument,
     gather_dofs,
 )
 from .prismatic_joint import build_axis_jacobians
@@ -113,22 +114,23 @@ def _energy_kernel(q, bodies, jacobian, stiffness, target):
 
 
 @numba.njit(cache=True)
-def driving_derivatives_F(F, stiffness, target, project):
-    """Gradient (9,) and Hessian (9, 9) of the driving energy, the Hessian projected when ``project``."""
-    if project:
+def driving_derivatives_F(F, stiffness, target, exact):
+    """Gradient (9,) and Hessian (9, 9) of the driving energy, the Hessian projected unless ``exact``
+    (None or True, :func:`._kernels.exact_argument`)."""
+    if exact is None:
         return driving_gradient_F(F, stiffness, target), driving_projected_hessian_F(F, stiffness, target)
     return driving_gradient_hessian_F(F, stiffness, target)
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, project, gradient, hessian):
+def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
         if stiffness[e] == 0.0:  # driving disabled
             continue
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
-        gradient_F, hessian_F = driving_derivatives_F(F, stiffness[e], target[e], project)
+        gradient_F, hessian_F = driving_derivatives_F(F, stiffness[e], target[e], exact)
         add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 
@@ -181,5 +183,5 @@ class DrivingPrismaticJoint:
         n = self.bodies.shape[0]
         stiffness, target = self._parameters()
         gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, bool(project), gradient, hessian)
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, exact_argument(project), gradient, hessian)
         return gradient, hessian

@@ -24,6 +24,7 @@ import numba
 import numpy as np
 
 from ._kernels import add_outer_block, as_bodies, as_float_array, as_float_view, check_state, dot3, element_outputs
+from ._kernels import exact_argument
 
 
 @numba.njit(cache=True)
@@ -115,9 +116,9 @@ def _energy_kernel(q, bodies, scale):
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, scale, project, gradient, hessian):
+def _gradient_hessian_kernel(q, bodies, scale, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
-        if project:
+        if exact is None:
             gradient_F = ortho_gradient_F(q[bodies[e, 0], 3:12])
             hessian_F = ortho_projected_hessian_F(q[bodies[e, 0], 3:12])
         else:
@@ -186,7 +187,7 @@ class OrthoPotential:
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 12)
-        _gradient_hessian_kernel(q, self.bodies, self._scale(), bool(project), gradient, hessian)
+        _gradient_hessian_kernel(q, self.bodies, self._scale(), exact_argument(project), gradient, hessian)
         return gradient, hessian
 
     def gradient(self, q: np.ndarray) -> np.ndarray:

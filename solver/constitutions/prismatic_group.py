@@ -15,7 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_mapped_derivatives, apply_jacobian, as_float_view, check_state, element_outputs, gather_dofs
+from ._kernels import add_mapped_derivatives, apply_jacobian, as_float_view, check_state, element_outputs, exact_argument
+from ._kernels import gather_dofs
 from .driving_prismatic_joint import DrivingPrismaticJoint, driving_derivatives_F, driving_energy_F, driving_gradient_F
 from .joint_limit_penalty import penalty
 from .prismatic_joint import PrismaticJoint, add_frame_terms, cross_terms_derivatives_F, cross_terms_gradient_F
@@ -25,19 +26,19 @@ from .prismatic_joint_limit import PrismaticJointLimit, limit_derivatives_F
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
-                             limited, lower, upper, strength, project, gradient, hessian):
+                             limited, lower, upper, strength, exact, gradient, hessian):
     for e in range(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
         F = apply_jacobian(axis_jacobian[e], q_element)
-        gradient_F, hessian_F = cross_terms_derivatives_F(F, stiffness[e], project)
+        gradient_F, hessian_F = cross_terms_derivatives_F(F, stiffness[e], exact)
         if drive_stiffness[e] != 0.0:  # driving present and enabled
-            drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e], project)
+            drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e], exact)
             gradient_F += drive_gradient
             hessian_F += drive_hessian
         if limited[e]:
-            active, limit_gradient, limit_hessian = limit_derivatives_F(F, lower[e], upper[e], strength[e], project)
+            active, limit_gradient, limit_hessian = limit_derivatives_F(F, lower[e], upper[e], strength[e], exact)
             if active:
                 gradient_F += limit_gradient
                 hessian_F += limit_hessian
@@ -153,5 +154,5 @@ class PrismaticJointGroup:
         """
         arrays = self._arrays(q)
         gradient, hessian = element_outputs(out, self.bodies.shape[0], 24)
-        _gradient_hessian_kernel(*arrays, bool(project), gradient, hessian)
+        _gradient_hessian_kernel(*arrays, exact_argument(project), gradient, hessian)
         return gradient, hessian

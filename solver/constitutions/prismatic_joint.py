@@ -40,6 +40,7 @@ from ._kernels import (
     cross3,
     dot3,
     element_outputs,
+    exact_argument,
     gather_dofs,
 )
 
@@ -216,9 +217,10 @@ def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness):
 
 
 @numba.njit(cache=True)
-def cross_terms_derivatives_F(F, stiffness, project):
-    """Gradient (9,) and Hessian (9, 9) of E01, the Hessian projected (term-wise, closed form) when ``project``."""
-    if project:
+def cross_terms_derivatives_F(F, stiffness, exact):
+    """Gradient (9,) and Hessian (9, 9) of E01, the Hessian projected (term-wise, closed form) unless
+    ``exact`` (None or True, :func:`._kernels.exact_argument`)."""
+    if exact is None:
         return cross_terms_gradient_F(F, stiffness), cross_terms_projected_hessian_F(F, stiffness)
     return cross_terms_gradient_hessian_F(F, stiffness)
 
@@ -240,12 +242,12 @@ def add_frame_terms(frame_jacobian, q_element, stiffness, gradient, hessian):
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, project, gradient, hessian):
+def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
-        gradient_F, hessian_F = cross_terms_derivatives_F(apply_jacobian(axis_jacobian[e], q_element), stiffness[e], project)
+        gradient_F, hessian_F = cross_terms_derivatives_F(apply_jacobian(axis_jacobian[e], q_element), stiffness[e], exact)
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
         add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 
@@ -297,7 +299,7 @@ class PrismaticJoint:
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(
-            q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, bool(project), gradient, hessian
+            q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, exact_argument(project), gradient, hessian
         )
         return gradient, hessian
 

@@ -29,6 +29,7 @@ from ._kernels import (
     check_limits,
     check_state,
     element_outputs,
+    exact_argument,
     gather_dofs,
 )
 from .joint_limit_penalty import penalty
@@ -85,25 +86,26 @@ def limit_projected_hessian_F(first, second, gradient_x):
 
 
 @numba.njit(cache=True)
-def limit_derivatives_F(F, lower, upper, strength, project):
+def limit_derivatives_F(F, lower, upper, strength, exact):
     """(active, gradient (9,), Hessian (9, 9)) of the limit penalty; active is False (and the arrays
-    zero) inside the window. The geometric part is projected when ``project``."""
+    zero) inside the window. The geometric part is projected unless ``exact`` (None or True,
+    :func:`._kernels.exact_argument`)."""
     _, first, second = penalty(distance_F(F), lower, upper, strength)
     if first == 0.0 and second == 0.0:  # inside the window
         return False, np.zeros(9), np.zeros((9, 9))
     gradient_x = distance_gradient_F(F)
-    if project:
+    if exact is None:
         return True, first * gradient_x, limit_projected_hessian_F(first, second, gradient_x)
     return True, first * gradient_x, limit_hessian_F(first, second, gradient_x)
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, project, gradient, hessian):
+def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
         F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
-        active, gradient_F, hessian_F = limit_derivatives_F(F, lower[e], upper[e], strength[e], project)
+        active, gradient_F, hessian_F = limit_derivatives_F(F, lower[e], upper[e], strength[e], exact)
         if active:
             add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
@@ -159,7 +161,7 @@ class PrismaticJointLimit:
         q = check_state(q, self.bodies)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), bool(project), gradient, hessian)
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), exact_argument(project), gradient, hessian)
         return gradient, hessian
 
     def distance(self, q: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ from ._kernels import (
     check_limits,
     check_state,
     element_outputs,
+    exact_argument,
     gather_dofs,
     scalar_function_hessian_F,
 )
@@ -81,7 +82,7 @@ def _energy_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, 
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, project, gradient, hessian):
+def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
@@ -91,7 +92,7 @@ def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_
         if first == 0.0 and second == 0.0:  # inside the window
             continue
         gradient_x, hessian_x = limit_angle_derivatives_F(F)
-        hessian_F = scalar_function_hessian_F(first, second, gradient_x, hessian_x, project)
+        hessian_F = scalar_function_hessian_F(first, second, gradient_x, hessian_x, exact)
         add_mapped_derivatives(jacobian[e], first * gradient_x, hessian_F, gradient[e], hessian[e])
 
 
@@ -168,7 +169,7 @@ class RevoluteJointLimit:
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(
-            q, self.bodies, self._jacobian, *self._limits(), *self._step_start(), bool(project), gradient, hessian
+            q, self.bodies, self._jacobian, *self._limits(), *self._step_start(), exact_argument(project), gradient, hessian
         )
         return gradient, hessian
 
