@@ -26,6 +26,7 @@ from .model import Model
 from .newton import IncrementalPotential, NewtonFailure, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
+from .warmup import compile_in_parallel, compile_tasks
 
 
 class SolverError(RuntimeError):
@@ -57,6 +58,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     settings = scene.settings
     model = Model(scene)
     potential = IncrementalPotential(model.terms, model.slot)
+    # The first run on a machine compiles the kernels it needs: over several cores where possible.
+    compile_in_parallel(compile_tasks(model, potential, model.q0))
     stepper = _Stepper(scene, model)
 
     frames, steps = settings.frame_count, settings.frame_count * settings.substeps

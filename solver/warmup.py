@@ -1,20 +1,35 @@
-"""Compile every Numba kernel of the solver once, so that later processes load them from the cache.
+"""The solver's first Numba compilation: ahead of time, and spread over the CPU's cores.
 
-The first bake on a machine otherwise pays the whole compilation (about 10 s on a 2-core CPU,
-docs/performance.md); with the on-disk cache filled (:func:`solver._configure_numba_cache`) a
-fresh process loads the kernels in a fraction of a second. :func:`warm_up` runs a tiny scene that
-uses every constitution and both Newton paths (full iterations and chord steps), which is what
-the Blender add-on runs in a background process when it is enabled
-(``abd_addon/warmup.py``).
+The first bake on a machine otherwise pays the whole compilation (about 7 s for a scene with one
+kind of joint on a 2-core CPU, docs/performance.md); with the on-disk cache filled
+(:func:`solver._configure_numba_cache`) a fresh process loads the kernels in a fraction of a
+second.
+
+- :func:`warm_up` runs a tiny scene that uses every constitution and both Newton paths (full
+  iterations and chord steps), which is what the Blender add-on runs in a background process when
+  it is enabled (``abd_addon/warmup.py``).
+- :func:`compile_in_parallel`, called by :func:`solver.simulation.simulate` before the first step,
+  compiles the kernels a run needs that are neither loaded nor in the on-disk cache in several
+  processes at once: Numba compiles one function at a time per process (a global lock), so the
+  parent forks children that compile their share of the kernels into the on-disk cache, from
+  which the parent then loads them. Only on Linux, from the main thread of a process with no
+  other Python thread (forking a multi-threaded process, such as Blender's interface, is
+  unsafe), with two or more usable cores, and unless ``ABD_JOINTS_PARALLEL_COMPILE=0``.
 """
 
 from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from .primitives import box_mesh
 from .scene import Body, Driving, Joint, Limit, Scene, Settings, SoftTransform
-from .simulation import simulate
 
 
 def warm_up_scene() -> Scene:
@@ -52,4 +67,159 @@ def warm_up() -> None:
     Raises:
         SolverError: if the solver fails on the scene (a bug: it is built to converge).
     """
+    from .simulation import simulate
+
     simulate(warm_up_scene())
+
+
+#: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
+PARALLEL_ENVIRONMENT = "ABD_JOINTS_PARALLEL_COMPILE"
+#: Most processes (the parent included) that share a first compilation: beyond three the largest
+#: kernel (the prismatic group's Hessian, about 3 s alone) bounds the wall time anyway.
+MAX_PROCESSES = 3
+#: First-compilation seconds of the kernels (nested helpers included) measured on the
+#: development machine (2 cores, Numba 0.68); only their ratios matter, for the split. Kernels
+#: not listed weigh :data:`DEFAULT_WEIGHT`.
+COMPILE_WEIGHTS = {
+    "prismatic_group._gradient_hessian_kernel": 3.0,
+    "revolute_joint_limit._gradient_hessian_kernel": 2.0,
+    "ortho_potential._gradient_hessian_kernel": 0.85,
+    "revolute_joint._gradient_hessian_kernel": 0.85,
+    "prismatic_joint.distance_kernel": 0.6,
+    "prismatic_group._energy_kernel": 0.4,
+    "prismatic_group._gradient_kernel": 0.35,
+}
+DEFAULT_WEIGHT = 0.2
+
+
+@dataclass
+class CompileTask:
+    """One kernel to compile: ``run()`` calls it (through its term's method) with a run's real
+    argument types, so that the compiled specialisation is the one the run uses."""
+
+    kernel: object  # the numba Dispatcher
+    run: Callable[[], object]
+
+    @property
+    def weight(self) -> float:
+        """Estimated first-compilation seconds (:data:`COMPILE_WEIGHTS`)."""
+        name = f"{self.kernel.py_func.__module__.rsplit('.', 1)[-1]}.{self.kernel.py_func.__name__}"
+        return COMPILE_WEIGHTS.get(name, DEFAULT_WEIGHT)
+
+    def pending(self) -> bool:
+        """True unless the kernel is already compiled in this process or has an on-disk cache index."""
+        if self.kernel.signatures:
+            return False
+        try:
+            return not os.path.exists(self.kernel._cache._cache_file._index_path)  # Numba internals
+        except AttributeError:  # another Numba version, or no cache: compile
+            return True
+
+
+def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
+    """The kernels a run of ``model`` calls, each with a call that compiles it.
+
+    Args:
+        model: the run's :class:`solver.model.Model`. potential: its
+            :class:`solver.newton.IncrementalPotential`. q: (bodies, 12) a valid state (q0).
+
+    Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
+    ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module, called
+    through the term's methods); then the scatter of the assembly, the banded fill of the linear
+    solver, the convergence measure and the joint readouts. The calls have no effect on the run:
+    they read the terms' current parameters and write only scratch arrays.
+    """
+    from . import assembly, linear_solver, newton
+    from .constitutions import prismatic_joint, revolute_joint
+
+    tasks = []
+    for term in potential.terms:
+        if not len(term.bodies):
+            continue
+        module = sys.modules[type(term).__module__]
+        tasks.append(CompileTask(module._energy_kernel, lambda term=term: term.energy(q)))
+        tasks.append(CompileTask(module._gradient_hessian_kernel, lambda term=term: term.gradient_hessian(q)))
+        if hasattr(module, "_gradient_kernel") and hasattr(term, "gradient"):
+            tasks.append(CompileTask(module._gradient_kernel, lambda term=term: term.gradient(q)))
+    derivatives = [(np.zeros((len(b), 12 * b.shape[1])), np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])))
+                   for b in potential.element_bodies]
+    tasks.append(CompileTask(assembly._scatter, lambda: potential.assembly.assemble(derivatives, potential.element_bodies)))
+    tasks.append(CompileTask(assembly._scatter_gradient,
+                             lambda: potential.assembly.assemble_gradient(derivatives, potential.element_bodies)))
+    solver = potential.linear_solver
+    if solver.method == "banded" and solver.size:
+        def factorize_identity():
+            blocks = np.zeros((len(solver.block_rows), 12, 12))
+            blocks[solver.block_rows == solver.block_columns] = np.eye(12)
+            solver.factorize(blocks)
+        tasks.append(CompileTask(linear_solver._fill_banded, factorize_identity))
+    dynamic = potential.dynamic_indices
+    tasks.append(CompileTask(newton._direction_size,
+                             lambda: newton._direction_size(np.zeros((len(dynamic), 12)), model.corners[dynamic])))
+    if len(model.prismatic.joint_indices):
+        tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.base.distance(q)))
+    if len(model.revolute.joint_indices):
+        tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.base.sin_cos(q)))
+    return tasks
+
+
+def parallel_processes() -> int:
+    """How many processes :func:`compile_in_parallel` may use here: 1 where forking is not safe or useful."""
+    if os.environ.get(PARALLEL_ENVIRONMENT, "1") == "0" or not sys.platform.startswith("linux"):
+        return 1
+    if threading.current_thread() is not threading.main_thread() or threading.active_count() != 1:
+        return 1
+    return max(1, min(MAX_PROCESSES, len(os.sched_getaffinity(0))))
+
+
+def compile_in_parallel(tasks: list[CompileTask], timeout: float = 600.0) -> int:
+    """Compile the pending ``tasks`` (:meth:`CompileTask.pending`) over up to :func:`parallel_processes` processes.
+
+    The tasks are split by weight, largest first, each to the least loaded process; the parent
+    runs its share while forked children run theirs and write them to Numba's on-disk cache, and
+    then waits for the children (killing any still running after ``timeout`` s). A child that
+    fails costs nothing but time: the parent compiles what is missing when the run first calls
+    it. Returns the number of children forked (0 when it compiled nothing in parallel).
+
+    Raises:
+        whatever a parent task raises (a bug: the calls are made with valid arguments).
+    """
+    pending = [task for task in tasks if task.pending()]
+    processes = min(parallel_processes(), len(pending))
+    if processes < 2:
+        return 0
+    shares, loads = [[] for _ in range(processes)], [0.0] * processes
+    for task in sorted(pending, key=lambda task: task.weight, reverse=True):
+        least = loads.index(min(loads))
+        shares[least].append(task)
+        loads[least] += task.weight
+    children = []
+    for share in shares[1:]:
+        pid = os.fork()
+        if pid == 0:  # the child: compile its share, write the cache, leave without cleanup
+            status = 1
+            try:
+                for task in share:
+                    task.run()
+                status = 0
+            finally:
+                os._exit(status)
+        children.append(pid)
+    try:
+        for task in shares[0]:
+            task.run()
+    finally:
+        deadline = time.monotonic() + timeout
+        for pid in children:
+            _wait_or_kill(pid, deadline)
+    return len(children)
+
+
+def _wait_or_kill(pid: int, deadline: float) -> None:
+    """Reap child ``pid``, killing it if it is still running at ``deadline`` (time.monotonic)."""
+    while time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return
+        time.sleep(0.01)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
