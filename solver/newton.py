@@ -28,6 +28,15 @@ iterations (the second one only confirming) thus usually costs one factorisation
 and three triangular solves, with the same accuracy or better (tests/solver/test_physics.py
 compares with a run at a 1e-7 tolerance; the cartpole of tests/solver/test_urdf.py deviates from
 PyBullet by at most 2.703e-4 m, against 2.707e-4 m with full iterations).
+
+A second departure, the lagged Hessian of stiff ODE solvers (modified Newton, as CVODE reuses its
+Jacobian over many steps): when the previous time step ended through the chord test, the next
+step's first direction also comes from that step's factorisation, with no Hessian assembled or
+factorised. Such a step is accepted only through the chord test, followed by chord steps until
+their error estimate theta / (1 - theta) |c| is 1% of the tolerance; if they stop contracting, the
+step goes on with fresh factorisations and the following steps back off from reusing (1, 2, 4 ...
+16 steps). On the 1000-body chains at dt = 1/240 s this leaves 0.5 (revolute) and 0.1
+(prismatic) factorisations per step instead of 1 (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -61,6 +70,15 @@ def _direction_size(direction, corners):
 #: Largest accepted contraction |c2| / |c1| of two successive chord steps (measured on the
 #: convergence test's displacement measure); see :func:`solve_step`.
 CHORD_RATE_MAX = 0.5
+#: A step that starts from the previous step's factorisation (see :func:`solve_step`) takes
+#: chord steps until their error estimate theta / (1 - theta) |c| is below this fraction of the
+#: convergence tolerance, at most REUSED_CHORDS_MAX after the first; measured on
+#: tests/solver/test_physics.py's chains against tightly converged runs.
+REUSED_ERROR_FRACTION = 0.01
+REUSED_CHORDS_MAX = 4
+#: Longest run of time steps that factorise afresh, after failed tries, before a step again
+#: starts from the previous step's factorisation (see :meth:`IncrementalPotential.record_reuse`).
+REUSE_BACKOFF_MAX = 16
 
 
 class NewtonFailure(RuntimeError):
@@ -109,15 +127,41 @@ class IncrementalPotential:
             for term, constant in zip(terms, self.constant)
         ]
         self._blocks = np.empty((self.assembly.block_count, 12, 12))
+        # Factorisation reuse across time steps (see solve_step): whether the linear solver holds
+        # a factorisation that the next step may start from, and the back-off after a failed try.
+        self.factorization_reusable = False
+        self._reuse_wait = 0
+        self._reuse_backoff = 1
 
     def refresh_constant_hessian(self, q: np.ndarray) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
-        revolute joint, soft transform), once per frame after their parameters were set."""
+        revolute joint, soft transform), once per frame after their parameters were set.
+        The factorisation of an earlier Hessian is not reused after this."""
         derivatives = [
             term.gradient_hessian(q) if constant and len(term.bodies) else None
             for term, constant in zip(self.terms, self.constant)
         ]
         self.constant_blocks = self.assembly.assemble(derivatives, self.element_bodies)[1]
+        self.factorization_reusable = False
+
+    def try_reuse(self) -> bool:
+        """Whether the next time step starts from the last step's factorisation (one is held and
+        no failed try is being backed off from)."""
+        if not self.factorization_reusable:
+            return False
+        if self._reuse_wait > 0:
+            self._reuse_wait -= 1
+            return False
+        return True
+
+    def record_reuse(self, success: bool) -> None:
+        """Outcome of a step started from an earlier factorisation: after a failure the next
+        1, 2, 4, ... (at most :data:`REUSE_BACKOFF_MAX`) steps factorise afresh; a success resets."""
+        if success:
+            self._reuse_backoff = 1
+        else:
+            self._reuse_wait = self._reuse_backoff
+            self._reuse_backoff = min(2 * self._reuse_backoff, REUSE_BACKOFF_MAX)
 
     def energy(self, q: np.ndarray) -> float:
         """E(q) in J (incremental-potential units) for q (bodies, 12)."""
@@ -190,22 +234,37 @@ def solve_step(
             raise NewtonFailure("the Newton direction is not finite")
         return direction
 
-    def small(direction: np.ndarray) -> bool:
+    def small(direction: np.ndarray, fraction: float = 1.0) -> bool:
         displacement, affine = _direction_size(direction, corners_dynamic)
-        return displacement <= settings.velocity_tol * dt and affine <= settings.transrate_tol * dt
+        return displacement <= fraction * settings.velocity_tol * dt and affine <= fraction * settings.transrate_tol * dt
 
+    # The first direction of a step may use the previous step's factorisation (a lagged
+    # Hessian, as stiff ODE solvers reuse their Jacobians): the step is then accepted only
+    # through the chord test below, which bounds the error by the same tolerance whatever
+    # positive definite matrix produced the directions; if it fails, the step goes on with fresh
+    # factorisations and the next steps back off from reusing.
+    reused = potential.try_reuse()
     for iteration in range(1, settings.max_iterations + 1):
-        gradient, hessian = potential.gradient_hessian(q)
-        try:
-            solver.factorize(hessian)
-        except SingularSystem as error:
-            raise NewtonFailure(str(error)) from error
+        if reused and iteration == 1:
+            gradient = potential.gradient(q)
+        else:
+            if reused:  # the lagged Hessian did not do: record it once, then factorise afresh
+                potential.record_reuse(False)
+                reused = False
+            gradient, hessian = potential.gradient_hessian(q)
+            try:
+                solver.factorize(hessian)
+            except SingularSystem as error:
+                potential.factorization_reusable = False
+                raise NewtonFailure(str(error)) from error
         direction = newton_direction(gradient)
         start = q[dynamic].copy()
-        if small(direction):
+        # A small direction from a lagged Hessian is not proof enough (a stiffer old Hessian
+        # shortens it): such a step goes through the chord test like any other.
+        if small(direction) and not (reused and iteration == 1):
             q[dynamic] = start + direction
             if iteration >= settings.min_iterations:
-                return NewtonResult(iteration, line_search_total, True)
+                return _result(potential, reused, iteration, line_search_total, True, chord=False)
             continue
         energy0 = potential.energy(q)
         if not np.isfinite(energy0):
@@ -231,12 +290,31 @@ def solve_step(
                 # only if it shrank to at most CHORD_RATE_MAX of the first: the error left is then
                 # about theta / (1 - theta) |c2| <= |c2| <= theta * tolerance. Otherwise go on with
                 # a full Newton iteration from the improved state.
+                # A step whose directions all come from the previous step's factorisation starts
+                # much farther from the solution than one after a fresh Newton step: it takes
+                # chord steps (at most REUSED_CHORDS_MAX, each contracting) until that error
+                # estimate is below REUSED_ERROR_FRACTION of the tolerance.
                 q[dynamic] += chord
-                second = newton_direction(potential.gradient(q))
-                q[dynamic] += second
-                if max(_direction_size(second, corners_dynamic)) <= CHORD_RATE_MAX * max(
-                    _direction_size(chord, corners_dynamic)
-                ):
-                    return NewtonResult(iteration + 1, line_search_total, True)
-    return NewtonResult(settings.max_iterations, line_search_total, False)
+                previous = max(_direction_size(chord, corners_dynamic))
+                for _ in range(REUSED_CHORDS_MAX if reused else 1):
+                    following = newton_direction(potential.gradient(q))
+                    q[dynamic] += following
+                    size = max(_direction_size(following, corners_dynamic))
+                    if size > CHORD_RATE_MAX * previous:
+                        break
+                    theta = size / previous if previous > 0.0 else 0.0
+                    if not reused or theta == 0.0 or small(following, REUSED_ERROR_FRACTION * (1.0 - theta) / theta):
+                        return _result(potential, reused, iteration + 1, line_search_total, True, chord=True)
+                    previous = size
+    return _result(potential, reused, settings.max_iterations, line_search_total, False, chord=False)
 
+
+def _result(potential: IncrementalPotential, reused: bool, iterations: int, line_search: int,
+            converged: bool, chord: bool) -> NewtonResult:
+    """The step's :class:`NewtonResult`. The step's last factorisation may start the next step
+    only if this one ended through the chord test (``chord``): where chord steps do not
+    contract within a step, a lagged Hessian would not either."""
+    if reused:
+        potential.record_reuse(converged)
+    potential.factorization_reusable = chord
+    return NewtonResult(iterations, line_search, converged)
