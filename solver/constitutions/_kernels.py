@@ -14,13 +14,16 @@ attributes.
 Note: Numba's on-disk cache of a caller is not invalidated when only this module changes; clear
 ``$NUMBA_CACHE_DIR`` after editing it.
 
-Threading: the per-constitution element loops are written with ``numba.prange`` (each iteration
+Threading: most per-constitution element loops are written with ``numba.prange`` (each iteration
 writes only its own element's outputs; energies are a single ``+=`` reduction), but compiled
 without ``parallel=True``. Measured on the development machine: serial ``gradient_hessian`` costs
 ~1-20 µs per element, so threads only pay beyond ~10³ elements, while ``parallel=True`` roughly
 doubles the cold compile time (+~2 s per kernel) and adds a fork/join cost per call that grew to
-~10 ms per call on a loaded 2-core machine. Adding ``parallel=True`` to one kernel's decorator is the
-only change needed to thread it.
+~10 ms per call on a loaded 2-core machine. Adding ``parallel=True`` to such a kernel's decorator
+is the only change needed to thread it. The energy, gradient-only and readout kernels of the
+joints (called several times per time step) loop with ``range`` over scratch arrays allocated
+once per call (:func:`gather_dofs_into`, :func:`apply_jacobian_into`): a small allocation per
+element made them 3x slower; threading those needs a scratch array per thread.
 """
 
 from __future__ import annotations
@@ -114,26 +117,38 @@ def add_outer(matrix, scale, a, b):
 @numba.njit(cache=True)
 def gather_dofs(q, body_row):
     """Stacked DOFs (12 k,) of the k bodies ``body_row`` (k,) from the global q (n_bodies, 12)."""
-    count = body_row.shape[0]
-    q_element = np.empty(12 * count)
-    for b in range(count):
+    q_element = np.empty(12 * body_row.shape[0])
+    gather_dofs_into(q, body_row, q_element)
+    return q_element
+
+
+@numba.njit(cache=True)
+def gather_dofs_into(q, body_row, q_element):
+    """:func:`gather_dofs` into an existing (12 k,) array: element loops reuse one buffer instead
+    of allocating one per element (small allocations dominated the gradient-only kernels)."""
+    for b in range(body_row.shape[0]):
         body = body_row[b]
         for d in range(12):
             q_element[12 * b + d] = q[body, d]
-    return q_element
 
 
 @numba.njit(cache=True)
 def apply_jacobian(jacobian, q_element):
     """F = J_F q_element, J_F (m, d), q_element (d,) -> (m,)."""
+    F = np.empty(jacobian.shape[0])
+    apply_jacobian_into(jacobian, q_element, F)
+    return F
+
+
+@numba.njit(cache=True)
+def apply_jacobian_into(jacobian, q_element, F):
+    """:func:`apply_jacobian` into an existing (m,) array ``F``."""
     m, d = jacobian.shape
-    F = np.zeros(m)
     for r in range(m):
         total = 0.0
         for a in range(d):
             total += jacobian[r, a] * q_element[a]
         F[r] = total
-    return F
 
 
 @numba.njit(cache=True)

@@ -49,13 +49,18 @@ def driving_energy_F(F, stiffness, target):
 def driving_gradient_F(F, stiffness, target):
     """Gradient (9,) of the driving energy with respect to F = [d; t_i; t_j]: K r_i [t_i; d; 0] + K r_j [t_j; 0; d]."""
     gradient = np.zeros(9)
-    for side in range(2):
-        block = 3 + 3 * side  # t_i, then t_j
-        scaled = stiffness * (dot3(F[block : block + 3], F[0:3]) - target)
+    add_driving_gradient_F(F, stiffness, target, gradient)
+    return gradient
+
+
+@numba.njit(cache=True)
+def add_driving_gradient_F(F, stiffness, target, gradient):
+    """Add :func:`driving_gradient_F` to ``gradient`` (9,), without allocating."""
+    for block in (3, 6):  # t_i, then t_j
+        scaled = stiffness * (F[block] * F[0] + F[block + 1] * F[1] + F[block + 2] * F[2] - target)
         for k in range(3):
             gradient[k] += scaled * F[block + k]
-            gradient[block + k] = scaled * F[k]
-    return gradient
+            gradient[block + k] += scaled * F[k]
 
 
 @numba.njit(cache=True)

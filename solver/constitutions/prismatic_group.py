@@ -15,12 +15,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_mapped_derivatives, apply_jacobian, as_float_view, check_state, element_outputs, exact_argument
-from ._kernels import gather_dofs
-from .driving_prismatic_joint import DrivingPrismaticJoint, driving_derivatives_F, driving_energy_F, driving_gradient_F
+from ._kernels import add_mapped_derivatives, apply_jacobian, apply_jacobian_into, as_float_view, check_state
+from ._kernels import element_outputs, exact_argument, gather_dofs, gather_dofs_into
+from .driving_prismatic_joint import DrivingPrismaticJoint, add_driving_gradient_F, driving_derivatives_F, driving_energy_F
 from .joint_limit_penalty import penalty
-from .prismatic_joint import PrismaticJoint, add_frame_terms, cross_terms_derivatives_F, cross_terms_gradient_F
-from .prismatic_joint import cross_terms_energy_F, distance_F, distance_gradient_F, frame_terms_energy_F
+from .prismatic_joint import PrismaticJoint, add_cross_terms_gradient_F, add_distance_gradient_F, add_frame_terms
+from .prismatic_joint import cross_terms_derivatives_F, cross_terms_energy_F, distance_F, frame_terms_energy_F
 from .prismatic_joint_limit import PrismaticJointLimit, limit_derivatives_F
 
 
@@ -50,11 +50,12 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
 def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
                    limited, lower, upper, strength):
     total = 0.0
+    q_element, F, frame_F = np.empty(24), np.empty(9), np.empty(6)  # reused by every element
     for e in range(bodies.shape[0]):
-        q_element = gather_dofs(q, bodies[e])
-        F = apply_jacobian(axis_jacobian[e], q_element)
-        total += cross_terms_energy_F(F, stiffness[e])
-        total += frame_terms_energy_F(apply_jacobian(frame_jacobian[e], q_element), stiffness[e])
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(axis_jacobian[e], q_element, F)
+        apply_jacobian_into(frame_jacobian[e], q_element, frame_F)
+        total += cross_terms_energy_F(F, stiffness[e]) + frame_terms_energy_F(frame_F, stiffness[e])
         if drive_stiffness[e] != 0.0:
             total += driving_energy_F(F, drive_stiffness[e], drive_target[e])
         if limited[e]:
@@ -65,17 +66,19 @@ def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_st
 @numba.njit(cache=True)
 def _gradient_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
                      limited, lower, upper, strength, gradient):
+    q_element, F, frame_F, gradient_F = np.empty(24), np.empty(9), np.empty(6), np.empty(9)  # reused
     for e in range(bodies.shape[0]):
-        q_element = gather_dofs(q, bodies[e])
-        F = apply_jacobian(axis_jacobian[e], q_element)
-        gradient_F = cross_terms_gradient_F(F, stiffness[e])
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(axis_jacobian[e], q_element, F)
+        gradient_F[:] = 0.0
+        add_cross_terms_gradient_F(F, stiffness[e], gradient_F)
         if drive_stiffness[e] != 0.0:
-            gradient_F += driving_gradient_F(F, drive_stiffness[e], drive_target[e])
+            add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], gradient_F)
         if limited[e]:
             _, first, _ = penalty(distance_F(F), lower[e], upper[e], strength[e])
             if first != 0.0:
-                gradient_F += first * distance_gradient_F(F)
-        frame_F = apply_jacobian(frame_jacobian[e], q_element)  # E23: gradient K Jᵀ F
+                add_distance_gradient_F(F, first, gradient_F)
+        apply_jacobian_into(frame_jacobian[e], q_element, frame_F)  # E23: gradient K Jᵀ F
         for a in range(24):
             total = 0.0
             for r in range(9):

@@ -69,12 +69,18 @@ def distance_F(F):
 def distance_gradient_F(F):
     """Gradient (9,) of d = ½ (c_j − c_i)·(t_i + t_j) with respect to F; its Hessian is the constant
     ½ I at the (d, t_i), (t_i, d), (d, t_j) and (t_j, d) blocks."""
-    gradient = np.empty(9)
-    for k in range(3):
-        gradient[k] = 0.5 * (F[3 + k] + F[6 + k])
-        gradient[3 + k] = 0.5 * F[k]
-        gradient[6 + k] = 0.5 * F[k]
+    gradient = np.zeros(9)
+    add_distance_gradient_F(F, 1.0, gradient)
     return gradient
+
+
+@numba.njit(cache=True)
+def add_distance_gradient_F(F, scale, gradient):
+    """Add ``scale`` times :func:`distance_gradient_F` to ``gradient`` (9,), without allocating."""
+    for k in range(3):
+        gradient[k] += 0.5 * scale * (F[3 + k] + F[6 + k])
+        gradient[3 + k] += 0.5 * scale * F[k]
+        gradient[6 + k] += 0.5 * scale * F[k]
 
 
 @numba.njit(cache=True)
@@ -104,13 +110,13 @@ def _build_frame_jacobians(frame_i: np.ndarray, frame_j: np.ndarray) -> np.ndarr
 @numba.njit(cache=True)
 def cross_terms_energy_F(F, stiffness):
     """E01 = K/2 (|d × t_i|² + |d × t_j|²) for F = [d; t_i; t_j] (9,)."""
-    d = F[0:3]
     total = 0.0
-    for side in range(2):
-        block = 3 + 3 * side  # t_i, then t_j
-        t = F[block : block + 3]
-        cross = cross3(d, t)  # direct, not |d|²|t|² − (d·t)²: that cancels near d ∥ t (the rest state)
-        total += dot3(cross, cross)
+    for block in (3, 6):  # t_i, then t_j
+        # d × t directly, not |d|²|t|² − (d·t)²: that cancels near d ∥ t (the rest state)
+        x = F[1] * F[block + 2] - F[2] * F[block + 1]
+        y = F[2] * F[block] - F[0] * F[block + 2]
+        z = F[0] * F[block + 1] - F[1] * F[block]
+        total += x * x + y * y + z * z
     return 0.5 * stiffness * total
 
 
@@ -118,18 +124,22 @@ def cross_terms_energy_F(F, stiffness):
 def cross_terms_gradient_F(F, stiffness):
     """Gradient (9,) of E01 with respect to F = [d; t_i; t_j]: per tangent t,
     ∂/∂d = K (|t|² d − (d·t) t) = K t × (d × t), ∂/∂t = K (|d|² t − (d·t) d) = K (d × t) × d."""
-    d = F[0:3]
     gradient = np.zeros(9)
-    for side in range(2):
-        block = 3 + 3 * side  # t_i, then t_j
-        t = F[block : block + 3]
-        d_cross_t = cross3(d, t)
-        gradient_d = cross3(t, d_cross_t)
-        gradient_t = cross3(d_cross_t, d)
-        for k in range(3):
-            gradient[k] += stiffness * gradient_d[k]
-            gradient[block + k] = stiffness * gradient_t[k]
+    add_cross_terms_gradient_F(F, stiffness, gradient)
     return gradient
+
+
+@numba.njit(cache=True)
+def add_cross_terms_gradient_F(F, stiffness, gradient):
+    """Add :func:`cross_terms_gradient_F` to ``gradient`` (9,), without allocating:
+    per tangent t, K (|t|² d − (d·t) t) to the d block and K (|d|² t − (d·t) d) to the t block."""
+    dd = F[0] * F[0] + F[1] * F[1] + F[2] * F[2]
+    for block in (3, 6):  # t_i, then t_j
+        tt = F[block] * F[block] + F[block + 1] * F[block + 1] + F[block + 2] * F[block + 2]
+        dt = F[0] * F[block] + F[1] * F[block + 1] + F[2] * F[block + 2]
+        for k in range(3):
+            gradient[k] += stiffness * (tt * F[k] - dt * F[block + k])
+            gradient[block + k] += stiffness * (dd * F[block + k] - dt * F[k])
 
 
 @numba.njit(cache=True)

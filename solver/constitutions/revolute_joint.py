@@ -29,12 +29,14 @@ from ..affine_body import direction_jacobians, point_jacobians
 from ._kernels import (
     add_mapped_derivatives,
     apply_jacobian,
+    apply_jacobian_into,
     as_bodies,
     as_float_array,
     as_float_view,
     check_state,
     element_outputs,
     gather_dofs,
+    gather_dofs_into,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -102,8 +104,10 @@ def sin_cos_kernel(q, bodies, basis_jacobian):
     n = bodies.shape[0]
     sine = np.empty(n)
     cosine = np.empty(n)
-    for e in numba.prange(n):
-        F = apply_jacobian(basis_jacobian[e], gather_dofs(q, bodies[e]))
+    q_element, F = np.empty(24), np.empty(12)  # reused by every element
+    for e in range(n):
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(basis_jacobian[e], q_element, F)
         sine[e], cosine[e] = sin_cos_F(F)
     return sine, cosine
 
@@ -140,8 +144,10 @@ def revolute_gradient_hessian_F(F, stiffness):
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, jacobian, stiffness):
     total = 0.0
-    for e in numba.prange(bodies.shape[0]):
-        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+    q_element, F = np.empty(24), np.empty(6)  # reused by every element
+    for e in range(bodies.shape[0]):
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(jacobian[e], q_element, F)
         total += revolute_energy_F(F, stiffness[e])
     return total
 
@@ -158,8 +164,10 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian):
 
 @numba.njit(cache=True)
 def _gradient_kernel(q, bodies, jacobian, stiffness, gradient):
+    q_element, F = np.empty(24), np.empty(6)  # reused by every element
     for e in range(bodies.shape[0]):
-        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(jacobian[e], q_element, F)
         for a in range(24):
             total = 0.0
             for r in range(6):
