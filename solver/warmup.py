@@ -81,7 +81,7 @@ MAX_PROCESSES = 3
 #: development machine (2 cores, Numba 0.68); only their ratios matter, for the split. Kernels
 #: not listed weigh :data:`DEFAULT_WEIGHT`.
 COMPILE_WEIGHTS = {
-    "prismatic_group._gradient_hessian_kernel": 3.0,
+    "prismatic_group._gradient_hessian_kernel": 4.5,
     "revolute_joint_limit._gradient_hessian_kernel": 2.0,
     "ortho_potential._gradient_hessian_kernel": 0.85,
     "revolute_joint._gradient_hessian_kernel": 0.85,
