@@ -91,7 +91,7 @@ COMPILE_WEIGHTS = {
     "prismatic_joint.distance_kernel": 0.26,
     "assembly._scatter": 0.22,
 }
-DEFAULT_WEIGHT = 0.2
+DEFAULT_WEIGHT = 0.13
 
 
 @dataclass
