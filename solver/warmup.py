@@ -197,7 +197,11 @@ def compile_in_parallel(tasks: list[CompileTask], timeout: float = 600.0) -> int
         loads[least] += task.weight
     children = []
     for share in shares[1:]:
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to spare (limits, memory): this process compiles the share
+            shares[0].extend(share)
+            continue
         if pid == 0:  # the child: compile its share, write the cache, leave without cleanup
             status = 1
             try:

@@ -104,3 +104,27 @@ def test_parallel_compilation_never_forks_from_a_thread_or_when_turned_off(monke
     assert seen == [1]
     monkeypatch.setenv(warmup.PARALLEL_ENVIRONMENT, "0")
     assert warmup.parallel_processes() == 1
+
+
+def test_parallel_compilation_falls_back_to_this_process_when_fork_fails(monkeypatch):
+    """A fork refused by the system (process limits, memory) compiles the child's share here."""
+    import os
+
+    from solver import warmup
+
+    ran = []
+
+    class Kernel:
+        signatures = []
+
+        def __init__(self, name):
+            self.py_func = type("F", (), {"__module__": "solver.fake", "__name__": name})
+
+    def refuse():
+        raise OSError("fork refused")
+
+    tasks = [warmup.CompileTask(Kernel(name), lambda name=name: ran.append(name)) for name in ("a", "b", "c")]
+    monkeypatch.setattr(warmup, "parallel_processes", lambda: 2)
+    monkeypatch.setattr(os, "fork", refuse)
+    assert warmup.compile_in_parallel(tasks) == 0
+    assert sorted(ran) == ["a", "b", "c"]
