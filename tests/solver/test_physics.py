@@ -390,3 +390,22 @@ def test_factorisation_reuse_backs_off_after_failures_and_resets_after_a_success
     assert not potential.try_reuse() and potential.try_reuse()  # back to one step
     potential.refresh_constant_hessian(model.q0)
     assert not potential.try_reuse()  # a new constant Hessian: factorise afresh
+
+
+def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatch):
+    """With max_iterations = 1 a lagged Hessian could not be followed by its chord steps: every
+    step factorises its own Hessian, as libuipc's single iteration does."""
+    from solver.linear_solver import LinearSolver
+
+    counted = {"factorisations": 0}
+    factorize = LinearSolver.factorize
+
+    def counting(self, blocks):
+        counted["factorisations"] += 1
+        return factorize(self, blocks)
+
+    monkeypatch.setattr(LinearSolver, "factorize", counting)
+    scene = prismatic_chain_scene(3, seconds=0.25)
+    scene.settings.max_iterations = 1
+    trajectory = simulate(scene)
+    assert counted["factorisations"] == len(trajectory.newton_iterations)
