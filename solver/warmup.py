@@ -75,7 +75,7 @@ def warm_up() -> None:
 #: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
 PARALLEL_ENVIRONMENT = "ABD_JOINTS_PARALLEL_COMPILE"
 #: Most processes (the parent included) that share a first compilation: beyond three the largest
-#: kernel (the prismatic group's Hessian, about 3 s alone) bounds the wall time anyway.
+#: kernel (the prismatic group's Hessian, about 3.9 s alone) bounds the wall time anyway.
 MAX_PROCESSES = 3
 #: First-compilation seconds of the kernels (nested helpers included, the first kernel to use a
 #: helper paying for it) measured on the development machine (2 cores, Numba 0.68) when the
@@ -143,11 +143,15 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
         tasks.append(CompileTask(module._gradient_hessian_kernel, lambda term=term: term.gradient_hessian(q)))
         if hasattr(module, "_gradient_kernel") and hasattr(term, "gradient"):
             tasks.append(CompileTask(module._gradient_kernel, lambda term=term: term.gradient(q)))
-    derivatives = [(np.zeros((len(b), 12 * b.shape[1])), np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])))
-                   for b in potential.element_bodies]
-    tasks.append(CompileTask(assembly._scatter, lambda: potential.assembly.assemble(derivatives, potential.element_bodies)))
+
+    def zero_derivatives():  # per term, zero element gradients and Hessians (built only when needed)
+        return [(np.zeros((len(b), 12 * b.shape[1])), np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])))
+                for b in potential.element_bodies]
+
+    tasks.append(CompileTask(assembly._scatter,
+                             lambda: potential.assembly.assemble(zero_derivatives(), potential.element_bodies)))
     tasks.append(CompileTask(assembly._scatter_gradient,
-                             lambda: potential.assembly.assemble_gradient(derivatives, potential.element_bodies)))
+                             lambda: potential.assembly.assemble_gradient(zero_derivatives(), potential.element_bodies)))
     solver = potential.linear_solver
     if solver.method == "banded" and solver.size:
         def factorize_identity():
