@@ -36,7 +36,9 @@ factorised. Such a step is accepted only through the chord test, followed by cho
 their error estimate theta / (1 - theta) |c| is 1% of the tolerance; if they stop contracting, the
 step goes on with fresh factorisations and the following steps back off from reusing (1, 2, 4 ...
 16 steps). On the 1000-body chains at dt = 1/240 s this leaves 0.5 (revolute) and 0.1
-(prismatic) factorisations per step instead of 1 (docs/performance.md).
+(prismatic) factorisations per step instead of 1 (docs/performance.md). Chord steps after a fresh
+factorisation back off the same way where they keep failing (a swinging chain at dt = 1/24,
+whose Hessian changes too much within a step): they then cost nothing there.
 """
 
 from __future__ import annotations
@@ -76,9 +78,35 @@ CHORD_RATE_MAX = 0.5
 #: tests/solver/test_physics.py's chains against tightly converged runs.
 REUSED_ERROR_FRACTION = 0.01
 REUSED_CHORDS_MAX = 4
-#: Longest run of time steps that factorise afresh, after failed tries, before a step again
-#: starts from the previous step's factorisation (see :meth:`IncrementalPotential.record_reuse`).
-REUSE_BACKOFF_MAX = 16
+#: Longest run of chances skipped after failed tries of a shortcut (starting a step from the
+#: previous step's factorisation, or chord steps), see :class:`BackOff`.
+BACKOFF_MAX = 16
+
+
+class BackOff:
+    """Exponential back-off of a speculative shortcut of the Newton loop: after a failed try the
+    next 1, 2, 4 ... (at most :data:`BACKOFF_MAX`) chances are skipped; a success resets it. Where
+    the shortcut keeps failing (chord steps at dt = 1/24 on a swinging chain, whose Hessian
+    changes too much within a step) it then costs almost nothing."""
+
+    def __init__(self):
+        self._wait = 0
+        self._length = 1
+
+    def ready(self) -> bool:
+        """Whether to try the shortcut at this chance (a skipped chance counts down the wait)."""
+        if self._wait > 0:
+            self._wait -= 1
+            return False
+        return True
+
+    def record(self, success: bool) -> None:
+        """The outcome of a try."""
+        if success:
+            self._length = 1
+        else:
+            self._wait = self._length
+            self._length = min(2 * self._length, BACKOFF_MAX)
 
 
 class NewtonFailure(RuntimeError):
@@ -127,11 +155,12 @@ class IncrementalPotential:
             for term, constant in zip(terms, self.constant)
         ]
         self._blocks = np.empty((self.assembly.block_count, 12, 12))
-        # Factorisation reuse across time steps (see solve_step): whether the linear solver holds
-        # a factorisation that the next step may start from, and the back-off after a failed try.
+        # Factorisation reuse across time steps and chord steps (see solve_step): whether the
+        # linear solver holds a factorisation that the next step may start from, and the
+        # back-offs after failed tries.
         self.factorization_reusable = False
-        self._reuse_wait = 0
-        self._reuse_backoff = 1
+        self.reuse_backoff = BackOff()
+        self.chord_backoff = BackOff()
 
     def refresh_constant_hessian(self, q: np.ndarray) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
@@ -146,22 +175,8 @@ class IncrementalPotential:
 
     def try_reuse(self) -> bool:
         """Whether the next time step starts from the last step's factorisation (one is held and
-        no failed try is being backed off from)."""
-        if not self.factorization_reusable:
-            return False
-        if self._reuse_wait > 0:
-            self._reuse_wait -= 1
-            return False
-        return True
-
-    def record_reuse(self, success: bool) -> None:
-        """Outcome of a step started from an earlier factorisation: after a failure the next
-        1, 2, 4, ... (at most :data:`REUSE_BACKOFF_MAX`) steps factorise afresh; a success resets."""
-        if success:
-            self._reuse_backoff = 1
-        else:
-            self._reuse_wait = self._reuse_backoff
-            self._reuse_backoff = min(2 * self._reuse_backoff, REUSE_BACKOFF_MAX)
+        no failed try is being backed off from, :attr:`reuse_backoff`)."""
+        return self.factorization_reusable and self.reuse_backoff.ready()
 
     def energy(self, q: np.ndarray) -> float:
         """E(q) in J (incremental-potential units) for q (bodies, 12)."""
@@ -249,7 +264,7 @@ def solve_step(
             gradient = potential.gradient(q)
         else:
             if reused:  # the lagged Hessian did not do: record it once, then factorise afresh
-                potential.record_reuse(False)
+                potential.reuse_backoff.record(False)
                 reused = False
             gradient, hessian = potential.gradient_hessian(q)
             try:
@@ -280,8 +295,11 @@ def solve_step(
         # iteration's factorisation, H(q_k)^-1 g(q_k+1), costs a gradient and a triangular solve
         # instead of a new Hessian and factorisation. When it passes the same test (and the
         # contraction test below) it counts as the next iteration; otherwise the loop goes on
-        # with a full Newton iteration.
-        if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations:
+        # with a full Newton iteration. Where chord steps keep failing they are skipped for a
+        # while (potential.chord_backoff), except after a lagged Hessian, which needs them.
+        if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations and (
+            reused or potential.chord_backoff.ready()
+        ):
             chord = newton_direction(potential.gradient(q))
             if small(chord):
                 # Chord steps converge only linearly, at the rate theta = |c2| / |c1|, which is
@@ -304,8 +322,12 @@ def solve_step(
                         break
                     theta = size / previous if previous > 0.0 else 0.0
                     if not reused or theta == 0.0 or small(following, REUSED_ERROR_FRACTION * (1.0 - theta) / theta):
+                        if not reused:
+                            potential.chord_backoff.record(True)
                         return _result(potential, reused, iteration + 1, line_search_total, True, chord=True)
                     previous = size
+            if not reused:
+                potential.chord_backoff.record(False)
     return _result(potential, reused, settings.max_iterations, line_search_total, False, chord=False)
 
 
@@ -315,6 +337,6 @@ def _result(potential: IncrementalPotential, reused: bool, iterations: int, line
     only if this one ended through the chord test (``chord``): where chord steps do not
     contract within a step, a lagged Hessian would not either."""
     if reused:
-        potential.record_reuse(converged)
+        potential.reuse_backoff.record(converged)
     potential.factorization_reusable = chord
     return NewtonResult(iterations, line_search, converged)

@@ -367,27 +367,32 @@ def test_revolute_chain_with_factorisation_reuse_is_as_accurate_as_without(monke
     assert error < 1.5 * fresh_error
 
 
-def test_factorisation_reuse_backs_off_after_failures_and_resets_after_a_success():
+def test_shortcuts_back_off_after_failures_and_reset_after_a_success():
     from solver.model import Model
-    from solver.newton import REUSE_BACKOFF_MAX, IncrementalPotential
+    from solver.newton import BACKOFF_MAX, BackOff, IncrementalPotential
     from solver.scene import validate_scene
+
+    backoff = BackOff()
+    assert backoff.ready()
+    pattern = []
+    for _ in range(7):  # every try fails: 1, 2, 4, 8, 16, 16, 16 chances skipped in between
+        backoff.record(False)
+        skipped = 0
+        while not backoff.ready():
+            skipped += 1
+        pattern.append(skipped)
+    assert pattern == [1, 2, 4, 8, 16, BACKOFF_MAX, BACKOFF_MAX]
+    backoff.record(True)
+    backoff.record(False)
+    assert not backoff.ready() and backoff.ready()  # back to one chance
 
     model = Model(validate_scene(prismatic_chain_scene(1)))
     potential = IncrementalPotential(model.terms, model.slot)
     assert not potential.try_reuse()  # nothing factorised yet
     potential.factorization_reusable = True
     assert potential.try_reuse()
-    pattern = []
-    for _ in range(7):  # every try fails: 1, 2, 4, 8, 16, 16 steps without a try in between
-        potential.record_reuse(False)
-        waited = 0
-        while not potential.try_reuse():
-            waited += 1
-        pattern.append(waited)
-    assert pattern == [1, 2, 4, 8, 16, REUSE_BACKOFF_MAX, REUSE_BACKOFF_MAX]
-    potential.record_reuse(True)
-    potential.record_reuse(False)
-    assert not potential.try_reuse() and potential.try_reuse()  # back to one step
+    potential.reuse_backoff.record(False)
+    assert not potential.try_reuse() and potential.try_reuse()
     potential.refresh_constant_hessian(model.q0)
     assert not potential.try_reuse()  # a new constant Hessian: factorise afresh
 
