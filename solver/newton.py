@@ -69,8 +69,12 @@ def _direction_size(direction, corners):
     return displacement, affine
 
 
-#: Largest accepted contraction |c2| / |c1| of two successive chord steps (measured on the
-#: convergence test's displacement measure); see :func:`solve_step`.
+#: A step that ends with chord steps is accepted when their error estimate theta / (1 - theta) |c|
+#: (theta = |c_k| / |c_k-1|, the contraction of successive chord steps, on the convergence
+#: test's measure) is at most this fraction of the convergence tolerance; see :func:`solve_step`.
+CHORD_ERROR_FRACTION = 0.5
+#: Slowest contraction with which a step started from the previous step's factorisation goes on
+#: with further chord steps.
 CHORD_RATE_MAX = 0.5
 #: A step that starts from the previous step's factorisation (see :func:`solve_step`) takes
 #: chord steps until their error estimate theta / (1 - theta) |c| is below this fraction of the
@@ -304,27 +308,30 @@ def solve_step(
             if small(chord):
                 # Chord steps converge only linearly, at the rate theta = |c2| / |c1|, which is
                 # poor where the Hessian changed much over the full step (a fast-spinning body:
-                # the OrthoPotential's Hessian turns with A). Take a second chord step and accept
-                # only if it shrank to at most CHORD_RATE_MAX of the first: the error left is then
-                # about theta / (1 - theta) |c2| <= |c2| <= theta * tolerance. Otherwise go on with
-                # a full Newton iteration from the improved state.
+                # the OrthoPotential's Hessian turns with A). So a second chord step follows, and
+                # the step is accepted when the error left after it, about theta / (1 - theta) |c2|
+                # (a geometric series), is at most CHORD_ERROR_FRACTION of the tolerance (for
+                # theta <= 1/2 the estimate is at most |c2| <= |c1| / 2; slower contraction passes
+                # when |c2| is small enough). Otherwise a full Newton iteration follows from the
+                # improved state.
                 # A step whose directions all come from the previous step's factorisation starts
                 # much farther from the solution than one after a fresh Newton step: it takes
-                # chord steps (at most REUSED_CHORDS_MAX, each contracting) until that error
-                # estimate is below REUSED_ERROR_FRACTION of the tolerance.
+                # chord steps (at most REUSED_CHORDS_MAX, each contracting to at most
+                # CHORD_RATE_MAX) until that error estimate is below REUSED_ERROR_FRACTION of the
+                # tolerance.
+                fraction = REUSED_ERROR_FRACTION if reused else CHORD_ERROR_FRACTION
                 q[dynamic] += chord
                 previous = max(_direction_size(chord, corners_dynamic))
                 for _ in range(REUSED_CHORDS_MAX if reused else 1):
                     following = newton_direction(potential.gradient(q))
                     q[dynamic] += following
                     size = max(_direction_size(following, corners_dynamic))
-                    if size > CHORD_RATE_MAX * previous:
-                        break
-                    theta = size / previous if previous > 0.0 else 0.0
-                    if not reused or theta == 0.0 or small(following, REUSED_ERROR_FRACTION * (1.0 - theta) / theta):
+                    if size == 0.0 or (size < previous and small(following, fraction * (previous - size) / size)):
                         if not reused:
                             potential.chord_backoff.record(True)
                         return _result(potential, reused, iteration + 1, line_search_total, True, chord=True)
+                    if size > CHORD_RATE_MAX * previous:
+                        break
                     previous = size
             if not reused:
                 potential.chord_backoff.record(False)
