@@ -21,13 +21,14 @@ then halves the step until E(q + alpha dq) <= E(q), at most ``line_search_max_it
 One departure from libuipc, for speed: after a full iteration that did not converge, the next
 direction is first tried as a chord (simplified Newton) step H(q_k)^-1 g(q_k+1), reusing the
 factorisation; it is tested like a Newton direction and, when it passes, applied followed by a
-second chord step, and the step is accepted only if the second chord step is at most half the
-first (chord steps converge linearly, and slowly where the Hessian changed much); otherwise the
-next iteration assembles and factorises a new Hessian. A step that libuipc solves in two
-iterations (the second one only confirming) thus usually costs one factorisation, two gradients
-and three triangular solves, with the same accuracy or better (tests/solver/test_physics.py
-compares with a run at a 1e-7 tolerance; the cartpole of tests/solver/test_urdf.py deviates from
-PyBullet by at most 2.703e-4 m, against 2.707e-4 m with full iterations).
+second chord step c2, and the step is accepted if the error left, estimated from the contraction
+theta = |c2| / |c1| as theta / (1 - theta) |c2| (chord steps converge linearly, and slowly where
+the Hessian changed much), is at most half the tolerance; otherwise the next iteration
+assembles and factorises a new Hessian. A step that libuipc solves in two iterations (the second
+one only confirming) thus usually costs one factorisation, two gradients and three triangular
+solves, with the same accuracy or better (tests/solver/test_physics.py compares with a run at a
+1e-7 tolerance; the cartpole of tests/solver/test_urdf.py deviates from PyBullet by 2.70e-4 m,
+as with full iterations).
 
 A second departure, the lagged Hessian of stiff ODE solvers (modified Newton, as CVODE reuses its
 Jacobian over many steps): when the previous time step ended through the chord test, the next
