@@ -258,6 +258,22 @@ def test_animated_body_follows_its_keys_and_drags_a_pendulum():
     np.testing.assert_allclose(top, keys[:, :3, 3], atol=1e-3)
 
 
+def count_factorisations(monkeypatch) -> dict:
+    """Count the Newton matrix factorisations from now on (test-scoped): returns a dict whose
+    "factorisations" entry grows with each :meth:`LinearSolver.factorize`."""
+    from solver.linear_solver import LinearSolver
+
+    counted = {"factorisations": 0}
+    factorize = LinearSolver.factorize
+
+    def counting(self, blocks):
+        counted["factorisations"] += 1
+        return factorize(self, blocks)
+
+    monkeypatch.setattr(LinearSolver, "factorize", counting)
+    return counted
+
+
 def hinged_bar_scene() -> Scene:
     """A 1 m bar hinged at one end about y to a fixed base, released horizontal."""
     bar = Body(name="bar", mesh=box_mesh([1.0, 0.1, 0.1], center=(0.5, 0.0, 0.0)))
@@ -270,16 +286,7 @@ def test_chord_steps_reuse_the_factorisation_without_losing_accuracy(monkeypatch
     """Fewer factorisations than Newton directions, and the bar's tip as close to a tightly
     converged run (tolerances 1e-7) as full Newton iterations get: 1.7e-4 m at the default
     tolerances (measured; chord steps accepted without their contraction test left 2.1e-3 m)."""
-    from solver.linear_solver import LinearSolver
-
-    counted = {"factorisations": 0}
-    factorize = LinearSolver.factorize
-
-    def counting(self, blocks):
-        counted["factorisations"] += 1
-        return factorize(self, blocks)
-
-    monkeypatch.setattr(LinearSolver, "factorize", counting)
+    counted = count_factorisations(monkeypatch)
     trajectory = simulate(hinged_bar_scene())
     assert trajectory.all_converged
     assert counted["factorisations"] < trajectory.newton_iterations.sum()  # some chord steps
@@ -320,18 +327,10 @@ def tip_error_to_tight_run(scene_builder, reuse: bool, monkeypatch) -> tuple[flo
     """(Largest distance of the last body's far end from a run at tolerances 1e-7, m;
     factorisations per time step) of ``scene_builder()``, with or without starting steps from
     the previous step's factorisation."""
-    from solver.linear_solver import LinearSolver
     from solver.newton import IncrementalPotential
 
-    counted = {"factorisations": 0}
-    factorize = LinearSolver.factorize
-
-    def counting(self, blocks):
-        counted["factorisations"] += 1
-        return factorize(self, blocks)
-
     with monkeypatch.context() as patch:
-        patch.setattr(LinearSolver, "factorize", counting)
+        counted = count_factorisations(patch)
         if not reuse:
             patch.setattr(IncrementalPotential, "try_reuse", lambda self: False)
         trajectory = simulate(scene_builder())
@@ -400,16 +399,7 @@ def test_shortcuts_back_off_after_failures_and_reset_after_a_success():
 def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatch):
     """With max_iterations = 1 a lagged Hessian could not be followed by its chord steps: every
     step factorises its own Hessian, as libuipc's single iteration does."""
-    from solver.linear_solver import LinearSolver
-
-    counted = {"factorisations": 0}
-    factorize = LinearSolver.factorize
-
-    def counting(self, blocks):
-        counted["factorisations"] += 1
-        return factorize(self, blocks)
-
-    monkeypatch.setattr(LinearSolver, "factorize", counting)
+    counted = count_factorisations(monkeypatch)
     scene = prismatic_chain_scene(3, seconds=0.25)
     scene.settings.max_iterations = 1
     trajectory = simulate(scene)
