@@ -75,23 +75,23 @@ def warm_up() -> None:
 #: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
 PARALLEL_ENVIRONMENT = "ABD_JOINTS_PARALLEL_COMPILE"
 #: Most processes (the parent included) that share a first compilation: beyond three the largest
-#: kernel (the prismatic group's Hessian, about 3.9 s alone) bounds the wall time anyway.
+#: kernel (the prismatic group's Hessian, about 3.2 s alone) bounds the wall time anyway.
 MAX_PROCESSES = 3
 #: First-compilation seconds of the kernels (nested helpers included, the first kernel to use a
 #: helper paying for it) measured on the development machine (2 cores, Numba 0.68) when the
 #: drawer example's kernels were compiled in two processes; only their ratios matter, for the
 #: split. Kernels not listed weigh :data:`DEFAULT_WEIGHT`.
 COMPILE_WEIGHTS = {
-    "prismatic_group._gradient_hessian_kernel": 3.85,
+    "prismatic_group._gradient_hessian_kernel": 3.2,
     "revolute_joint_limit._gradient_hessian_kernel": 2.0,
-    "ortho_potential._gradient_hessian_kernel": 1.04,
+    "ortho_potential._gradient_hessian_kernel": 1.1,
     "revolute_joint._gradient_hessian_kernel": 0.85,
-    "prismatic_group._energy_kernel": 0.54,
-    "prismatic_group._gradient_kernel": 0.51,
-    "prismatic_joint.distance_kernel": 0.26,
-    "assembly._scatter": 0.22,
+    "prismatic_group._energy_kernel": 0.65,
+    "prismatic_group._gradient_kernel": 0.39,
+    "prismatic_joint.distance_kernel": 0.2,
+    "assembly._scatter": 0.17,
 }
-DEFAULT_WEIGHT = 0.13
+DEFAULT_WEIGHT = 0.14
 
 
 @dataclass

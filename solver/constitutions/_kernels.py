@@ -77,16 +77,6 @@ def add_identity_block(matrix, row, column, value):
 
 
 @numba.njit(cache=True)
-def cross3(a, b):
-    """a × b (3,) of two 3-vectors (hand-written: compiles much faster than np.cross)."""
-    out = np.empty(3)
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-    return out
-
-
-@numba.njit(cache=True)
 def add_outer_block(matrix, row, column, scale, a, b):
     """matrix[row:row+len(a), column:column+len(b)] += scale * a bᵀ (in place)."""
     for r in range(a.shape[0]):

@@ -81,29 +81,30 @@ def ortho_gradient_hessian_F(F):
 
 @numba.njit(cache=True)
 def ortho_projected_hessian_F(F):
-    """Term-wise PSD projection (9, 9) of the Hessian of ‖A Aᵀ − I‖²_F (see the module docstring)."""
+    """Term-wise PSD projection (9, 9) of the Hessian of ‖A Aᵀ − I‖²_F (see the module docstring);
+    written element by element (it compiles faster than with block helpers)."""
     hessian = np.zeros((9, 9))
     for i in range(3):
-        a_i = F[3 * i : 3 * i + 3]
-        stretch = dot3(a_i, a_i) - 1.0
-        add_outer_block(hessian, 3 * i, 3 * i, 8.0, a_i, a_i)
-        if stretch > 0.0:
-            for k in range(3):
-                hessian[3 * i + k, 3 * i + k] += 4.0 * stretch
+        stretch = F[3 * i] ** 2 + F[3 * i + 1] ** 2 + F[3 * i + 2] ** 2 - 1.0
+        for r in range(3):
+            for c in range(3):
+                hessian[3 * i + r, 3 * i + c] += 8.0 * F[3 * i + r] * F[3 * i + c]
+            if stretch > 0.0:
+                hessian[3 * i + r, 3 * i + r] += 4.0 * stretch
         for j in range(i + 1, 3):
-            a_j = F[3 * j : 3 * j + 3]
-            shear = dot3(a_i, a_j)
-            add_outer_block(hessian, 3 * i, 3 * i, 4.0, a_j, a_j)
-            add_outer_block(hessian, 3 * j, 3 * j, 4.0, a_i, a_i)
-            add_outer_block(hessian, 3 * i, 3 * j, 4.0, a_j, a_i)
-            add_outer_block(hessian, 3 * j, 3 * i, 4.0, a_i, a_j)
+            shear = F[3 * i] * F[3 * j] + F[3 * i + 1] * F[3 * j + 1] + F[3 * i + 2] * F[3 * j + 2]
             magnitude = 2.0 * abs(shear)
-            sign = 1.0 if shear >= 0.0 else -1.0
-            for k in range(3):
-                hessian[3 * i + k, 3 * i + k] += magnitude
-                hessian[3 * j + k, 3 * j + k] += magnitude
-                hessian[3 * i + k, 3 * j + k] += sign * magnitude
-                hessian[3 * j + k, 3 * i + k] += sign * magnitude
+            signed = magnitude if shear >= 0.0 else -magnitude
+            for r in range(3):
+                for c in range(3):
+                    hessian[3 * i + r, 3 * i + c] += 4.0 * F[3 * j + r] * F[3 * j + c]
+                    hessian[3 * j + r, 3 * j + c] += 4.0 * F[3 * i + r] * F[3 * i + c]
+                    hessian[3 * i + r, 3 * j + c] += 4.0 * F[3 * j + r] * F[3 * i + c]
+                    hessian[3 * j + r, 3 * i + c] += 4.0 * F[3 * i + r] * F[3 * j + c]
+                hessian[3 * i + r, 3 * i + r] += magnitude
+                hessian[3 * j + r, 3 * j + r] += magnitude
+                hessian[3 * i + r, 3 * j + r] += signed
+                hessian[3 * j + r, 3 * i + r] += signed
     return hessian
 
 
