@@ -142,6 +142,16 @@ def apply_jacobian_into(jacobian, q_element, F):
 
 
 @numba.njit(cache=True)
+def add_derivatives(gradient, hessian, gradient_term, hessian_term):
+    """gradient (m,) += gradient_term, hessian (m, m) += hessian_term, in place (explicit loops:
+    the array expression ``+=`` makes Numba compile a loop of its own at every use)."""
+    for r in range(gradient.shape[0]):
+        gradient[r] += gradient_term[r]
+        for c in range(gradient.shape[0]):
+            hessian[r, c] += hessian_term[r, c]
+
+
+@numba.njit(cache=True)
 def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
     """Map F-space derivatives to q and accumulate: gradient += J_Fᵀ ∇_F E, hessian += J_Fᵀ H_F J_F.
 

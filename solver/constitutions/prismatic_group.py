@@ -15,7 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_mapped_derivatives, apply_jacobian, apply_jacobian_into, as_float_view, check_state
+from ._kernels import add_derivatives, add_mapped_derivatives, apply_jacobian, apply_jacobian_into, as_float_view
+from ._kernels import check_state
 from ._kernels import element_outputs, exact_argument, gather_dofs, gather_dofs_into
 from .driving_prismatic_joint import DrivingPrismaticJoint, add_driving_gradient_F, driving_derivatives_F, driving_energy_F
 from .joint_limit_penalty import penalty
@@ -35,13 +36,11 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
         gradient_F, hessian_F = cross_terms_derivatives_F(F, stiffness[e], exact)
         if drive_stiffness[e] != 0.0:  # driving present and enabled
             drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e], exact)
-            gradient_F += drive_gradient
-            hessian_F += drive_hessian
+            add_derivatives(gradient_F, hessian_F, drive_gradient, drive_hessian)
         if limited[e]:
             active, limit_gradient, limit_hessian = limit_derivatives_F(F, lower[e], upper[e], strength[e], exact)
             if active:
-                gradient_F += limit_gradient
-                hessian_F += limit_hessian
+                add_derivatives(gradient_F, hessian_F, limit_gradient, limit_hessian)
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
         add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 

@@ -95,8 +95,12 @@ def limit_derivatives_F(F, lower, upper, strength, exact):
         return False, np.zeros(9), np.zeros((9, 9))
     gradient_x = distance_gradient_F(F)
     if exact is None:
-        return True, first * gradient_x, limit_projected_hessian_F(first, second, gradient_x)
-    return True, first * gradient_x, limit_hessian_F(first, second, gradient_x)
+        hessian = limit_projected_hessian_F(first, second, gradient_x)
+    else:
+        hessian = limit_hessian_F(first, second, gradient_x)
+    for k in range(9):  # the gradient f' ∇x, in place (an array expression compiles much slower)
+        gradient_x[k] *= first
+    return True, gradient_x, hessian
 
 
 @numba.njit(cache=True)
