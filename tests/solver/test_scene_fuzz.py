@@ -109,6 +109,15 @@ def _get(doc, path):
 
 
 def _number_mutation(value, how: str):
+    """``value`` mutated as ``how`` says; a Python int too large for a float (hypothesis draws
+    those) becomes inf instead of raising OverflowError in the generator."""
+    try:
+        return _number_mutation_unchecked(value, how)
+    except OverflowError:
+        return float("inf")
+
+
+def _number_mutation_unchecked(value, how: str):
     if how == "negate":
         return -value
     if how == "huge":
