@@ -114,6 +114,16 @@ class BackOff:
             self._length = min(2 * self._length, BACKOFF_MAX)
 
 
+def row_selector(indices: np.ndarray):
+    """``slice(first, last + 1)`` when the sorted row ``indices`` (k,) are consecutive, else the
+    indices themselves: both select the same rows, but a slice reads and writes them in place
+    (views) where an index array copies them at every use."""
+    indices = np.asarray(indices)
+    if len(indices) and indices[-1] - indices[0] == len(indices) - 1:
+        return slice(int(indices[0]), int(indices[-1]) + 1)
+    return indices
+
+
 class NewtonFailure(RuntimeError):
     """A Newton step produced a non-finite energy, gradient or direction."""
 
@@ -146,6 +156,7 @@ class IncrementalPotential:
         self.terms = terms
         self.slot = slot
         self.dynamic_indices = np.flatnonzero(slot >= 0)
+        self.dynamic_rows = row_selector(self.dynamic_indices)  # the same rows, as a slice when they can be
         self.element_bodies = [term.bodies for term in terms]
         self.assembly = Assembly(slot, self.element_bodies)
         self.linear_solver = LinearSolver(self.assembly.indptr, self.assembly.indices)
@@ -241,7 +252,7 @@ def solve_step(
     Raises:
         NewtonFailure: on a non-finite energy, gradient or Newton direction.
     """
-    dynamic = potential.dynamic_indices
+    dynamic = potential.dynamic_rows
     line_search_total = 0
     corners_dynamic = corners[dynamic]
     solver = potential.linear_solver

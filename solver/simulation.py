@@ -23,7 +23,7 @@ import numpy as np
 from .affine_body import q_from_transform, transform_from_q
 from .joint_state import JointState
 from .model import Model
-from .newton import IncrementalPotential, NewtonFailure, solve_step
+from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
 from .warmup import compile_in_parallel, compile_tasks
@@ -127,8 +127,8 @@ class _Stepper:
             np.array([joint.init_angle for joint in joints], dtype=np.float64),
         )
         self.joints.reset(model, self.q)
-        self.dynamic = np.flatnonzero(model.dynamic)
-        self.kinematic = np.flatnonzero(~model.dynamic)
+        self.dynamic = row_selector(np.flatnonzero(model.dynamic))
+        self.kinematic = row_selector(np.flatnonzero(~model.dynamic))
 
         driving = [joints[k].driving for k in model.driving.joint_indices]
         self.driving_series = {name: np.array([getattr(d, name) for d in driving], dtype=np.float64).reshape(len(driving), frames)

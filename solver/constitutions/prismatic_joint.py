@@ -33,6 +33,7 @@ from ._kernels import (
     add_mapped_derivatives,
     add_outer_block,
     apply_jacobian,
+    apply_jacobian_into,
     as_bodies,
     as_float_array,
     as_float_view,
@@ -41,6 +42,7 @@ from ._kernels import (
     element_outputs,
     exact_argument,
     gather_dofs,
+    gather_dofs_into,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -87,8 +89,11 @@ def distance_kernel(q, bodies, axis_jacobian):
     """Raw distance d(q) (n,) of every element."""
     n = bodies.shape[0]
     out = np.empty(n)
-    for e in numba.prange(n):
-        out[e] = distance_F(apply_jacobian(axis_jacobian[e], gather_dofs(q, bodies[e])))
+    q_element, F = np.empty(24), np.empty(9)  # reused by every element
+    for e in range(n):
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(axis_jacobian[e], q_element, F)
+        out[e] = distance_F(F)
     return out
 
 
