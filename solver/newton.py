@@ -133,7 +133,7 @@ class NewtonResult:
     """Statistics of one time step's solve.
 
     Attributes:
-        iterations: Newton iterations (linear solves) taken.
+        iterations: Newton iterations taken; the chord steps that end a step count as one more.
         line_search_iterations: halvings summed over the iterations.
         converged: whether the tolerances were met within ``max_iterations``.
     """
