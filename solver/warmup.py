@@ -159,9 +159,9 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
             solver.factorize(blocks)
         tasks.append(CompileTask(linear_solver._fill_banded, factorize_identity))
-    dynamic = potential.dynamic_indices
-    tasks.append(CompileTask(newton._direction_size,
-                             lambda: newton._direction_size(np.zeros((len(dynamic), 12)), model.corners[dynamic])))
+    tasks.append(CompileTask(newton._direction_size,  # the corners selected as solve_step selects them
+                             lambda: newton._direction_size(np.zeros((len(potential.dynamic_indices), 12)),
+                                                            model.corners[potential.dynamic_rows])))
     if len(model.prismatic.joint_indices):
         tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.base.distance(q)))
     if len(model.revolute.joint_indices):

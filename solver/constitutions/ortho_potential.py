@@ -23,8 +23,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_outer_block, as_bodies, as_float_array, as_float_view, check_state, dot3, element_outputs
-from ._kernels import exact_argument
+from ._kernels import (
+    add_outer_block,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    check_state,
+    dot3,
+    element_outputs,
+    exact_argument,
+)
 
 
 @numba.njit(cache=True)

@@ -15,9 +15,18 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import add_derivatives, add_mapped_derivatives, apply_jacobian, apply_jacobian_into, as_float_view
-from ._kernels import check_state
-from ._kernels import element_outputs, exact_argument, gather_dofs, gather_dofs_into
+from ._kernels import (
+    add_derivatives,
+    add_mapped_derivatives,
+    apply_jacobian,
+    apply_jacobian_into,
+    as_float_view,
+    check_state,
+    element_outputs,
+    exact_argument,
+    gather_dofs,
+    gather_dofs_into,
+)
 from .driving_prismatic_joint import DrivingPrismaticJoint, add_driving_gradient_F, driving_derivatives_F, driving_energy_F
 from .joint_limit_penalty import penalty
 from .prismatic_joint import PrismaticJoint, add_cross_terms_gradient_F, add_distance_gradient_F, add_frame_terms
