@@ -3,8 +3,8 @@
 Two library paths, chosen once per scene from the block sparsity pattern:
 
 - **banded Cholesky** (LAPACK ``dpbtrf``/``dpbtrs`` through ``scipy.linalg.lapack``) after a reverse
-  Cuthill-McKee ordering of the body graph (``scipy.sparse.csgraph``), when the ordered matrix
-  is narrow: chains and trees of bodies give a bandwidth of one or two blocks, and the banded
+  Cuthill-McKee ordering of the body graph (``scipy.sparse.csgraph``), or in the bodies' own
+  order where that is as narrow (no permutation per solve), when the ordered matrix is narrow: chains and trees of bodies give a bandwidth of one or two blocks, and the banded
   factorisation then costs O(n b^2) with no fill-in analysis;
 - **sparse LU** (SciPy SuperLU in symmetric mode with a minimum-degree ordering of A^T + A)
   otherwise.
@@ -28,20 +28,24 @@ class SingularSystem(RuntimeError):
 
 
 @numba.njit(cache=True)
-def _fill_banded(blocks, block_rows, block_columns, position, bandwidth, banded):
-    """Scatter the lower triangle of the permuted block matrix into LAPACK lower band storage."""
-    banded[:, :] = 0.0
-    for index in range(blocks.shape[0]):
-        block_row = position[block_rows[index]]
-        block_column = position[block_columns[index]]
-        if block_row < block_column:
-            continue
-        for r in range(12):
-            row = 12 * block_row + r
-            for c in range(12):
-                column = 12 * block_column + c
-                if row >= column and row - column <= bandwidth:
-                    banded[row - column, column] = blocks[index, r, c]
+def _fill_banded(blocks, kept, offset, diagonal, banded):
+    """Write the lower triangle of the permuted block matrix into LAPACK lower band storage.
+
+    ``banded`` is (bandwidth + 1, size) in Fortran order, so entry (row, column) of the matrix
+    lives at flat position (row - column) + (bandwidth + 1) column of its memory: block ``kept[k]``
+    (row block >= column block after the ordering) starts at ``offset[k]``, and its column c at
+    ``offset[k] + bandwidth c``, contiguous in the row r. The entries no block writes (inside
+    the band, outside the pattern) are zeroed first.
+    """
+    flat = banded.T.reshape(-1)  # the same memory, in order
+    flat[:] = 0.0
+    step = banded.shape[0] - 1
+    for k in range(kept.shape[0]):
+        index = kept[k]
+        for c in range(12):
+            start = offset[k] + step * c
+            for r in range(c if diagonal[k] else 0, 12):
+                flat[start + r] = blocks[index, r, c]
 
 
 class LinearSolver:
@@ -66,16 +70,27 @@ class LinearSolver:
         graph = scipy.sparse.csr_matrix(
             (np.ones(len(indices)), self.block_columns, np.asarray(indptr)), shape=(block_count, block_count)
         )
+        # The bodies' own order where it is as narrow as reverse Cuthill-McKee's (a chain built
+        # end to end): the solves then permute nothing.
+        own_band = int(np.max(np.abs(self.block_rows - self.block_columns), initial=0))
         order = scipy.sparse.csgraph.reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
-        self.position = np.empty(block_count, dtype=np.int64)
-        self.position[order] = np.arange(block_count)
-        self.order = order
-        block_band = int(np.max(np.abs(self.position[self.block_rows] - self.position[self.block_columns]), initial=0))
+        position = np.empty(block_count, dtype=np.int64)
+        position[order] = np.arange(block_count)
+        block_band = int(np.max(np.abs(position[self.block_rows] - position[self.block_columns]), initial=0))
+        if own_band <= block_band:
+            order, position, block_band = np.arange(block_count), np.arange(block_count), own_band
+        self.order, self.position = order, position
+        self._permuted = bool(np.any(order != np.arange(block_count)))
         self.bandwidth = 12 * block_band + 11
         band_storage = (self.bandwidth + 1) * self.size
         sparse_storage = 144 * max(len(indices), 1)
         self.method = "banded" if band_storage <= self.BAND_FILL_LIMIT * sparse_storage else "superlu"
         self._banded = np.zeros((self.bandwidth + 1, self.size), order="F") if self.method == "banded" else None
+        # Where each block of the lower triangle (after the ordering) goes in the band storage.
+        row_position, column_position = self.position[self.block_rows], self.position[self.block_columns]
+        self._kept = np.flatnonzero(row_position >= column_position).astype(np.int64)
+        self._offset = (12 * (row_position - column_position) + (self.bandwidth + 1) * 12 * column_position)[self._kept]
+        self._diagonal = (row_position == column_position)[self._kept]
         self._factor = None
 
     def factorize(self, blocks: np.ndarray) -> None:
@@ -87,7 +102,7 @@ class LinearSolver:
         if self.size == 0:
             return
         if self.method == "banded":
-            _fill_banded(blocks, self.block_rows, self.block_columns, self.position, self.bandwidth, self._banded)
+            _fill_banded(blocks, self._kept, self._offset, self._diagonal, self._banded)
             # LAPACK pbtrf (banded Cholesky) directly: scipy.linalg.cholesky_banded's checks cost
             # more than the factorisation itself on small systems. The band is in Fortran order,
             # so LAPACK works on it in place.
@@ -108,10 +123,15 @@ class LinearSolver:
         if self.size == 0:
             return right_hand_side.copy()
         if self.method == "banded":
-            permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1, 1)
+            if self._permuted:
+                permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1, 1)
+            else:
+                permuted = np.array(right_hand_side, dtype=np.float64).reshape(-1, 1)
             solution, info = scipy.linalg.lapack.dpbtrs(self._factor, permuted, lower=1, overwrite_b=1)
             if info != 0:
                 raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
+            if not self._permuted:
+                return solution.reshape(-1)
             result = np.empty((self.size // 12, 12))
             result[self.order] = solution.reshape(-1, 12)
             return result.reshape(-1)

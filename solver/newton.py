@@ -55,10 +55,16 @@ from .linear_solver import LinearSolver, SingularSystem
 
 @numba.njit(cache=True)
 def _direction_size(direction, corners):
-    """(max |J(x̄) dq| over the bounding-box corners x̄, max |dq[3:12]|) of a direction (bodies, 12)."""
+    """(max |J(x̄) dq| over the bounding-box corners x̄, max |dq[3:12]|) of a direction (bodies, 12);
+    (nan, nan) when an entry of the direction is not finite."""
     displacement = 0.0
     affine = 0.0
+    total = 0.0  # not finite if an entry is not (or the entries are beyond any physical size)
     for b in range(direction.shape[0]):
+        for k in range(12):
+            total += direction[b, k]
+        if not np.isfinite(total):
+            return np.nan, np.nan
         for k in range(3, 12):
             affine = max(affine, abs(direction[b, k]))
         for c in range(corners.shape[1]):
@@ -171,6 +177,15 @@ class IncrementalPotential:
             for term, constant in zip(terms, self.constant)
         ]
         self._blocks = np.empty((self.assembly.block_count, 12, 12))
+        # What each iteration calls, decided once: the terms with elements, and per term how to
+        # get its gradient alone (None for a term without elements).
+        self._active = [term for term in terms if len(term.bodies)]
+        self._gradients = [
+            None if not len(term.bodies)
+            else term.gradient if hasattr(term, "gradient")
+            else (lambda q, term=term, out=out: term.gradient_hessian(q, out=out)[0])
+            for term, out in zip(terms, self._outputs)
+        ]
         # Factorisation reuse across time steps and chord steps (see solve_step): whether the
         # linear solver holds a factorisation that the next step may start from, and the
         # back-offs after failed tries.
@@ -196,18 +211,11 @@ class IncrementalPotential:
 
     def energy(self, q: np.ndarray) -> float:
         """E(q) in J (incremental-potential units) for q (bodies, 12)."""
-        return float(sum(term.energy(q) for term in self.terms if len(term.bodies)))
+        return float(sum([term.energy(q) for term in self._active]))
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has ``gradient``."""
-        derivatives = []
-        for term, out in zip(self.terms, self._outputs):
-            if not len(term.bodies):
-                derivatives.append(None)
-            elif hasattr(term, "gradient"):
-                derivatives.append((term.gradient(q), None))
-            else:
-                derivatives.append((term.gradient_hessian(q, out=out)[0], None))
+        derivatives = [None if gradient is None else (gradient(q), None) for gradient in self._gradients]
         return self.assembly.assemble_gradient(derivatives, self.element_bodies)
 
     def gradient_hessian(self, q: np.ndarray):
@@ -257,16 +265,19 @@ def solve_step(
     corners_dynamic = corners[dynamic]
     solver = potential.linear_solver
 
-    def newton_direction(gradient: np.ndarray) -> np.ndarray:
-        if not np.all(np.isfinite(gradient)):
-            raise NewtonFailure("the gradient is not finite")
+    def newton_direction(gradient: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+        """The direction (dynamic, 12) for ``gradient`` with the current factorisation, and its
+        size (:func:`_direction_size`), which also tells whether it is finite."""
         direction = solver.solve_factorized(-gradient).reshape(-1, 12)
-        if not np.all(np.isfinite(direction)):
+        size = _direction_size(direction, corners_dynamic)
+        if not np.isfinite(size[0]):
+            if not np.all(np.isfinite(gradient)):
+                raise NewtonFailure("the gradient is not finite")
             raise NewtonFailure("the Newton direction is not finite")
-        return direction
+        return direction, size
 
-    def small(direction: np.ndarray, fraction: float = 1.0) -> bool:
-        displacement, affine = _direction_size(direction, corners_dynamic)
+    def small(size: tuple[float, float], fraction: float = 1.0) -> bool:
+        displacement, affine = size
         return displacement <= fraction * settings.velocity_tol * dt and affine <= fraction * settings.transrate_tol * dt
 
     # The first direction of a step may use the previous step's factorisation (a lagged
@@ -288,11 +299,11 @@ def solve_step(
             except SingularSystem as error:
                 potential.factorization_reusable = False
                 raise NewtonFailure(str(error)) from error
-        direction = newton_direction(gradient)
+        direction, size = newton_direction(gradient)
         start = q[dynamic].copy()
         # A small direction from a lagged Hessian is not proof enough (a stiffer old Hessian
         # shortens it): such a step goes through the chord test like any other.
-        if small(direction) and not (reused and iteration == 1):
+        if small(size) and not (reused and iteration == 1):
             q[dynamic] = start + direction
             if iteration >= settings.min_iterations:
                 return _result(potential, reused, iteration, line_search_total, True, chord=False)
@@ -316,8 +327,8 @@ def solve_step(
         if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations and (
             reused or potential.chord_backoff.ready()
         ):
-            chord = newton_direction(potential.gradient(q))
-            if small(chord):
+            chord, size = newton_direction(potential.gradient(q))
+            if small(size):
                 # Chord steps converge only linearly, at the rate theta = |c2| / |c1|, which is
                 # poor where the Hessian changed much over the full step (a fast-spinning body:
                 # the OrthoPotential's Hessian turns with A). So a second chord step follows, and
@@ -333,18 +344,18 @@ def solve_step(
                 # tolerance.
                 fraction = REUSED_ERROR_FRACTION if reused else CHORD_ERROR_FRACTION
                 q[dynamic] += chord
-                previous = max(_direction_size(chord, corners_dynamic))
+                previous = max(size)
                 for _ in range(REUSED_CHORDS_MAX if reused else 1):
-                    following = newton_direction(potential.gradient(q))
+                    following, size = newton_direction(potential.gradient(q))
                     q[dynamic] += following
-                    size = max(_direction_size(following, corners_dynamic))
-                    if size == 0.0 or (size < previous and small(following, fraction * (previous - size) / size)):
+                    current = max(size)
+                    if current == 0.0 or (current < previous and small(size, fraction * (previous - current) / current)):
                         if not reused:
                             potential.chord_backoff.record(True)
                         return _result(potential, reused, iteration + 1, line_search_total, True, chord=True)
-                    if size > CHORD_RATE_MAX * previous:
+                    if current > CHORD_RATE_MAX * previous:
                         break
-                    previous = size
+                    previous = current
             if not reused:
                 potential.chord_backoff.record(False)
     return _result(potential, reused, settings.max_iterations, line_search_total, False, chord=False)

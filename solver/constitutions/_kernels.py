@@ -282,18 +282,31 @@ def as_bodies(bodies, count: int) -> np.ndarray:
     return array
 
 
-def check_state(q, bodies: np.ndarray) -> np.ndarray:
+def state_rows(bodies: np.ndarray) -> int:
+    """How many bodies a state q must hold for the body-index table ``bodies`` (n, k): one more
+    than its largest index (0 for no elements). The table is made read-only, so that the count,
+    computed once per term, stays true for :func:`check_state` at every call."""
+    bodies.flags.writeable = False
+    return int(bodies.max(initial=-1)) + 1
+
+
+def check_state(q, rows: int) -> np.ndarray:
     """The global state as a C-contiguous float64 (n_bodies, 12) array (no copy if already one).
 
+    Args:
+        q: (n_bodies, 12) state.
+        rows: the least n_bodies the caller's elements need (:func:`state_rows` of its table).
+
     Raises:
-        ValueError: wrong shape, or a body index of ``bodies`` >= n_bodies.
+        ValueError: wrong shape, or fewer than ``rows`` bodies.
     """
-    array = np.ascontiguousarray(q, dtype=np.float64)
-    if array.ndim != 2 or array.shape[1] != 12:
-        raise ValueError(f"q: expected shape (n_bodies, 12), got {array.shape}")
-    if bodies.size and bodies.max() >= array.shape[0]:
-        raise ValueError(f"q: has {array.shape[0]} bodies but an element refers to body {int(bodies.max())}")
-    return array
+    if not (type(q) is np.ndarray and q.dtype == np.float64 and q.flags.c_contiguous):
+        q = np.ascontiguousarray(q, dtype=np.float64)
+    if q.ndim != 2 or q.shape[1] != 12:
+        raise ValueError(f"q: expected shape (n_bodies, 12), got {q.shape}")
+    if q.shape[0] < rows:
+        raise ValueError(f"q: has {q.shape[0]} bodies but an element refers to body {rows - 1}")
+    return q
 
 
 def check_limits(lower: np.ndarray, upper: np.ndarray) -> None:

@@ -33,6 +33,7 @@ from ._kernels import (
     element_outputs,
     exact_argument,
     gather_dofs,
+    state_rows,
 )
 from .prismatic_joint import build_axis_jacobians
 
@@ -156,6 +157,7 @@ class DrivingPrismaticJoint:
 
     def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
         self.bodies = as_bodies(bodies, 2)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
@@ -171,7 +173,7 @@ class DrivingPrismaticJoint:
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         stiffness, target = self._parameters()
         return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness, target))
 
@@ -181,7 +183,7 @@ class DrivingPrismaticJoint:
         project=True projects the 9x9 F-Hessian to PSD; project=False gives the exact Hessian.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         stiffness, target = self._parameters()
         gradient, hessian = element_outputs(out, n, 24)

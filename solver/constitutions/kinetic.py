@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs
+from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs, state_rows
 
 
 @numba.njit(cache=True)
@@ -79,13 +79,14 @@ class Kinetic:
 
     def __init__(self, bodies, mass_matrix):
         self.bodies = as_bodies(bodies, 1)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.mass_matrix = as_float_array(mass_matrix, (n, 12, 12), "mass_matrix")
         self.q_tilde = np.zeros((n, 12))
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of ½ (q − q̃)ᵀ M (q − q̃) over elements, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
         return float(_energy_kernel(q, self.bodies, self.mass_matrix, q_tilde))
 
@@ -94,7 +95,7 @@ class Kinetic:
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         q_tilde = as_float_view(self.q_tilde, (n, 12), "q_tilde")
         gradient, hessian = element_outputs(out, n, 12)
@@ -103,7 +104,7 @@ class Kinetic:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
         gradient = np.empty((self.bodies.shape[0], 12))
         _gradient_kernel(q, self.bodies, self.mass_matrix, q_tilde, gradient)

@@ -27,11 +27,11 @@ from ._kernels import (
     add_outer_block,
     as_bodies,
     as_float_array,
-    as_float_view,
     check_state,
     dot3,
     element_outputs,
     exact_argument,
+    state_rows,
 )
 
 
@@ -159,7 +159,8 @@ class OrthoPotential:
         dt: time step, s (> 0). The dt² factor makes the term consistent with the unscaled kinetic
             term ½ (q − q̃)ᵀ M (q − q̃) of the incremental potential.
 
-    Attributes ``kappa``, ``volume`` (n,) and ``dt`` may be overwritten between steps.
+    Attributes ``kappa``, ``volume`` (n,) and ``dt`` may be set between steps (they are checked
+    as above when set).
 
     Raises:
         ValueError: on wrong shapes, negative body indices, non-finite values or dt <= 0.
@@ -169,23 +170,52 @@ class OrthoPotential:
 
     def __init__(self, bodies, kappa, volume, dt: float):
         self.bodies = as_bodies(bodies, 1)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
-        self.kappa = as_float_array(kappa, (n,), "kappa")
-        self.volume = as_float_array(volume, (n,), "volume")
-        self.dt = float(dt)
-        if not self.dt > 0.0:
-            raise ValueError("dt must be > 0")
+        self._kappa = as_float_array(kappa, (n,), "kappa")
+        self._volume = as_float_array(volume, (n,), "volume")
+        self.dt = dt
 
-    def _scale(self) -> np.ndarray:
-        n = self.bodies.shape[0]
-        kappa = as_float_view(self.kappa, (n,), "kappa")
-        volume = as_float_view(self.volume, (n,), "volume")
-        return kappa * volume * float(self.dt) ** 2
+    @property
+    def kappa(self) -> np.ndarray:
+        """(n,) stiffness, Pa."""
+        return self._kappa
+
+    @kappa.setter
+    def kappa(self, value) -> None:
+        self._kappa = as_float_array(value, (self.bodies.shape[0],), "kappa")
+        self._update_scale()
+
+    @property
+    def volume(self) -> np.ndarray:
+        """(n,) rest volume, m³."""
+        return self._volume
+
+    @volume.setter
+    def volume(self, value) -> None:
+        self._volume = as_float_array(value, (self.bodies.shape[0],), "volume")
+        self._update_scale()
+
+    @property
+    def dt(self) -> float:
+        """Time step, s."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        if not float(value) > 0.0:
+            raise ValueError("dt must be > 0")
+        self._dt = float(value)
+        self._update_scale()
+
+    def _update_scale(self) -> None:
+        """The per-element factor kappa · volume · dt² (n,) that the kernels take."""
+        self._scale = self._kappa * self._volume * self._dt**2
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J (kg m²/s² at the incremental-potential level). q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
-        return float(_energy_kernel(q, self.bodies, self._scale()))
+        q = check_state(q, self.state_rows)
+        return float(_energy_kernel(q, self.bodies, self._scale))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 12) and Hessian (n, 12, 12); only the A block (3:12) is non-zero.
@@ -193,15 +223,15 @@ class OrthoPotential:
         project=True gives the term-wise PSD-projected 9x9 F-Hessian; project=False the exact one.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 12)
-        _gradient_hessian_kernel(q, self.bodies, self._scale(), exact_argument(project), gradient, hessian)
+        _gradient_hessian_kernel(q, self.bodies, self._scale, exact_argument(project), gradient, hessian)
         return gradient, hessian
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Per-element gradient (n, 12) alone, as in :meth:`gradient_hessian`."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         gradient = np.empty((self.bodies.shape[0], 12))
-        _gradient_kernel(q, self.bodies, self._scale(), gradient)
+        _gradient_kernel(q, self.bodies, self._scale, gradient)
         return gradient

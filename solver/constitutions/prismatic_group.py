@@ -26,6 +26,7 @@ from ._kernels import (
     exact_argument,
     gather_dofs,
     gather_dofs_into,
+    state_rows,
 )
 from .driving_prismatic_joint import DrivingPrismaticJoint, add_driving_gradient_F, driving_derivatives_F, driving_energy_F
 from .joint_limit_penalty import penalty
@@ -117,6 +118,7 @@ class PrismaticJointGroup:
                  limit: PrismaticJointLimit, limit_rows):
         self.joint, self.driving, self.limit = joint, driving, limit
         self.bodies = joint.bodies
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.driving_rows = self._rows(driving_rows, driving, "driving", n)
         self.limit_rows = self._rows(limit_rows, limit, "limit", n)
@@ -142,7 +144,7 @@ class PrismaticJointGroup:
 
     def _arrays(self, q: np.ndarray) -> tuple:
         """Checked q and the per-joint parameter arrays of the kernels."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.joint.stiffness, (n,), "stiffness")
         self._drive_stiffness[self.driving_rows], self._drive_target[self.driving_rows] = self.driving._parameters()

@@ -43,6 +43,7 @@ from ._kernels import (
     exact_argument,
     gather_dofs,
     gather_dofs_into,
+    state_rows,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -282,6 +283,7 @@ class PrismaticJoint:
 
     def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j):
         self.bodies = as_bodies(bodies, 2)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
@@ -293,7 +295,7 @@ class PrismaticJoint:
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies E01 + E23, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
         return float(_energy_kernel(q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness))
 
@@ -303,7 +305,7 @@ class PrismaticJoint:
         project=True projects the 9x9 F-Hessian of E01 to PSD; E23's Hessian is always exact.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         gradient, hessian = element_outputs(out, n, 24)
@@ -314,5 +316,5 @@ class PrismaticJoint:
 
     def distance(self, q: np.ndarray) -> np.ndarray:
         """Raw distance d(q) = ½ (c_j − c_i)·(t_i + t_j) (n,), m (reported = raw + init_distance)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return distance_kernel(q, self.bodies, self._axis_jacobian)

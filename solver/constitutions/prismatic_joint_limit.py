@@ -31,6 +31,7 @@ from ._kernels import (
     element_outputs,
     exact_argument,
     gather_dofs,
+    state_rows,
 )
 from .joint_limit_penalty import penalty
 from .prismatic_joint import build_axis_jacobians, distance_F, distance_gradient_F, distance_kernel
@@ -134,6 +135,7 @@ class PrismaticJointLimit:
 
     def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
         self.bodies = as_bodies(bodies, 2)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
@@ -153,7 +155,7 @@ class PrismaticJointLimit:
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element penalties, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return float(_energy_kernel(q, self.bodies, self._jacobian, *self._parameters()))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
@@ -162,7 +164,7 @@ class PrismaticJointLimit:
         project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), exact_argument(project), gradient, hessian)
@@ -170,5 +172,5 @@ class PrismaticJointLimit:
 
     def distance(self, q: np.ndarray) -> np.ndarray:
         """The limited coordinate x = d(q) (n,), m."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return distance_kernel(q, self.bodies, self._jacobian)

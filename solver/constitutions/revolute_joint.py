@@ -37,6 +37,7 @@ from ._kernels import (
     element_outputs,
     gather_dofs,
     gather_dofs_into,
+    state_rows,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -200,6 +201,7 @@ class RevoluteJoint:
 
     def __init__(self, bodies, points_i, points_j, basis_i, basis_j):
         self.bodies = as_bodies(bodies, 2)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.points_i = as_float_array(points_i, (n, 2, 3), "points_i")
         self.points_j = as_float_array(points_j, (n, 2, 3), "points_j")
@@ -211,7 +213,7 @@ class RevoluteJoint:
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
         return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness))
 
@@ -221,7 +223,7 @@ class RevoluteJoint:
         The energy is quadratic in q: the Hessian is exact and PSD, ``project`` changes nothing.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         gradient, hessian = element_outputs(out, n, 24)
@@ -230,7 +232,7 @@ class RevoluteJoint:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient Jᵀ (K F) (n, 24) alone (the Hessian K JᵀJ is constant)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         gradient = np.empty((n, 24))
@@ -239,7 +241,7 @@ class RevoluteJoint:
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return sin_cos_kernel(q, self.bodies, self._basis_jacobian)
 
     def angle(self, q: np.ndarray) -> np.ndarray:

@@ -40,6 +40,7 @@ from ._kernels import (
     exact_argument,
     gather_dofs,
     scalar_function_hessian_F,
+    state_rows,
 )
 from .joint_limit_penalty import penalty
 from .revolute_joint import build_basis_jacobians, sin_cos_derivatives_F, sin_cos_F, sin_cos_kernel
@@ -128,6 +129,7 @@ class RevoluteJointLimit:
 
     def __init__(self, bodies, basis_i, basis_j):
         self.bodies = as_bodies(bodies, 2)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
@@ -156,7 +158,7 @@ class RevoluteJointLimit:
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element penalties, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return float(_energy_kernel(q, self.bodies, self._jacobian, *self._limits(), *self._step_start()))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
@@ -165,7 +167,7 @@ class RevoluteJointLimit:
         project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(
@@ -175,10 +177,10 @@ class RevoluteJointLimit:
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) at q, the values to store in ``sin_t``/``cos_t`` at a step start."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return sin_cos_kernel(q, self.bodies, self._jacobian)
 
     def angle(self, q: np.ndarray) -> np.ndarray:
         """The limited coordinate x = θᵗ + δ(q) (n,), rad."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return _angle_kernel(q, self.bodies, self._jacobian, *self._step_start())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs
+from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs, state_rows
 
 
 def dyadic_mass_matrices(mass: np.ndarray, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
@@ -101,6 +101,7 @@ class SoftTransformConstraint:
 
     def __init__(self, bodies, mass, mass_x_bar, second_moment):
         self.bodies = as_bodies(bodies, 1)
+        self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
         self.mass = as_float_array(mass, (n,), "mass")
         self.mass_x_bar = as_float_array(mass_x_bar, (n, 3), "mass_x_bar")
@@ -125,7 +126,7 @@ class SoftTransformConstraint:
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         return float(
             _energy_kernel(q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters())
         )
@@ -135,7 +136,7 @@ class SoftTransformConstraint:
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 12)
         _gradient_hessian_kernel(
@@ -145,7 +146,7 @@ class SoftTransformConstraint:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient active·M̃ δq (n, 12) alone (the Hessian M̃ is constant within a frame)."""
-        q = check_state(q, self.bodies)
+        q = check_state(q, self.state_rows)
         strength_ratio, aim_q, active = self._parameters()
         weighted = (strength_ratio[:, 1, None, None] * self.mass_matrix
                     + (strength_ratio[:, 0] - strength_ratio[:, 1])[:, None, None] * self.center_mass_matrix)
