@@ -161,24 +161,31 @@ def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
         gradient: (d,) output, updated in place. hessian: (d, d) output, updated in place.
     """
     m, d = jacobian.shape
-    for a in range(d):
-        total = 0.0
-        for r in range(m):
-            total += jacobian[r, a] * gradient_F[r]
-        gradient[a] += total
+    # The non-zero entries of each row of J_F (a joint's F rows each read a few of the 24 DOFs):
+    # H_F J_F and J_Fᵀ (H_F J_F) then cost O(m² k + m k d) for k non-zeros per row, not O(m² d + m d²).
+    columns = np.empty((m, d), dtype=np.int64)
+    values = np.empty((m, d))
+    counts = np.zeros(m, dtype=np.int64)
+    for r in range(m):
+        for a in range(d):
+            j = jacobian[r, a]
+            if j != 0.0:
+                columns[r, counts[r]] = a
+                values[r, counts[r]] = j
+                counts[r] += 1
+                gradient[a] += j * gradient_F[r]
     product = np.zeros((m, d))  # H_F J_F
     for r in range(m):
         for s in range(m):
             h = hessian_F[r, s]
             if h != 0.0:
-                for a in range(d):
-                    product[r, a] += h * jacobian[s, a]
+                for k in range(counts[s]):
+                    product[r, columns[s, k]] += h * values[s, k]
     for r in range(m):
-        for a in range(d):
-            j = jacobian[r, a]
-            if j != 0.0:
-                for b in range(d):
-                    hessian[a, b] += j * product[r, b]
+        for k in range(counts[r]):
+            a, j = columns[r, k], values[r, k]
+            for b in range(d):
+                hessian[a, b] += j * product[r, b]
 
 
 @numba.njit(cache=True)

@@ -680,3 +680,20 @@ def test_argument_checks():
         RevoluteJoint([[0, 5]], np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3))).energy(
             identity_q(2)
         )
+
+
+def test_body_tables_are_frozen_and_parameters_checked_when_set():
+    """The body-index table is read-only once a term holds it (the term counted the bodies it needs
+    once); OrthoPotential's kappa, volume and dt are checked when set, and a new dt takes effect."""
+    ortho = OrthoPotential([[0]], [1e8], [1.0], 0.01)
+    with pytest.raises(ValueError):
+        ortho.bodies[0, 0] = 3
+    q = identity_q(1)
+    q[0, 3] = 1.1  # stretched: E = kappa v dt^2 (1.21 - 1)^2
+    assert ortho.energy(q) == pytest.approx(1e8 * 0.01**2 * 0.21**2)
+    ortho.dt = 0.02
+    assert ortho.energy(q) == pytest.approx(1e8 * 0.02**2 * 0.21**2)
+    for name, value in (("kappa", [1e8, 1e8]), ("volume", [np.nan]), ("dt", 0.0)):
+        with pytest.raises(ValueError):
+            setattr(ortho, name, value)
+    assert ortho.energy(q) == pytest.approx(1e8 * 0.02**2 * 0.21**2)  # the refused values left no trace

@@ -404,3 +404,21 @@ def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatc
     scene.settings.max_iterations = 1
     trajectory = simulate(scene)
     assert counted["factorisations"] == len(trajectory.newton_iterations)
+
+
+@pytest.mark.parametrize("broken", ["gradient", "direction"])
+def test_non_finite_newton_quantities_are_named(broken):
+    """A NaN in the gradient, or a direction beyond any float, stops the step with a NewtonFailure
+    that says which; q is left finite for the caller's report."""
+    from solver.affine_body import mass_matrix
+    from solver.constitutions import Kinetic
+    from solver.newton import IncrementalPotential, NewtonFailure, solve_step
+
+    kinetic = Kinetic([[0]], mass_matrix(1.0, np.zeros(3), np.eye(3) / 12.0)[None])
+    kinetic.q_tilde = np.full((1, 12), np.nan if broken == "gradient" else 1e308)  # the direction q_tilde - q sums past the largest float
+    potential = IncrementalPotential([kinetic], np.array([0]))
+    q = np.tile(np.concatenate([np.zeros(3), np.eye(3).reshape(-1)]), (1, 1))
+    corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
+    with pytest.raises(NewtonFailure, match=f"the {'gradient' if broken == 'gradient' else 'Newton direction'} is not finite"):
+        solve_step(potential, q, corners, 0.01, Settings())
+    assert np.all(np.isfinite(q))

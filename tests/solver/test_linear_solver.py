@@ -1,0 +1,89 @@
+"""The Newton system's direct solver (solver/linear_solver.py) against SciPy's sparse solve.
+
+Each test builds a symmetric positive definite block matrix of 12x12 blocks on a body graph,
+solves it with :class:`LinearSolver` and compares with ``scipy.sparse.linalg.spsolve`` of the
+same matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse
+import scipy.sparse.linalg
+
+from solver.assembly import Assembly
+from solver.linear_solver import LinearSolver, SingularSystem
+
+
+def block_system(edges: list[tuple[int, int]], count: int, seed: int, definite: bool = True):
+    """(LinearSolver, block values (blocks, 12, 12), the matrix as SciPy CSR) of a random SPD
+    matrix on ``count`` bodies coupled along ``edges`` (each pair an element of two bodies)."""
+    rng = np.random.default_rng(seed)
+    element_bodies = [np.arange(count).reshape(-1, 1), np.array(edges, dtype=np.int64).reshape(-1, 2)]
+    assembly = Assembly(np.arange(count), element_bodies)
+    derivatives = []
+    for bodies in element_bodies:
+        size = 12 * bodies.shape[1]
+        factor = rng.normal(size=(len(bodies), size, size))
+        hessian = factor @ factor.transpose(0, 2, 1) / size  # PSD per element
+        if bodies.shape[1] == 1:
+            hessian += (1.0 if definite else -50.0) * np.eye(12)
+        derivatives.append((np.zeros((len(bodies), size)), hessian))
+    _, blocks = assembly.assemble(derivatives, element_bodies)
+    solver = LinearSolver(assembly.indptr, assembly.indices)
+    return solver, blocks, assembly.matrix(blocks).tocsr()
+
+
+def chain(count: int) -> list[tuple[int, int]]:
+    return [(k, k + 1) for k in range(count - 1)]
+
+
+def test_chain_in_its_own_order_is_solved_banded_without_permutation():
+    solver, blocks, matrix = block_system(chain(30), 30, seed=1)
+    assert solver.method == "banded" and solver.bandwidth == 23
+    assert np.array_equal(solver.order, np.arange(30))
+    right_hand_side = np.random.default_rng(2).normal(size=solver.size)
+    kept = right_hand_side.copy()
+    solution = solver.solve(blocks, right_hand_side)
+    assert np.array_equal(right_hand_side, kept)  # the input is not overwritten
+    np.testing.assert_allclose(solution, scipy.sparse.linalg.spsolve(matrix.tocsc(), right_hand_side),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_shuffled_chain_is_reordered_to_a_narrow_band():
+    """A chain whose bodies are numbered at random: its own order is wide, reverse Cuthill-McKee
+    finds the one-block band again, and the solves permute to it and back."""
+    labels = np.random.default_rng(3).permutation(40)
+    edges = [(int(labels[k]), int(labels[k + 1])) for k in range(39)]
+    solver, blocks, matrix = block_system(edges, 40, seed=4)
+    assert solver.method == "banded" and solver.bandwidth == 23
+    assert not np.array_equal(solver.order, np.arange(40))
+    right_hand_side = np.random.default_rng(5).normal(size=solver.size)
+    solver.factorize(blocks)
+    for _ in range(2):  # the same factorisation serves several solves
+        np.testing.assert_allclose(solver.solve_factorized(right_hand_side),
+                                   scipy.sparse.linalg.spsolve(matrix.tocsc(), right_hand_side), rtol=1e-9, atol=1e-12)
+
+
+def test_wide_graph_goes_to_superlu():
+    """A star of 80 bodies around a hub: any order leaves half the leaves far from the hub, so
+    the band would be mostly zeros; SuperLU solves it."""
+    edges = [(0, leaf) for leaf in range(1, 81)]
+    solver, blocks, matrix = block_system(edges, 81, seed=6)
+    assert solver.method == "superlu"
+    right_hand_side = np.random.default_rng(7).normal(size=solver.size)
+    np.testing.assert_allclose(solver.solve(blocks, right_hand_side),
+                               scipy.sparse.linalg.spsolve(matrix.tocsc(), right_hand_side), rtol=1e-8, atol=1e-11)
+
+
+def test_indefinite_matrix_is_refused():
+    solver, blocks, _ = block_system(chain(5), 5, seed=8, definite=False)
+    with pytest.raises(SingularSystem, match="not positive definite"):
+        solver.factorize(blocks)
+
+
+def test_scipy_matrix_of_the_blocks_is_symmetric():
+    """The block values fill the lower and the upper triangle (the banded path reads the lower one)."""
+    _, _, matrix = block_system(chain(6), 6, seed=9)
+    assert scipy.sparse.linalg.norm(matrix - matrix.T) < 1e-12 * scipy.sparse.linalg.norm(matrix)
