@@ -33,10 +33,11 @@ as with full iterations).
 A second departure, the lagged Hessian of stiff ODE solvers (modified Newton, as CVODE reuses its
 Jacobian over many steps): when the previous time step ended through the chord test, the next
 step's first direction also comes from that step's factorisation, with no Hessian assembled or
-factorised. Such a step is accepted only through the chord test, followed by chord steps until
-their error estimate theta / (1 - theta) |c| is 1% of the tolerance; if they stop contracting, the
-step goes on with fresh factorisations and the following steps back off from reusing (1, 2, 4 ...
-16 steps). On the 1000-body chains at dt = 1/240 s this leaves 0.5 (revolute) and 0.1
+factorised and no energy evaluated (the energy change over that direction is estimated by the
+trapezoidal rule from the gradients the chord steps need anyway). Such a step is accepted only
+through chord steps until their error estimate theta / (1 - theta) |c| is 1% of the tolerance; if
+they stop contracting, the step goes on with fresh factorisations and the following steps back
+off from reusing (1, 2, 4 ... 16 steps). On the 1000-body chains at dt = 1/240 s this leaves 0.5 (revolute) and 0.1
 (prismatic) factorisations per step instead of 1 (docs/performance.md). Chord steps after a fresh
 factorisation back off the same way where they keep failing (a swinging chain at dt = 1/24,
 whose Hessian changes too much within a step): they then cost nothing there.
@@ -280,33 +281,63 @@ def solve_step(
         displacement, affine = size
         return displacement <= fraction * settings.velocity_tol * dt and affine <= fraction * settings.transrate_tol * dt
 
-    # The first direction of a step may use the previous step's factorisation (a lagged
-    # Hessian, as stiff ODE solvers reuse their Jacobians): the step is then accepted only
-    # through the chord test below, which bounds the error by the same tolerance whatever
-    # positive definite matrix produced the directions; if it fails, the step goes on with fresh
-    # factorisations and the next steps back off from reusing.
-    reused = potential.try_reuse()
-    for iteration in range(1, settings.max_iterations + 1):
-        if reused and iteration == 1:
+    def chords_converge(previous: float, fraction: float, count: int) -> bool:
+        """Apply up to ``count`` chord steps after one of size ``previous``; True as soon as the
+        error left, estimated as theta / (1 - theta) |c| from the contraction theta of successive
+        steps, is at most ``fraction`` of the tolerance; False when they stop contracting to at
+        most CHORD_RATE_MAX (or ``count`` runs out)."""
+        for _ in range(count):
+            following, size = newton_direction(potential.gradient(q))
+            q[dynamic] += following
+            current = max(size)
+            if current == 0.0 or (current < previous and small(size, fraction * (previous - current) / current)):
+                return True
+            if current > CHORD_RATE_MAX * previous:
+                return False
+            previous = current
+        return False
+
+    # A step may first try the previous step's factorisation (a lagged Hessian, as stiff ODE
+    # solvers reuse their Jacobians): every direction is then a chord step H_old^-1 g(q), applied
+    # in full, and the step is accepted only when they converge to REUSED_ERROR_FRACTION of the
+    # tolerance (a bound on the error whatever positive definite matrix produced them; chord
+    # steps cannot settle on a saddle or a maximum, where they diverge). Instead of a line search
+    # (two energies), the energy change over the first direction d is estimated by the
+    # trapezoidal rule from the two gradients the chord steps need anyway, (g(q) + g(q + d)) . d / 2
+    # (exact for a quadratic): where it is positive the attempt is given up and q goes back to the
+    # step's start. Where the chord steps do not converge, the step goes on with fresh
+    # factorisations from where they left it, and the next steps back off from reusing.
+    if potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
+        start = q[dynamic].copy()
+        try:
             gradient = potential.gradient(q)
-        else:
-            if reused:  # the lagged Hessian did not do: record it once, then factorise afresh
-                potential.reuse_backoff.record(False)
-                reused = False
-            gradient, hessian = potential.gradient_hessian(q)
-            try:
-                solver.factorize(hessian)
-            except SingularSystem as error:
-                potential.factorization_reusable = False
-                raise NewtonFailure(str(error)) from error
+            first, size = newton_direction(gradient)
+            q[dynamic] += first
+            following = potential.gradient(q)
+            chord, size = newton_direction(following)
+            if (gradient + following) @ first.reshape(-1) > 0.0:
+                q[dynamic] = start  # the energy rose along the first direction
+            elif small(size):
+                q[dynamic] += chord
+                if chords_converge(max(size), REUSED_ERROR_FRACTION, REUSED_CHORDS_MAX):
+                    return _result(potential, True, 2, 0, True, chord=True)
+        except NewtonFailure:
+            q[dynamic] = start  # solved afresh below, which names what is not finite if it is the state itself
+        potential.reuse_backoff.record(False)
+
+    for iteration in range(1, settings.max_iterations + 1):
+        gradient, hessian = potential.gradient_hessian(q)
+        try:
+            solver.factorize(hessian)
+        except SingularSystem as error:
+            potential.factorization_reusable = False
+            raise NewtonFailure(str(error)) from error
         direction, size = newton_direction(gradient)
         start = q[dynamic].copy()
-        # A small direction from a lagged Hessian is not proof enough (a stiffer old Hessian
-        # shortens it): such a step goes through the chord test like any other.
-        if small(size) and not (reused and iteration == 1):
+        if small(size):
             q[dynamic] = start + direction
             if iteration >= settings.min_iterations:
-                return _result(potential, reused, iteration, line_search_total, True, chord=False)
+                return _result(potential, False, iteration, line_search_total, True, chord=False)
             continue
         energy0 = potential.energy(q)
         if not np.isfinite(energy0):
@@ -323,42 +354,27 @@ def solve_step(
         # instead of a new Hessian and factorisation. When it passes the same test (and the
         # contraction test below) it counts as the next iteration; otherwise the loop goes on
         # with a full Newton iteration. Where chord steps keep failing they are skipped for a
-        # while (potential.chord_backoff), except after a lagged Hessian, which needs them.
+        # while (potential.chord_backoff).
         if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations and (
-            reused or potential.chord_backoff.ready()
+            potential.chord_backoff.ready()
         ):
             chord, size = newton_direction(potential.gradient(q))
+            # Chord steps converge only linearly, at the rate theta = |c2| / |c1|, which is poor
+            # where the Hessian changed much over the full step (a fast-spinning body: the
+            # OrthoPotential's Hessian turns with A). So a second chord step follows, and the
+            # step is accepted when the error left after it, about theta / (1 - theta) |c2| (a
+            # geometric series), is at most CHORD_ERROR_FRACTION of the tolerance (for
+            # theta <= 1/2 the estimate is at most |c2| <= |c1| / 2; slower contraction passes
+            # when |c2| is small enough). Otherwise a full Newton iteration follows from the
+            # improved state.
+            converged = False
             if small(size):
-                # Chord steps converge only linearly, at the rate theta = |c2| / |c1|, which is
-                # poor where the Hessian changed much over the full step (a fast-spinning body:
-                # the OrthoPotential's Hessian turns with A). So a second chord step follows, and
-                # the step is accepted when the error left after it, about theta / (1 - theta) |c2|
-                # (a geometric series), is at most CHORD_ERROR_FRACTION of the tolerance (for
-                # theta <= 1/2 the estimate is at most |c2| <= |c1| / 2; slower contraction passes
-                # when |c2| is small enough). Otherwise a full Newton iteration follows from the
-                # improved state.
-                # A step whose directions all come from the previous step's factorisation starts
-                # much farther from the solution than one after a fresh Newton step: it takes
-                # chord steps (at most REUSED_CHORDS_MAX, each contracting to at most
-                # CHORD_RATE_MAX) until that error estimate is below REUSED_ERROR_FRACTION of the
-                # tolerance.
-                fraction = REUSED_ERROR_FRACTION if reused else CHORD_ERROR_FRACTION
                 q[dynamic] += chord
-                previous = max(size)
-                for _ in range(REUSED_CHORDS_MAX if reused else 1):
-                    following, size = newton_direction(potential.gradient(q))
-                    q[dynamic] += following
-                    current = max(size)
-                    if current == 0.0 or (current < previous and small(size, fraction * (previous - current) / current)):
-                        if not reused:
-                            potential.chord_backoff.record(True)
-                        return _result(potential, reused, iteration + 1, line_search_total, True, chord=True)
-                    if current > CHORD_RATE_MAX * previous:
-                        break
-                    previous = current
-            if not reused:
-                potential.chord_backoff.record(False)
-    return _result(potential, reused, settings.max_iterations, line_search_total, False, chord=False)
+                converged = chords_converge(max(size), CHORD_ERROR_FRACTION, 1)
+            potential.chord_backoff.record(converged)
+            if converged:
+                return _result(potential, False, iteration + 1, line_search_total, True, chord=True)
+    return _result(potential, False, settings.max_iterations, line_search_total, False, chord=False)
 
 
 def _result(potential: IncrementalPotential, reused: bool, iterations: int, line_search: int,

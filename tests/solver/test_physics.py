@@ -422,3 +422,31 @@ def test_non_finite_newton_quantities_are_named(broken):
     with pytest.raises(NewtonFailure, match=f"the {'gradient' if broken == 'gradient' else 'Newton direction'} is not finite"):
         solve_step(potential, q, corners, 0.01, Settings())
     assert np.all(np.isfinite(q))
+
+
+def test_lagged_direction_that_raises_the_energy_is_given_up():
+    """A held factorisation 100 times too soft makes the first direction overshoot: the trapezoidal
+    estimate of the energy change is positive, q goes back to the step's start, and the step is
+    solved afresh (exactly, the potential being quadratic), backing off from the next reuse."""
+    from solver.affine_body import mass_matrix
+    from solver.constitutions import Kinetic
+    from solver.newton import IncrementalPotential, solve_step
+
+    inertia = mass_matrix(1.0, np.zeros(3), np.eye(3) / 12.0)
+    kinetic = Kinetic([[0]], inertia[None])
+    kinetic.q_tilde = np.concatenate([[0.0, 0.0, -0.01], np.eye(3).reshape(-1)])[None]
+    potential = IncrementalPotential([kinetic], np.array([0]))
+    potential.refresh_constant_hessian(np.zeros((1, 12)))
+    potential.linear_solver.factorize(0.01 * potential.constant_blocks)  # too soft
+    potential.factorization_reusable = True
+    q = np.concatenate([np.zeros(3), np.eye(3).reshape(-1)])[None].copy()
+    corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
+    start = q.copy()
+    fresh_from = []
+    assembled = potential.gradient_hessian
+    potential.gradient_hessian = lambda state: fresh_from.append(state.copy()) or assembled(state)
+    result = solve_step(potential, q, corners, 0.01, Settings())
+    assert result.converged and result.line_search_iterations == 0
+    np.testing.assert_array_equal(fresh_from[0], start)  # the overshoot was undone
+    np.testing.assert_allclose(q, kinetic.q_tilde, atol=1e-12)
+    assert not potential.try_reuse()  # backing off after the failed try
