@@ -9,6 +9,10 @@ per triangle:
 - second moment S_aa = sum (rho N_a / 60) sum over the ten cubic monomials of x_i,a (weight 1 each,
   i.e. 1/20 times 1/3), and for a != b, S_ab = sum (rho N_a / 2) sum_{i,j,k} w(i,j,k) x_i,a x_j,a x_k,b
   with w = 1/20 (i = j = k), 1/60 (two equal), 1/120 (all different).
+
+The same integrals are computed as sums over the tetrahedra that each triangle spans with the
+origin (the exact integrals of 1, x and x x^T over a tetrahedron), which the array code evaluates
+in a few vectorised operations.
 """
 
 from __future__ import annotations
@@ -74,32 +78,17 @@ def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: f
     vertices = np.asarray(vertices, dtype=np.float64)
     triangles = np.asarray(triangles, dtype=np.int64)
     x0, x1, x2 = (vertices[triangles[:, k]] for k in range(3))
-    normal = np.cross(x1 - x0, x2 - x0)  # (T, 3), |N| = 2 area
-    volume = float(np.einsum("ij,ij->", x0, normal) / 6.0)
-
-    # First moment: integral of x_a over the volume = sum N_a / 24 * sum_{i<=j} x_i,a x_j,a.
-    quadratic = x0 * x0 + x1 * x1 + x2 * x2 + x0 * x1 + x0 * x2 + x1 * x2
-    first = np.einsum("ta,ta->a", normal, quadratic) / 24.0
-
-    # Second moment, diagonal: integral of x_a^2 = sum N_a / 60 * (all ten cubic monomials).
-    cubic = (
-        x0**3 + x1**3 + x2**3
-        + x0 * x0 * (x1 + x2) + x1 * x1 * (x0 + x2) + x2 * x2 * (x0 + x1)
-        + x0 * x1 * x2
-    )
-    second = np.zeros((3, 3))
-    second[np.arange(3), np.arange(3)] = np.einsum("ta,ta->a", normal, cubic) / 60.0
-    # Off-diagonal: integral of x_a x_b = sum N_a / 2 * integral over the triangle of x_a^2 x_b.
-    points = (x0, x1, x2)
-    for a, b in ((0, 1), (0, 2), (1, 2)):
-        total = np.zeros(len(triangles))
-        for i in range(3):
-            for j in range(3):
-                for k in range(3):
-                    distinct = len({i, j, k})
-                    weight = 1.0 / 20.0 if distinct == 1 else (1.0 / 60.0 if distinct == 2 else 1.0 / 120.0)
-                    total += weight * points[i][:, a] * points[j][:, a] * points[k][:, b]
-        second[a, b] = second[b, a] = float(normal[:, a] @ total) / 2.0
+    # Each triangle and the origin span a tetrahedron of signed volume V_t = x0 . (x1 x x2) / 6;
+    # over it, the integral of x is V_t s / 4 and that of x x^T is V_t (sum_i x_i x_i^T + s s^T) / 20,
+    # s = x0 + x1 + x2 (the origin vertex adds nothing). Summed over the triangles these are the
+    # divergence-theorem integrals above, in a few array operations.
+    tetra_volume = np.einsum("ta,ta->t", x0, np.cross(x1, x2)) / 6.0
+    total = x0 + x1 + x2
+    volume = float(tetra_volume.sum())
+    first = tetra_volume @ total / 4.0
+    outer = (np.einsum("ta,tb->tab", x0, x0) + np.einsum("ta,tb->tab", x1, x1) + np.einsum("ta,tb->tab", x2, x2)
+             + np.einsum("ta,tb->tab", total, total))
+    second = np.einsum("t,tab->ab", tetra_volume, outer) / 20.0
     return DyadicMass(density * volume, density * first, density * second, volume)
 
 
