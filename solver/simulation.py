@@ -128,7 +128,10 @@ class _Stepper:
         )
         self.joints.reset(model, self.q)
         self.dynamic = row_selector(np.flatnonzero(model.dynamic))
-        self.kinematic = row_selector(np.flatnonzero(~model.dynamic))
+        # The prescribed bodies whose q changes over the run (animated ones); fixed bodies keep
+        # their q0 and need no interpolation per step.
+        moving = [b for b in np.flatnonzero(~model.dynamic) if np.any(model.animated_q[:, b] != model.animated_q[0, b])]
+        self.kinematic = row_selector(np.array(moving, dtype=np.int64)) if moving else None
 
         driving = [joints[k].driving for k in model.driving.joint_indices]
         self.driving_series = {name: np.array([getattr(d, name) for d in driving], dtype=np.float64).reshape(len(driving), frames)
@@ -176,19 +179,23 @@ class _Stepper:
     def step(self, potential: IncrementalPotential, frame: int, substep: int):
         """One implicit Euler step; returns the :class:`solver.newton.NewtonResult`."""
         model, dt = self.model, self.dt
-        ratio = substep / self.settings.substeps
-        self.q[self.kinematic] = (1.0 - ratio) * model.animated_q[frame - 1, self.kinematic] + ratio * model.animated_q[frame, self.kinematic]
-        start = self.q.copy()
-        model.kinetic.q_tilde = start[self.dynamic] + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
-        # Seed 000: passive drives hold the committed (step-start) raw distance.
-        committed = self.joints.raw_distance[model.driving.joint_indices]
-        model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
+        if self.kinematic is not None:
+            ratio = substep / self.settings.substeps
+            self.q[self.kinematic] = ((1.0 - ratio) * model.animated_q[frame - 1, self.kinematic]
+                                      + ratio * model.animated_q[frame, self.kinematic])
+        start = self.q[self.dynamic].copy()
+        model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
+        if len(model.driving.joint_indices):
+            # Seed 000: passive drives hold the committed (step-start) raw distance.
+            committed = self.joints.raw_distance[model.driving.joint_indices]
+            model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
         limit = model.revolute_limit
-        limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
-        limit.sin_t = self.joints.sin[limit.joint_indices].copy()
-        limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+        if len(limit.joint_indices):
+            limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
+            limit.sin_t = self.joints.sin[limit.joint_indices].copy()
+            limit.cos_t = self.joints.cos[limit.joint_indices].copy()
 
         result = solve_step(potential, self.q, model.corners, dt, self.settings)
-        self.velocity[self.dynamic] = (self.q[self.dynamic] - start[self.dynamic]) / dt
+        self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         self.joints.commit(model, self.q)
         return result
