@@ -13,7 +13,8 @@ anchor; for prismatic joints the largest part of that separation perpendicular t
 axis. Prints one row per run: wall seconds per simulated second of the stepping (from the end of
 the first frame to the end, as the peers are timed: the build is excluded), and the build time
 (validation, model, first frame) on its own, and the process's peak resident memory so far
-(sizes run in increasing order, so the last row of a kind is that size's peak). No assertions.
+(sizes run in increasing order, so the last row of a kind is that size's peak), and the
+factorisations of the Newton matrix per time step. No assertions.
 
     python benchmarks/chains.py --sizes 10 100 --seconds 2 --dt 240
 """
@@ -31,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Body, Driving, Joint, Limit, Scene, Settings, simulate  # noqa: E402
+from solver.linear_solver import LinearSolver  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
 
 
@@ -97,8 +99,17 @@ def main() -> None:
     args = parser.parse_args()
 
     simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame))  # warm-up: Numba compile
+    # Factorisations of the Newton matrix, counted around the linear solver (a Python call each).
+    factorisations = [0]
+    factorize = LinearSolver.factorize
+
+    def counted(self, blocks):
+        factorisations[0] += 1
+        return factorize(self, blocks)
+
+    LinearSolver.factorize = counted
     print(f"{'chain':<10} {'N':>5} {'dt':>7} {'wall s / sim s':>15} {'build s':>8} {'drift m':>10} "
-          f"{'mean Newton':>12} {'converged':>10} {'peak RSS MB':>12}")
+          f"{'mean Newton':>12} {'factorised':>11} {'converged':>10} {'peak RSS MB':>12}")
     for kind in args.kinds:
         for count in args.sizes:
             scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame, args.strength_ratio)
@@ -107,6 +118,7 @@ def main() -> None:
             def clock(frame: int, frame_count: int) -> None:
                 stamps[frame] = time.perf_counter()
 
+            factorisations[0] = 0
             start = time.perf_counter()
             trajectory = simulate(scene, progress=clock)
             build = stamps[1] - start  # validation, model and the first frame
@@ -115,7 +127,8 @@ def main() -> None:
             stepping = (stamps[frames] - stamps[1]) / ((frames - 1) / scene.settings.frame_rate)
             print(f"{kind:<10} {count:>5} {'1/' + str(args.dt):>7} {stepping:>15.3f} {build:>8.2f} "
                   f"{drift(scene, trajectory.transforms, kind):>10.2e} "
-                  f"{trajectory.newton_iterations.mean():>12.2f} {str(trajectory.all_converged):>10} "
+                  f"{trajectory.newton_iterations.mean():>12.2f} "
+                  f"{factorisations[0] / len(trajectory.newton_iterations):>11.2f} {str(trajectory.all_converged):>10} "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:>12.0f}", flush=True)
 
 
