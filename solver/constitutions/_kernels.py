@@ -161,12 +161,26 @@ def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
         gradient: (d,) output, updated in place. hessian: (d, d) output, updated in place.
     """
     m, d = jacobian.shape
+    add_mapped_derivatives_into(jacobian, gradient_F, hessian_F, gradient, hessian, mapping_scratch(m, d))
+
+
+@numba.njit(cache=True)
+def mapping_scratch(m, d):
+    """Work arrays of :func:`add_mapped_derivatives_into` for an (m, d) F-Jacobian: column
+    indices (m, d), values (m, d), counts (m,) of each row's non-zeros, and H_F J_F (m, d)."""
+    return np.empty((m, d), dtype=np.int64), np.empty((m, d)), np.empty(m, dtype=np.int64), np.empty((m, d))
+
+
+@numba.njit(cache=True)
+def add_mapped_derivatives_into(jacobian, gradient_F, hessian_F, gradient, hessian, scratch):
+    """:func:`add_mapped_derivatives` with its work arrays from :func:`mapping_scratch` (an
+    element loop allocates them once)."""
+    columns, values, counts, product = scratch
+    m, d = jacobian.shape
     # The non-zero entries of each row of J_F (a joint's F rows each read a few of the 24 DOFs):
     # H_F J_F and J_Fᵀ (H_F J_F) then cost O(m² k + m k d) for k non-zeros per row, not O(m² d + m d²).
-    columns = np.empty((m, d), dtype=np.int64)
-    values = np.empty((m, d))
-    counts = np.zeros(m, dtype=np.int64)
     for r in range(m):
+        counts[r] = 0
         for a in range(d):
             j = jacobian[r, a]
             if j != 0.0:
@@ -174,8 +188,9 @@ def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
                 values[r, counts[r]] = j
                 counts[r] += 1
                 gradient[a] += j * gradient_F[r]
-    product = np.zeros((m, d))  # H_F J_F
     for r in range(m):
+        for a in range(d):
+            product[r, a] = 0.0
         for s in range(m):
             h = hessian_F[r, s]
             if h != 0.0:

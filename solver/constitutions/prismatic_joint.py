@@ -186,6 +186,13 @@ def cross_terms_projected_hessian_F(F, stiffness):
     element by element (no temporaries: it compiles and runs faster than block helpers).
     """
     hessian = np.zeros((9, 9))
+    add_cross_terms_projected_hessian_F(F, stiffness, hessian)
+    return hessian
+
+
+@numba.njit(cache=True)
+def add_cross_terms_projected_hessian_F(F, stiffness, hessian):
+    """Accumulate :func:`cross_terms_projected_hessian_F` into ``hessian`` (9, 9)."""
     dd = F[0] * F[0] + F[1] * F[1] + F[2] * F[2]
     for block in (3, 6):  # t_i, then t_j
         tt = F[block] * F[block] + F[block + 1] * F[block + 1] + F[block + 2] * F[block + 2]
@@ -203,7 +210,6 @@ def cross_terms_projected_hessian_F(F, stiffness):
                 hessian[block + r, block + c] += stiffness * (dd * identity - F[r] * F[c] + curvature)
                 hessian[r, block + c] += stiffness * (-dt * identity + 1.5 * F[r] * F[block + c] - 0.5 * F[block + r] * F[c])
                 hessian[block + r, c] += stiffness * (-dt * identity + 1.5 * F[block + r] * F[c] - 0.5 * F[r] * F[block + c])
-    return hessian
 
 
 @numba.njit(cache=True)
