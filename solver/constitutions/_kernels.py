@@ -287,7 +287,7 @@ def element_outputs(out, n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def as_bodies(bodies, count: int) -> np.ndarray:
-    """Copy the body-index table to a C-contiguous int64 array (n, count).
+    """Copy the body-index table to a read-only C-contiguous int64 array (n, count).
 
     Raises:
         ValueError: wrong shape, non-integer or negative indices.
@@ -301,14 +301,14 @@ def as_bodies(bodies, count: int) -> np.ndarray:
     array = np.array(raw, dtype=np.int64, order="C", copy=True)
     if array.size and array.min() < 0:
         raise ValueError("bodies: indices must be >= 0")
+    array.flags.writeable = False  # a term's elements never change (see state_rows)
     return array
 
 
 def state_rows(bodies: np.ndarray) -> int:
     """How many bodies a state q must hold for the body-index table ``bodies`` (n, k): one more
-    than its largest index (0 for no elements). The table is made read-only, so that the count,
-    computed once per term, stays true for :func:`check_state` at every call."""
-    bodies.flags.writeable = False
+    than its largest index (0 for no elements). Computed once per term: :func:`as_bodies` makes
+    the table read-only, so the count stays true for :func:`check_state` at every call."""
     return int(bodies.max(initial=-1)) + 1
 
 
