@@ -209,7 +209,9 @@ class OrthoPotential:
         self._update_scale()
 
     def _update_scale(self) -> None:
-        """The per-element factor kappa · volume · dt² (n,) that the kernels take."""
+        """The per-element factor kappa · volume · dt² (n,) that the kernels take. kappa and
+        volume are made read-only: a change must go through their setters to reach it."""
+        self._kappa.flags.writeable = self._volume.flags.writeable = False
         self._scale = self._kappa * self._volume * self._dt**2
 
     def energy(self, q: np.ndarray) -> float:

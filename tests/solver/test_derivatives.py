@@ -686,8 +686,9 @@ def test_body_tables_are_frozen_and_parameters_checked_when_set():
     """The body-index table is read-only once a term holds it (the term counted the bodies it needs
     once); OrthoPotential's kappa, volume and dt are checked when set, and a new dt takes effect."""
     ortho = OrthoPotential([[0]], [1e8], [1.0], 0.01)
-    with pytest.raises(ValueError):
-        ortho.bodies[0, 0] = 3
+    for array in (ortho.bodies, ortho.kappa, ortho.volume):  # changed only through the setters
+        with pytest.raises(ValueError):
+            array[0] = 3
     q = identity_q(1)
     q[0, 3] = 1.1  # stretched: E = kappa v dt^2 (1.21 - 1)^2
     assert ortho.energy(q) == pytest.approx(1e8 * 0.01**2 * 0.21**2)
