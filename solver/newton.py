@@ -179,13 +179,20 @@ class IncrementalPotential:
         ]
         self._blocks = np.empty((self.assembly.block_count, 12, 12))
         # What each iteration calls, decided once: the terms with elements, and per term how to
-        # get its gradient alone (None for a term without elements).
+        # get its gradient alone and its derivatives for the assembly (None for a term without
+        # elements; a constant Hessian comes from refresh_constant_hessian instead).
         self._active = [term for term in terms if len(term.bodies)]
         self._gradients = [
             None if not len(term.bodies)
             else term.gradient if hasattr(term, "gradient")
             else (lambda q, term=term, out=out: term.gradient_hessian(q, out=out)[0])
             for term, out in zip(terms, self._outputs)
+        ]
+        self._derivatives = [
+            None if not len(term.bodies)
+            else (lambda q, term=term: (term.gradient(q), None)) if constant
+            else (lambda q, term=term, out=out: term.gradient_hessian(q, out=out))
+            for term, constant, out in zip(terms, self.constant, self._outputs)
         ]
         # Factorisation reuse across time steps and chord steps (see solve_step): whether the
         # linear solver holds a factorisation that the next step may start from, and the
@@ -229,14 +236,7 @@ class IncrementalPotential:
         """
         if self.constant_blocks is None:
             self.refresh_constant_hessian(q)
-        derivatives = []
-        for term, constant, out in zip(self.terms, self.constant, self._outputs):
-            if not len(term.bodies):
-                derivatives.append(None)
-            elif constant:
-                derivatives.append((term.gradient(q), None))
-            else:
-                derivatives.append(term.gradient_hessian(q, out=out))
+        derivatives = [None if call is None else call(q) for call in self._derivatives]
         np.copyto(self._blocks, self.constant_blocks)
         return self.assembly.assemble(derivatives, self.element_bodies, self._blocks)
 
@@ -320,7 +320,8 @@ def solve_step(
             elif small(size):
                 q[dynamic] += chord
                 if chords_converge(max(size), REUSED_ERROR_FRACTION, REUSED_CHORDS_MAX):
-                    return _result(potential, True, 2, 0, True, chord=True)
+                    potential.reuse_backoff.record(True)
+                    return _result(potential, 2, 0, True, chord=True)
         except NewtonFailure:
             q[dynamic] = start  # solved afresh below, which names what is not finite if it is the state itself
         potential.reuse_backoff.record(False)
@@ -337,7 +338,7 @@ def solve_step(
         if small(size):
             q[dynamic] = start + direction
             if iteration >= settings.min_iterations:
-                return _result(potential, False, iteration, line_search_total, True, chord=False)
+                return _result(potential, iteration, line_search_total, True, chord=False)
             continue
         energy0 = potential.energy(q)
         if not np.isfinite(energy0):
@@ -373,16 +374,14 @@ def solve_step(
                 converged = chords_converge(max(size), CHORD_ERROR_FRACTION, 1)
             potential.chord_backoff.record(converged)
             if converged:
-                return _result(potential, False, iteration + 1, line_search_total, True, chord=True)
-    return _result(potential, False, settings.max_iterations, line_search_total, False, chord=False)
+                return _result(potential, iteration + 1, line_search_total, True, chord=True)
+    return _result(potential, settings.max_iterations, line_search_total, False, chord=False)
 
 
-def _result(potential: IncrementalPotential, reused: bool, iterations: int, line_search: int,
-            converged: bool, chord: bool) -> NewtonResult:
+def _result(potential: IncrementalPotential, iterations: int, line_search: int, converged: bool,
+            chord: bool) -> NewtonResult:
     """The step's :class:`NewtonResult`. The step's last factorisation may start the next step
     only if this one ended through the chord test (``chord``): where chord steps do not
     contract within a step, a lagged Hessian would not either."""
-    if reused:
-        potential.reuse_backoff.record(converged)
     potential.factorization_reusable = chord
     return NewtonResult(iterations, line_search, converged)
