@@ -69,13 +69,20 @@ def mass_matrix(mass: float, mass_x_bar: np.ndarray, second_moment: np.ndarray) 
     Returns:
         (12, 12) symmetric matrix [[m I3, I3 (x) (m x_bar)^T], [I3 (x) (m x_bar), I3 (x) S]].
     """
-    matrix = np.zeros((12, 12))
-    matrix[0:3, 0:3] = mass * np.eye(3)
+    return mass_matrices(np.array([mass], dtype=np.float64), np.asarray(mass_x_bar, dtype=np.float64)[None],
+                         np.asarray(second_moment, dtype=np.float64)[None])[0]
+
+
+def mass_matrices(mass: np.ndarray, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
+    """:func:`mass_matrix` of n bodies (n, 12, 12), from mass (n,) kg, mass_x_bar (n, 3) kg m and
+    second_moment (n, 3, 3) kg m^2."""
+    matrix = np.zeros((mass.shape[0], 12, 12))
+    matrix[:, 0:3, 0:3] = mass[:, None, None] * np.eye(3)
     for k in range(3):
         block = slice(3 + 3 * k, 6 + 3 * k)
-        matrix[k, block] = mass_x_bar
-        matrix[block, k] = mass_x_bar
-        matrix[block, block] = second_moment
+        matrix[:, k, block] = mass_x_bar
+        matrix[:, block, k] = mass_x_bar
+        matrix[:, block, block] = second_moment
     return matrix
 
 

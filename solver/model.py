@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .affine_body import mass_matrix, q_from_transform, velocity_q
+from .affine_body import q_from_transform, velocity_q
 from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
 from .constitutions.kinetic import Kinetic
 from .constitutions.ortho_potential import OrthoPotential
@@ -110,7 +110,12 @@ class Model:
 
         dynamic_indices = np.flatnonzero(self.dynamic)
         single = dynamic_indices[:, None].astype(np.int64)
-        self.kinetic = Kinetic(single, np.array([self._mass_matrix(i) for i in dynamic_indices]).reshape(-1, 12, 12))
+        self.kinetic = Kinetic(
+            single,
+            np.array([self.masses[i].mass for i in dynamic_indices], dtype=np.float64),
+            np.array([self.masses[i].mass_x_bar for i in dynamic_indices], dtype=np.float64).reshape(-1, 3),
+            np.array([self.masses[i].second_moment for i in dynamic_indices], dtype=np.float64).reshape(-1, 3, 3),
+        )
         self.ortho = OrthoPotential(
             single,
             np.array([bodies[i].kappa for i in dynamic_indices], dtype=np.float64),
@@ -129,10 +134,6 @@ class Model:
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
                       self.revolute_limit]
-
-    def _mass_matrix(self, index: int) -> np.ndarray:
-        mass = self.masses[index]
-        return mass_matrix(mass.mass, mass.mass_x_bar, mass.second_moment)
 
     def _build_joints(self, scene: Scene) -> None:
         transforms = {index: self.q0[index] for index in range(len(scene.bodies))}

@@ -95,8 +95,54 @@ def add_outer(matrix, scale, a, b):
 
 
 # ---------------------------------------------------------------------------------------------
-# Affine-body Jacobians (reference §1.1)
+# Affine-body Jacobians and mass matrix in structured form (reference §1.1, §1.2)
 # ---------------------------------------------------------------------------------------------
+# J(x̄) = [I3 | e1 x̄ᵀ | e2 x̄ᵀ | e3 x̄ᵀ] and M = [[m I3, I3 ⊗ (m x̄)ᵀ], [I3 ⊗ (m x̄), I3 ⊗ S]] applied
+# from their 3 or 13 defining numbers instead of stored (3, 12) or (12, 12) matrices, by the
+# gradient-only, energy and readout kernels that run several times per time step (at 1000 bodies
+# they then read 10x less memory). These helpers take whole arrays and element indices, not
+# per-element views: a view costs a reference-count increment and decrement, which doubled the
+# time of such kernels.
+
+
+@numba.njit(cache=True)
+def point_separation(q, i, j, points_i, points_j, e, end, k):
+    """Component k of J(x̄_i) q_i − J(x̄_j) q_j, m: the separation of a point's two copies, carried
+    by body i at its local x̄_i = points_i[e, end] (3,) and by body j at x̄_j = points_j[e, end]
+    (J(x̄) q = p + A x̄, A's rows a_k = q[body, 3 + 3k : 6 + 3k])."""
+    value = q[i, k] - q[j, k]
+    for c in range(3):
+        value += q[i, 3 + 3 * k + c] * points_i[e, end, c] - q[j, 3 + 3 * k + c] * points_j[e, end, c]
+    return value
+
+
+@numba.njit(cache=True)
+def direction_into(q, body, directions, e, index, out, offset):
+    """out[offset:offset + 3] = A v̄, the world image of the body-local direction v̄ = directions[e, index] (3,)."""
+    for k in range(3):
+        value = 0.0
+        for c in range(3):
+            value += q[body, 3 + 3 * k + c] * directions[e, index, c]
+        out[offset + k] = value
+
+
+@numba.njit(cache=True)
+def dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, out, row):
+    """out[row] (12,) = M delta for the ABD mass matrix M of element e's (m, m x̄, S) (mass (n,),
+    mass_x_bar (n, 3), second_moment (n, 3, 3); :func:`solver.affine_body.mass_matrix`),
+    delta (12,) = [δp, δa1, δa2, δa3]; ``out`` is 2-D so that a kernel writes its output rows
+    directly (through a scratch array and a copy it took twice as long)."""
+    for k in range(3):
+        block = 3 + 3 * k
+        value = mass[e] * delta[k]
+        for j in range(3):
+            value += mass_x_bar[e, j] * delta[block + j]
+        out[row, k] = value
+        for i in range(3):
+            value = mass_x_bar[e, i] * delta[k]
+            for j in range(3):
+                value += second_moment[e, i, j] * delta[block + j]
+            out[row, block + i] = value
 
 
 # ---------------------------------------------------------------------------------------------

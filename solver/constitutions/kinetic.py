@@ -13,48 +13,43 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs, state_rows
+from ..affine_body import mass_matrices
+from ._kernels import as_bodies, as_float_array, as_float_view, check_state, dyadic_product_into, element_outputs, state_rows
 
 
 @numba.njit(cache=True)
-def _energy_kernel(q, bodies, mass_matrix, q_tilde):
+def _energy_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde):
     total = 0.0
-    for e in numba.prange(bodies.shape[0]):
+    delta, product = np.empty(12), np.empty((1, 12))  # reused by every element
+    for e in range(bodies.shape[0]):
         body = bodies[e, 0]
-        delta = np.empty(12)
         for r in range(12):
             delta[r] = q[body, r] - q_tilde[e, r]
+        dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, product, 0)
         element = 0.0
         for r in range(12):
-            row = 0.0
-            for c in range(12):
-                row += mass_matrix[e, r, c] * delta[c]
-            element += delta[r] * row
+            element += delta[r] * product[0, r]
         total += 0.5 * element
     return total
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, mass_matrix, q_tilde, gradient, hessian):
-    for e in numba.prange(bodies.shape[0]):
-        body = bodies[e, 0]
+def _gradient_hessian_kernel(q, bodies, mass, mass_x_bar, second_moment, mass_matrix, q_tilde, gradient, hessian):
+    _gradient_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde, gradient)
+    for e in range(bodies.shape[0]):
         for r in range(12):
-            row = 0.0
             for c in range(12):
-                row += mass_matrix[e, r, c] * (q[body, c] - q_tilde[e, c])
                 hessian[e, r, c] = mass_matrix[e, r, c]
-            gradient[e, r] = row
 
 
 @numba.njit(cache=True)
-def _gradient_kernel(q, bodies, mass_matrix, q_tilde, gradient):
+def _gradient_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde, gradient):
+    delta = np.empty(12)  # reused by every element
     for e in range(bodies.shape[0]):
         body = bodies[e, 0]
         for r in range(12):
-            total = 0.0
-            for c in range(12):
-                total += mass_matrix[e, r, c] * (q[body, c] - q_tilde[e, c])
-            gradient[e, r] = total
+            delta[r] = q[body, r] - q_tilde[e, r]
+        dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, gradient, e)
 
 
 class Kinetic:
@@ -62,10 +57,13 @@ class Kinetic:
 
     Args:
         bodies: (n, 1) int, global body index of each element.
-        mass_matrix: (n, 12, 12) symmetric ABD mass matrix M per element (kg, kg m, kg m² blocks;
-            see :func:`solver.affine_body.mass_matrix`).
+        mass: (n,) m, kg. mass_x_bar: (n, 3) first moment m x̄, kg m. second_moment: (n, 3, 3)
+            S = ∫ρ x̄ x̄ᵀ dV, kg m². They define each body's ABD mass matrix M
+            (:func:`solver.affine_body.mass_matrix`), which the energy and gradient apply in
+            that structured form (13 numbers per body read instead of 144).
 
     Attributes:
+        mass_matrix: (n, 12, 12) M per element, the (constant) Hessian.
         q_tilde: (n, 12) predicted state q̃ (m and dimensionless A entries); zeros until the caller
             sets it before each step.
 
@@ -77,35 +75,41 @@ class Kinetic:
     #: The Hessian M does not depend on q: the Newton loop assembles it once per frame.
     constant_hessian = True
 
-    def __init__(self, bodies, mass_matrix):
+    def __init__(self, bodies, mass, mass_x_bar, second_moment):
         self.bodies = as_bodies(bodies, 1)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
-        self.mass_matrix = as_float_array(mass_matrix, (n, 12, 12), "mass_matrix")
+        self.mass = as_float_array(mass, (n,), "mass")
+        self.mass_x_bar = as_float_array(mass_x_bar, (n, 3), "mass_x_bar")
+        self.second_moment = as_float_array(second_moment, (n, 3, 3), "second_moment")
+        for array in (self.mass, self.mass_x_bar, self.second_moment):
+            array.flags.writeable = False  # mass_matrix is built from them once
+        self.mass_matrix = mass_matrices(self.mass, self.mass_x_bar, self.second_moment)
+        self.mass_matrix.flags.writeable = False
         self.q_tilde = np.zeros((n, 12))
+
+    def _arrays(self, q: np.ndarray) -> tuple:
+        """Checked q, the element bodies and dyadic masses, and q̃ as the kernels take them."""
+        q = check_state(q, self.state_rows)
+        q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
+        return q, self.bodies, self.mass, self.mass_x_bar, self.second_moment, q_tilde
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of ½ (q − q̃)ᵀ M (q − q̃) over elements, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
-        return float(_energy_kernel(q, self.bodies, self.mass_matrix, q_tilde))
+        return float(_energy_kernel(*self._arrays(q)))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient M (q − q̃) (n, 12) and Hessian M (n, 12, 12); exact and PSD, ``project`` is ignored.
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        q_tilde = as_float_view(self.q_tilde, (n, 12), "q_tilde")
-        gradient, hessian = element_outputs(out, n, 12)
-        _gradient_hessian_kernel(q, self.bodies, self.mass_matrix, q_tilde, gradient, hessian)
+        q, bodies, mass, mass_x_bar, second_moment, q_tilde = self._arrays(q)
+        gradient, hessian = element_outputs(out, bodies.shape[0], 12)
+        _gradient_hessian_kernel(q, bodies, mass, mass_x_bar, second_moment, self.mass_matrix, q_tilde, gradient, hessian)
         return gradient, hessian
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
-        q = check_state(q, self.state_rows)
-        q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
         gradient = np.empty((self.bodies.shape[0], 12))
-        _gradient_kernel(q, self.bodies, self.mass_matrix, q_tilde, gradient)
+        _gradient_kernel(*self._arrays(q), gradient)
         return gradient

@@ -36,30 +36,29 @@ from ._kernels import (
 
 
 @numba.njit(cache=True)
-def ortho_energy_F(F):
-    """‖A Aᵀ − I‖²_F for F (9,) = rows of A."""
-    energy = 0.0
+def _shape_error_into(q, body, error):
+    """error (3, 3) = A Aᵀ − I of the body's A (rows a_i = q[body, 3 + 3i : 6 + 3i]): s_i = |a_i|² − 1
+    on the diagonal, c_ij = a_i · a_j off it. Reads q by index (no per-element views: their
+    reference counting doubled the time of the element loops)."""
     for i in range(3):
-        a_i = F[3 * i : 3 * i + 3]
-        energy += (dot3(a_i, a_i) - 1.0) ** 2
-        for j in range(i + 1, 3):
-            energy += 2.0 * dot3(a_i, F[3 * j : 3 * j + 3]) ** 2
-    return energy
+        for j in range(i, 3):
+            value = 0.0
+            for k in range(3):
+                value += q[body, 3 + 3 * i + k] * q[body, 3 + 3 * j + k]
+            error[i, j] = error[j, i] = value
+        error[i, i] -= 1.0
 
 
 @numba.njit(cache=True)
-def ortho_gradient_F(F):
-    """Gradient (9,) of ‖A Aᵀ − I‖²_F with respect to F = rows of A:
-    ∂/∂a_i = 4 (|a_i|² − 1) a_i + 4 Σ_(j≠i) (a_i·a_j) a_j."""
-    gradient = np.zeros(9)
+def _add_gradient_into(q, body, error, scale, gradient, e):
+    """gradient[e, 3:12] += scale ∂/∂a_i ‖A Aᵀ − I‖² = scale 4 Σ_j (A Aᵀ − I)_ij a_j, from
+    :func:`_shape_error_into`'s ``error``."""
     for i in range(3):
-        a_i = F[3 * i : 3 * i + 3]
-        for j in range(3):
-            a_j = F[3 * j : 3 * j + 3]
-            weight = 4.0 * (dot3(a_i, a_i) - 1.0) if j == i else 4.0 * dot3(a_i, a_j)
-            for k in range(3):
-                gradient[3 * i + k] += weight * a_j[k]
-    return gradient
+        for k in range(3):
+            value = 0.0
+            for j in range(3):
+                value += error[i, j] * q[body, 3 + 3 * j + k]
+            gradient[e, 3 + 3 * i + k] += 4.0 * scale * value
 
 
 @numba.njit(cache=True)
@@ -119,34 +118,44 @@ def ortho_projected_hessian_F(F):
 @numba.njit(cache=True)
 def _energy_kernel(q, bodies, scale):
     total = 0.0
-    for e in numba.prange(bodies.shape[0]):
-        total += scale[e] * ortho_energy_F(q[bodies[e, 0], 3:12])
+    error = np.empty((3, 3))  # reused by every element
+    for e in range(bodies.shape[0]):
+        _shape_error_into(q, bodies[e, 0], error)
+        squared = 0.0
+        for i in range(3):
+            for j in range(3):
+                squared += error[i, j] * error[i, j]  # Σ s_i² + 2 Σ_(i<j) c_ij²
+        total += scale[e] * squared
     return total
 
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, scale, exact, gradient, hessian):
-    for e in numba.prange(bodies.shape[0]):
+    error = np.empty((3, 3))  # reused by every element
+    for e in range(bodies.shape[0]):
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
         if exact is None:
-            gradient_F = ortho_gradient_F(q[bodies[e, 0], 3:12])
+            _shape_error_into(q, bodies[e, 0], error)
+            _add_gradient_into(q, bodies[e, 0], error, scale[e], gradient, e)
             hessian_F = ortho_projected_hessian_F(q[bodies[e, 0], 3:12])
         else:
             gradient_F, hessian_F = ortho_gradient_hessian_F(q[bodies[e, 0], 3:12])
-        gradient[e, :] = 0.0
-        hessian[e, :, :] = 0.0
+            for r in range(9):
+                gradient[e, 3 + r] = scale[e] * gradient_F[r]
         for r in range(9):
-            gradient[e, 3 + r] = scale[e] * gradient_F[r]
             for c in range(9):
                 hessian[e, 3 + r, 3 + c] = scale[e] * hessian_F[r, c]
 
 
 @numba.njit(cache=True)
 def _gradient_kernel(q, bodies, scale, gradient):
+    error = np.empty((3, 3))  # reused by every element
     for e in range(bodies.shape[0]):
-        gradient_F = ortho_gradient_F(q[bodies[e, 0], 3:12])
-        gradient[e, 0:3] = 0.0
-        for r in range(9):
-            gradient[e, 3 + r] = scale[e] * gradient_F[r]
+        for r in range(12):
+            gradient[e, r] = 0.0
+        _shape_error_into(q, bodies[e, 0], error)
+        _add_gradient_into(q, bodies[e, 0], error, scale[e], gradient, e)
 
 
 class OrthoPotential:

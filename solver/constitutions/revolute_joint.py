@@ -29,14 +29,14 @@ from ..affine_body import direction_jacobians, point_jacobians
 from ._kernels import (
     add_mapped_derivatives,
     apply_jacobian,
-    apply_jacobian_into,
     as_bodies,
     as_float_array,
     as_float_view,
     check_state,
+    direction_into,
     element_outputs,
     gather_dofs,
-    gather_dofs_into,
+    point_separation,
     state_rows,
 )
 
@@ -100,15 +100,17 @@ def sin_cos_derivatives_F(F):
 
 
 @numba.njit(cache=True)
-def sin_cos_kernel(q, bodies, basis_jacobian):
-    """sinθ, cosθ (n,) of every element at the global state q."""
+def sin_cos_kernel(q, bodies, basis_i, basis_j):
+    """sinθ, cosθ (n,) of every element at the global state q; ``basis_i``/``basis_j`` (n, 2, 3)
+    the body-local [n̄, b̄] (F = [A_i n̄_i; A_i b̄_i; A_j n̄_j; A_j b̄_j], applied in structured form)."""
     n = bodies.shape[0]
     sine = np.empty(n)
     cosine = np.empty(n)
-    q_element, F = np.empty(24), np.empty(12)  # reused by every element
+    F = np.empty(12)  # reused by every element
     for e in range(n):
-        gather_dofs_into(q, bodies[e], q_element)
-        apply_jacobian_into(basis_jacobian[e], q_element, F)
+        for k in range(2):
+            direction_into(q, bodies[e, 0], basis_i, e, k, F, 3 * k)
+            direction_into(q, bodies[e, 1], basis_j, e, k, F, 6 + 3 * k)
         sine[e], cosine[e] = sin_cos_F(F)
     return sine, cosine
 
@@ -128,28 +130,21 @@ def _build_jacobians(points_i: np.ndarray, points_j: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def revolute_energy_F(F, stiffness):
-    """E = K/2 |F|² for F (6,)."""
-    total = 0.0
-    for r in range(6):
-        total += F[r] * F[r]
-    return 0.5 * stiffness * total
-
-
-@numba.njit(cache=True)
 def revolute_gradient_hessian_F(F, stiffness):
     """∇_F E = K F (6,), H_F = K I6 (6, 6) (exact, PSD for K >= 0)."""
     return stiffness * F, stiffness * np.eye(6)
 
 
 @numba.njit(cache=True)
-def _energy_kernel(q, bodies, jacobian, stiffness):
+def _energy_kernel(q, bodies, points_i, points_j, stiffness):
     total = 0.0
-    q_element, F = np.empty(24), np.empty(6)  # reused by every element
     for e in range(bodies.shape[0]):
-        gather_dofs_into(q, bodies[e], q_element)
-        apply_jacobian_into(jacobian[e], q_element, F)
-        total += revolute_energy_F(F, stiffness[e])
+        i, j = bodies[e, 0], bodies[e, 1]
+        squared = 0.0
+        for end in range(2):
+            for k in range(3):
+                squared += point_separation(q, i, j, points_i, points_j, e, end, k) ** 2
+        total += 0.5 * stiffness[e] * squared
     return total
 
 
@@ -164,16 +159,20 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian):
 
 
 @numba.njit(cache=True)
-def _gradient_kernel(q, bodies, jacobian, stiffness, gradient):
-    q_element, F = np.empty(24), np.empty(6)  # reused by every element
+def _gradient_kernel(q, bodies, points_i, points_j, stiffness, gradient):
     for e in range(bodies.shape[0]):
-        gather_dofs_into(q, bodies[e], q_element)
-        apply_jacobian_into(jacobian[e], q_element, F)
+        i, j = bodies[e, 0], bodies[e, 1]
         for a in range(24):
-            total = 0.0
-            for r in range(6):
-                total += jacobian[e, r, a] * F[r]
-            gradient[e, a] = stiffness[e] * total
+            gradient[e, a] = 0.0
+        for end in range(2):
+            for k in range(3):
+                # J(x̄_i)ᵀ and −J(x̄_j)ᵀ of the force K Δx_k along axis k on the end's two copies.
+                force = stiffness[e] * point_separation(q, i, j, points_i, points_j, e, end, k)
+                gradient[e, k] += force
+                gradient[e, 12 + k] -= force
+                for c in range(3):
+                    gradient[e, 3 + 3 * k + c] += force * points_i[e, end, c]
+                    gradient[e, 15 + 3 * k + c] -= force * points_j[e, end, c]
 
 
 class RevoluteJoint:
@@ -208,14 +207,15 @@ class RevoluteJoint:
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
         self.stiffness = np.zeros(n)
+        for array in (self.points_i, self.points_j, self.basis_i, self.basis_j):
+            array.flags.writeable = False  # the F-Jacobian below is built from them once
         self._jacobian = _build_jacobians(self.points_i, self.points_j)
-        self._basis_jacobian = build_basis_jacobians(self.basis_i, self.basis_j)
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
         q = check_state(q, self.state_rows)
         stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
-        return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness))
+        return float(_energy_kernel(q, self.bodies, self.points_i, self.points_j, stiffness))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
@@ -236,13 +236,13 @@ class RevoluteJoint:
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         gradient = np.empty((n, 24))
-        _gradient_kernel(q, self.bodies, self._jacobian, stiffness, gradient)
+        _gradient_kernel(q, self.bodies, self.points_i, self.points_j, stiffness, gradient)
         return gradient
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""
         q = check_state(q, self.state_rows)
-        return sin_cos_kernel(q, self.bodies, self._basis_jacobian)
+        return sin_cos_kernel(q, self.bodies, self.basis_i, self.basis_j)
 
     def angle(self, q: np.ndarray) -> np.ndarray:
         """Raw joint angle θ = atan2(sinθ, cosθ) ∈ (−π, π] (n,), rad; +φ for body j turned by +φ about +t̂."""

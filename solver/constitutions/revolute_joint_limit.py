@@ -139,6 +139,7 @@ class RevoluteJointLimit:
         self.angle_t = np.zeros(n)
         self.sin_t = np.zeros(n)
         self.cos_t = np.ones(n)
+        self.basis_i.flags.writeable = self.basis_j.flags.writeable = False  # the F-Jacobian is built from them once
         self._jacobian = build_basis_jacobians(self.basis_i, self.basis_j)
 
     def _limits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,7 +179,7 @@ class RevoluteJointLimit:
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) at q, the values to store in ``sin_t``/``cos_t`` at a step start."""
         q = check_state(q, self.state_rows)
-        return sin_cos_kernel(q, self.bodies, self._jacobian)
+        return sin_cos_kernel(q, self.bodies, self.basis_i, self.basis_j)
 
     def angle(self, q: np.ndarray) -> np.ndarray:
         """The limited coordinate x = θᵗ + δ(q) (n,), rad."""

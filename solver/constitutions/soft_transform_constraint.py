@@ -16,24 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..affine_body import mass_matrices
 from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs, state_rows
-
-
-def dyadic_mass_matrices(mass: np.ndarray, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
-    """12x12 ABD mass matrices (n, 12, 12) of n bodies, vectorised :func:`solver.affine_body.mass_matrix`.
-
-    Args:
-        mass: (n,) kg. mass_x_bar: (n, 3) kg m. second_moment: (n, 3, 3) kg m².
-    """
-    n = mass.shape[0]
-    matrix = np.zeros((n, 12, 12))
-    matrix[:, 0:3, 0:3] = mass[:, None, None] * np.eye(3)
-    for k in range(3):
-        block = slice(3 + 3 * k, 6 + 3 * k)
-        matrix[:, k, block] = mass_x_bar
-        matrix[:, block, k] = mass_x_bar
-        matrix[:, block, block] = second_moment
-    return matrix
 
 
 @numba.njit(cache=True)
@@ -109,8 +93,8 @@ class SoftTransformConstraint:
         if np.any(self.mass <= 0.0):
             raise ValueError("mass must be > 0")
         center = self.mass_x_bar / self.mass[:, None]
-        self.mass_matrix = dyadic_mass_matrices(self.mass, self.mass_x_bar, self.second_moment)
-        self.center_mass_matrix = dyadic_mass_matrices(
+        self.mass_matrix = mass_matrices(self.mass, self.mass_x_bar, self.second_moment)
+        self.center_mass_matrix = mass_matrices(
             self.mass, self.mass_x_bar, self.mass[:, None, None] * center[:, :, None] * center[:, None, :]
         )
         self.strength_ratio = np.full((n, 2), 100.0)

@@ -182,8 +182,8 @@ def random_dyadic(rng):
 
 
 def make_kinetic(rng, q):
-    matrices = np.array([mass_matrix(*random_dyadic(rng)) for _ in range(SINGLE_BODIES.shape[0])])
-    kinetic = Kinetic(SINGLE_BODIES, matrices)
+    mass, mass_x_bar, second_moment = zip(*[random_dyadic(rng) for _ in range(SINGLE_BODIES.shape[0])])
+    kinetic = Kinetic(SINGLE_BODIES, mass, mass_x_bar, second_moment)
     kinetic.q_tilde = q[SINGLE_BODIES[:, 0]] + 0.1 * rng.standard_normal((SINGLE_BODIES.shape[0], 12))
     return kinetic
 
@@ -301,6 +301,11 @@ def test_kinetic(seed):
     delta = q[SINGLE_BODIES[:, 0]] - kinetic.q_tilde
     assert np.allclose(gradient, np.einsum("eab,eb->ea", kinetic.mass_matrix, delta))
     assert np.array_equal(hessian, kinetic.mass_matrix)
+    assert np.array_equal(kinetic.gradient(q), gradient)
+    assert kinetic.energy(q) == pytest.approx(0.5 * np.einsum("ea,eab,eb->", delta, kinetic.mass_matrix, delta), rel=1e-12)
+    for e in range(SINGLE_BODIES.shape[0]):  # the structured kernels apply the matrix of affine_body.mass_matrix
+        assert np.array_equal(kinetic.mass_matrix[e],
+                              mass_matrix(kinetic.mass[e], kinetic.mass_x_bar[e], kinetic.second_moment[e]))
     kinetic.q_tilde = q[SINGLE_BODIES[:, 0]]
     assert kinetic.energy(q) == 0.0
 
@@ -312,6 +317,12 @@ def test_revolute_joint(seed):
     q = random_state(rng)
     check_derivatives(joint, q)
     check_projection(joint, q, always_exact=True)
+    # The gradient-only and energy kernels apply J(x̄) in structured form, the Hessian path the
+    # dense F-Jacobian: the same gradient, and the energy K/2 |J_F q|² of the dense map.
+    gradient = joint.gradient_hessian(q)[0]
+    assert np.allclose(joint.gradient(q), gradient, rtol=0.0, atol=1e-12 * np.abs(gradient).max())
+    F = np.einsum("eab,eb->ea", joint._jacobian, q[PAIRS].reshape(len(PAIRS), 24))
+    assert joint.energy(q) == pytest.approx(0.5 * np.sum(joint.stiffness[:, None] * F**2), rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -667,7 +678,9 @@ def test_argument_checks():
     with pytest.raises(ValueError):
         RevoluteJoint([[0, 1]], np.zeros((2, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)))
     with pytest.raises(ValueError):
-        Kinetic([[-1]], np.eye(12)[None])
+        Kinetic([[-1]], [1.0], np.zeros((1, 3)), np.eye(3)[None])
+    with pytest.raises(ValueError):
+        Kinetic([[0]], [1.0], np.zeros((1, 3)), np.full((1, 3, 3), np.nan))
     with pytest.raises(ValueError):
         OrthoPotential([[0]], [1e8], [1.0], 0.0)
     with pytest.raises(ValueError):
@@ -698,3 +711,17 @@ def test_body_tables_are_frozen_and_parameters_checked_when_set():
         with pytest.raises(ValueError):
             setattr(ortho, name, value)
     assert ortho.energy(q) == pytest.approx(1e8 * 0.02**2 * 0.21**2)  # the refused values left no trace
+
+
+def test_geometry_read_by_two_paths_is_read_only():
+    """What a term's kernels read both in structured form and through a matrix built from it at
+    construction (the revolute joint's points and bases, its limit's bases, the kinetic term's
+    dyadic mass) cannot be changed in place, so the two cannot disagree."""
+    rng = np.random.default_rng(0)
+    joint = make_revolute(rng)
+    limit = RevoluteJointLimit(PAIRS, random_unit(rng, (len(PAIRS), 2, 3)), random_unit(rng, (len(PAIRS), 2, 3)))
+    kinetic = make_kinetic(rng, random_state(rng))
+    for array in (joint.points_i, joint.points_j, joint.basis_i, joint.basis_j, limit.basis_i, limit.basis_j,
+                  kinetic.mass, kinetic.mass_x_bar, kinetic.second_moment, kinetic.mass_matrix):
+        with pytest.raises(ValueError):
+            array[0] = 1.0

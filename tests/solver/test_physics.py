@@ -410,11 +410,10 @@ def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatc
 def test_non_finite_newton_quantities_are_named(broken):
     """A NaN in the gradient, or a direction beyond any float, stops the step with a NewtonFailure
     that says which; q is left finite for the caller's report."""
-    from solver.affine_body import mass_matrix
     from solver.constitutions import Kinetic
     from solver.newton import IncrementalPotential, NewtonFailure, solve_step
 
-    kinetic = Kinetic([[0]], mass_matrix(1.0, np.zeros(3), np.eye(3) / 12.0)[None])
+    kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
     kinetic.q_tilde = np.full((1, 12), np.nan if broken == "gradient" else 1e308)  # the direction q_tilde - q sums past the largest float
     potential = IncrementalPotential([kinetic], np.array([0]))
     q = np.tile(np.concatenate([np.zeros(3), np.eye(3).reshape(-1)]), (1, 1))
@@ -428,12 +427,10 @@ def test_lagged_direction_that_raises_the_energy_is_given_up():
     """A held factorisation 100 times too soft makes the first direction overshoot: the trapezoidal
     estimate of the energy change is positive, q goes back to the step's start, and the step is
     solved afresh (exactly, the potential being quadratic), backing off from the next reuse."""
-    from solver.affine_body import mass_matrix
     from solver.constitutions import Kinetic
     from solver.newton import IncrementalPotential, solve_step
 
-    inertia = mass_matrix(1.0, np.zeros(3), np.eye(3) / 12.0)
-    kinetic = Kinetic([[0]], inertia[None])
+    kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
     kinetic.q_tilde = np.concatenate([[0.0, 0.0, -0.01], np.eye(3).reshape(-1)])[None]
     potential = IncrementalPotential([kinetic], np.array([0]))
     potential.refresh_constant_hessian(np.zeros((1, 12)))
