@@ -30,8 +30,8 @@ from ._kernels import (
 from .driving_prismatic_joint import DrivingPrismaticJoint, add_driving_gradient_F, driving_derivatives_F, driving_energy_F
 from .joint_limit_penalty import penalty
 from .prismatic_joint import PrismaticJoint, add_cross_terms_gradient_F, add_cross_terms_projected_hessian_F
-from .prismatic_joint import add_distance_gradient_F, add_frame_terms
-from .prismatic_joint import cross_terms_derivatives_F, cross_terms_energy_F, distance_F, frame_terms_energy_F
+from .prismatic_joint import add_axis_transpose_into, add_distance_gradient_F, add_frame_terms, axis_F_into
+from .prismatic_joint import cross_terms_derivatives_F, cross_terms_energy_F, distance_F, frame_terms_into
 from .prismatic_joint_limit import PrismaticJointLimit, limit_derivatives_F
 
 
@@ -65,15 +65,14 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
 
 
 @numba.njit(cache=True)
-def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
+def _energy_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, drive_stiffness, drive_target,
                    limited, lower, upper, strength):
     total = 0.0
-    q_element, F, frame_F = np.empty(24), np.empty(9), np.empty(6)  # reused by every element
+    F, no_gradient = np.empty(9), np.empty((0, 24))  # reused by every element
     for e in range(bodies.shape[0]):
-        gather_dofs_into(q, bodies[e], q_element)
-        apply_jacobian_into(axis_jacobian[e], q_element, F)
-        apply_jacobian_into(frame_jacobian[e], q_element, frame_F)
-        total += cross_terms_energy_F(F, stiffness[e]) + frame_terms_energy_F(frame_F, stiffness[e])
+        i, j = bodies[e, 0], bodies[e, 1]
+        axis_F_into(q, i, j, anchor_i, anchor_j, frame_i, frame_j, e, F)
+        total += cross_terms_energy_F(F, stiffness[e]) + frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness[e], no_gradient)
         if drive_stiffness[e] != 0.0:
             total += driving_energy_F(F, drive_stiffness[e], drive_target[e])
         if limited[e]:
@@ -82,13 +81,14 @@ def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_st
 
 
 @numba.njit(cache=True)
-def _gradient_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
+def _gradient_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, drive_stiffness, drive_target,
                      limited, lower, upper, strength, gradient):
-    q_element, F, frame_F, gradient_F = np.empty(24), np.empty(9), np.empty(6), np.empty(9)  # reused
+    F, gradient_F = np.empty(9), np.empty(9)  # reused by every element
     for e in range(bodies.shape[0]):
-        gather_dofs_into(q, bodies[e], q_element)
-        apply_jacobian_into(axis_jacobian[e], q_element, F)
-        gradient_F[:] = 0.0
+        i, j = bodies[e, 0], bodies[e, 1]
+        axis_F_into(q, i, j, anchor_i, anchor_j, frame_i, frame_j, e, F)
+        for r in range(9):
+            gradient_F[r] = 0.0
         add_cross_terms_gradient_F(F, stiffness[e], gradient_F)
         if drive_stiffness[e] != 0.0:
             add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], gradient_F)
@@ -96,14 +96,10 @@ def _gradient_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_
             _, first, _ = penalty(distance_F(F), lower[e], upper[e], strength[e])
             if first != 0.0:
                 add_distance_gradient_F(F, first, gradient_F)
-        apply_jacobian_into(frame_jacobian[e], q_element, frame_F)  # E23: gradient K Jᵀ F
         for a in range(24):
-            total = 0.0
-            for r in range(9):
-                total += axis_jacobian[e, r, a] * gradient_F[r]
-            for r in range(6):
-                total += stiffness[e] * frame_jacobian[e, r, a] * frame_F[r]
-            gradient[e, a] = total
+            gradient[e, a] = 0.0
+        add_axis_transpose_into(gradient_F, anchor_i, anchor_j, frame_i, frame_j, e, gradient)
+        frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness[e], gradient)  # E23
 
 
 class PrismaticJointGroup:
@@ -133,8 +129,9 @@ class PrismaticJointGroup:
         self.limit_rows = self._rows(limit_rows, limit, "limit", n)
         self.limited = np.zeros(n, dtype=np.bool_)
         self.limited[self.limit_rows] = True
-        self._drive_stiffness, self._drive_target = np.zeros(n), np.zeros(n)
-        self._lower, self._upper, self._strength = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._drive_buffers = (np.zeros(n), np.zeros(n))  # stiffness, target
+        self._limit_buffers = (np.zeros(n), np.zeros(n), np.zeros(n))  # lower, upper, strength
+        self._every_joint = (np.array_equal(self.driving_rows, np.arange(n)), np.array_equal(self.limit_rows, np.arange(n)))
 
     def _rows(self, rows, extra, name: str, n: int) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
@@ -148,24 +145,37 @@ class PrismaticJointGroup:
 
     def energy(self, q: np.ndarray) -> float:
         """E of the joints plus their extras, J. q: (n_bodies, 12)."""
-        arrays = self._arrays(q)
-        return float(_energy_kernel(*arrays))
+        return float(_energy_kernel(*self._arrays(q, structured=True)))
 
-    def _arrays(self, q: np.ndarray) -> tuple:
-        """Checked q and the per-joint parameter arrays of the kernels."""
+    def _arrays(self, q: np.ndarray, structured: bool) -> tuple:
+        """Checked q and the per-joint geometry and parameter arrays of the kernels: the dense
+        F-Jacobians for the Hessian kernel, the anchors and frames where ``structured`` (the
+        energy and gradient-only kernels apply the F-maps in structured form)."""
         q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        stiffness = as_float_view(self.joint.stiffness, (n,), "stiffness")
-        self._drive_stiffness[self.driving_rows], self._drive_target[self.driving_rows] = self.driving._parameters()
-        lower, upper, strength = self.limit._parameters()
-        self._lower[self.limit_rows], self._upper[self.limit_rows], self._strength[self.limit_rows] = lower, upper, strength
-        return (q, self.bodies, self.joint._axis_jacobian, self.joint._frame_jacobian, stiffness, self._drive_stiffness,
-                self._drive_target, self.limited, self._lower, self._upper, self._strength)
+        joint = self.joint
+        stiffness = as_float_view(joint.stiffness, (self.bodies.shape[0],), "stiffness")
+        drive = self._per_joint(self.driving._parameters(), self.driving_rows, self._every_joint[0], self._drive_buffers)
+        limit = self._per_joint(self.limit._parameters(), self.limit_rows, self._every_joint[1], self._limit_buffers)
+        geometry = ((joint.anchor_i, joint.anchor_j, joint.frame_i, joint.frame_j) if structured
+                    else (joint._axis_jacobian, joint._frame_jacobian))
+        return (q, self.bodies) + geometry + (stiffness,) + drive + (self.limited,) + limit
+
+    @staticmethod
+    def _per_joint(values: tuple, rows: np.ndarray, every_joint: bool, buffers: tuple) -> tuple:
+        """An extra's per-element parameter ``values`` as per-joint arrays: the values themselves
+        where the extra's ``rows`` are every joint in order (``every_joint``: no copy), else
+        scattered into ``buffers`` (zeros at the joints without the extra)."""
+        if every_joint:
+            return values
+        if len(rows):
+            for buffer, value in zip(buffers, values):
+                buffer[rows] = value
+        return buffers
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Per-joint gradient (n, 24) alone, as in :meth:`gradient_hessian`."""
         gradient = np.empty((self.bodies.shape[0], 24))
-        _gradient_kernel(*self._arrays(q), gradient)
+        _gradient_kernel(*self._arrays(q, structured=True), gradient)
         return gradient
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +184,7 @@ class PrismaticJointGroup:
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        arrays = self._arrays(q)
+        arrays = self._arrays(q, structured=False)
         gradient, hessian = element_outputs(out, self.bodies.shape[0], 24)
         _gradient_hessian_kernel(*arrays, exact_argument(project), gradient, hessian)
         return gradient, hessian

@@ -62,6 +62,52 @@ def build_axis_jacobians(anchor_i, anchor_j, tangent_i, tangent_j) -> np.ndarray
 
 
 @numba.njit(cache=True)
+def axis_F_into(q, i, j, anchor_i, anchor_j, frame_i, frame_j, e, F):
+    """F (9,) = [c_j − c_i; t_i; t_j] of element e, with c_k = J(c̄_k) q_k and t_k = A_k t̄_k applied
+    in structured form (the dense F-Jacobian of :func:`build_axis_jacobians` is for the Hessian);
+    anchors (n, 3), frames (n, 3, 3) with rows [t̄, n̄, b̄]. Reads by index, no per-element views."""
+    for k in range(3):
+        separation = q[j, k] - q[i, k]
+        tangent_i = 0.0
+        tangent_j = 0.0
+        for c in range(3):
+            separation += q[j, 3 + 3 * k + c] * anchor_j[e, c] - q[i, 3 + 3 * k + c] * anchor_i[e, c]
+            tangent_i += q[i, 3 + 3 * k + c] * frame_i[e, 0, c]
+            tangent_j += q[j, 3 + 3 * k + c] * frame_j[e, 0, c]
+        F[k], F[3 + k], F[6 + k] = separation, tangent_i, tangent_j
+
+
+@numba.njit(cache=True)
+def add_axis_transpose_into(gradient_F, anchor_i, anchor_j, frame_i, frame_j, e, gradient):
+    """gradient[e] (24,) += J_Fᵀ gradient_F for F = [c_j − c_i; t_i; t_j] (:func:`axis_F_into`)."""
+    for k in range(3):
+        separation = gradient_F[k]
+        gradient[e, k] -= separation
+        gradient[e, 12 + k] += separation
+        for c in range(3):
+            gradient[e, 3 + 3 * k + c] += gradient_F[3 + k] * frame_i[e, 0, c] - separation * anchor_i[e, c]
+            gradient[e, 15 + 3 * k + c] += gradient_F[6 + k] * frame_j[e, 0, c] + separation * anchor_j[e, c]
+
+
+@numba.njit(cache=True)
+def frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness, gradient):
+    """E23 = K/2 (|n_i − n_j|² + |b_i − b_j|²) of element e, in structured form; when ``gradient``
+    (n, 24) has rows, also adds its gradient K J23ᵀ F23 to gradient[e]. Returns E23."""
+    energy = 0.0
+    for row in (1, 2):  # n̄, then b̄
+        for k in range(3):
+            value = 0.0
+            for c in range(3):
+                value += q[i, 3 + 3 * k + c] * frame_i[e, row, c] - q[j, 3 + 3 * k + c] * frame_j[e, row, c]
+            energy += value * value
+            if gradient.shape[0]:
+                for c in range(3):
+                    gradient[e, 3 + 3 * k + c] += stiffness * value * frame_i[e, row, c]
+                    gradient[e, 15 + 3 * k + c] -= stiffness * value * frame_j[e, row, c]
+    return 0.5 * stiffness * energy
+
+
+@numba.njit(cache=True)
 def distance_F(F):
     """d = ½ (c_j − c_i)·(t_i + t_j) for F = [c_j − c_i; t_i; t_j] (9,)."""
     return 0.5 * (dot3(F[0:3], F[3:6]) + dot3(F[0:3], F[6:9]))
@@ -86,14 +132,13 @@ def add_distance_gradient_F(F, scale, gradient):
 
 
 @numba.njit(cache=True)
-def distance_kernel(q, bodies, axis_jacobian):
+def distance_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j):
     """Raw distance d(q) (n,) of every element."""
     n = bodies.shape[0]
     out = np.empty(n)
-    q_element, F = np.empty(24), np.empty(9)  # reused by every element
+    F = np.empty(9)  # reused by every element
     for e in range(n):
-        gather_dofs_into(q, bodies[e], q_element)
-        apply_jacobian_into(axis_jacobian[e], q_element, F)
+        axis_F_into(q, bodies[e, 0], bodies[e, 1], anchor_i, anchor_j, frame_i, frame_j, e, F)
         out[e] = distance_F(F)
     return out
 
@@ -296,6 +341,8 @@ class PrismaticJoint:
         self.frame_i = as_float_array(frame_i, (n, 3, 3), "frame_i")
         self.frame_j = as_float_array(frame_j, (n, 3, 3), "frame_j")
         self.stiffness = np.zeros(n)
+        for array in (self.anchor_i, self.anchor_j, self.frame_i, self.frame_j):
+            array.flags.writeable = False  # the F-Jacobians below are built from them once
         self._axis_jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.frame_i[:, 0], self.frame_j[:, 0])
         self._frame_jacobian = _build_frame_jacobians(self.frame_i, self.frame_j)
 
@@ -323,4 +370,4 @@ class PrismaticJoint:
     def distance(self, q: np.ndarray) -> np.ndarray:
         """Raw distance d(q) = ½ (c_j − c_i)·(t_i + t_j) (n,), m (reported = raw + init_distance)."""
         q = check_state(q, self.state_rows)
-        return distance_kernel(q, self.bodies, self._axis_jacobian)
+        return distance_kernel(q, self.bodies, self.anchor_i, self.anchor_j, self.frame_i, self.frame_j)

@@ -144,6 +144,8 @@ class PrismaticJointLimit:
         self.lower = np.zeros(n)
         self.upper = np.zeros(n)
         self.strength = np.ones(n)
+        for array in (self.anchor_i, self.anchor_j, self.tangent_i, self.tangent_j):
+            array.flags.writeable = False  # the F-Jacobian below is built from them once
         self._jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.tangent_i, self.tangent_j)
 
     def _parameters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -173,4 +175,5 @@ class PrismaticJointLimit:
     def distance(self, q: np.ndarray) -> np.ndarray:
         """The limited coordinate x = d(q) (n,), m."""
         q = check_state(q, self.state_rows)
-        return distance_kernel(q, self.bodies, self._jacobian)
+        # The kernel reads the tangents as row 0 of (n, 1, 3) frames.
+        return distance_kernel(q, self.bodies, self.anchor_i, self.anchor_j, self.tangent_i[:, None], self.tangent_j[:, None])

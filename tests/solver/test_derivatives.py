@@ -395,6 +395,12 @@ def test_prismatic_group_is_the_sum_of_its_terms(seed):
         assert np.allclose(hessian, expected_hessian, rtol=0.0, atol=1e-12 * scale)
     assert np.allclose(group.gradient(q), group.gradient_hessian(q)[0], rtol=0.0,
                        atol=1e-12 * np.abs(group.gradient_hessian(q)[0]).max())
+    # The readouts apply F = [c_j − c_i; t_i; t_j] in structured form: d = ½ (c_j − c_i)·(t_i + t_j)
+    # of the dense F-Jacobian's F.
+    F = np.einsum("eab,eb->ea", group.joint._axis_jacobian, q[group.bodies].reshape(len(group.bodies), 24))
+    distance = 0.5 * np.einsum("ea,ea->e", F[:, 0:3], F[:, 3:6] + F[:, 6:9])
+    assert np.allclose(group.joint.distance(q), distance, rtol=0.0, atol=1e-12)
+    assert np.allclose(group.limit.distance(q), distance[group.limit_rows], rtol=0.0, atol=1e-12)
     check_derivatives(group, q)
     check_projection(group, q, whole_projection=False)
     check_dominates(group, q)
@@ -716,12 +722,16 @@ def test_body_tables_are_frozen_and_parameters_checked_when_set():
 def test_geometry_read_by_two_paths_is_read_only():
     """What a term's kernels read both in structured form and through a matrix built from it at
     construction (the revolute joint's points and bases, its limit's bases, the kinetic term's
-    dyadic mass) cannot be changed in place, so the two cannot disagree."""
+    dyadic mass, the prismatic joint's and its limit's anchors and frames) cannot be changed in
+    place, so the two cannot disagree."""
     rng = np.random.default_rng(0)
     joint = make_revolute(rng)
     limit = RevoluteJointLimit(PAIRS, random_unit(rng, (len(PAIRS), 2, 3)), random_unit(rng, (len(PAIRS), 2, 3)))
     kinetic = make_kinetic(rng, random_state(rng))
+    group = make_prismatic_group(rng, random_state(rng))
     for array in (joint.points_i, joint.points_j, joint.basis_i, joint.basis_j, limit.basis_i, limit.basis_j,
-                  kinetic.mass, kinetic.mass_x_bar, kinetic.second_moment, kinetic.mass_matrix):
+                  kinetic.mass, kinetic.mass_x_bar, kinetic.second_moment, kinetic.mass_matrix,
+                  group.joint.anchor_i, group.joint.anchor_j, group.joint.frame_i, group.joint.frame_j,
+                  group.limit.anchor_i, group.limit.anchor_j, group.limit.tangent_i, group.limit.tangent_j):
         with pytest.raises(ValueError):
             array[0] = 1.0
