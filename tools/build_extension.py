@@ -8,7 +8,7 @@ Usage (from the repository root, with the project's venv)::
 Steps:
 
 1. ``pip download --only-binary=:all: --no-deps --python-version 3.11 --platform <tag>`` the pinned
-   binary wheels (numba, llvmlite; lxml for the URDF importer) for every platform of the manifest,
+   binary wheels (numba, llvmlite, scipy; lxml for the URDF importer) for every platform of the manifest,
    and once the pure-Python wheels of the URDF importer (yourdfpy, trimesh, six), into
    ``wheels/`` (git-ignored, never committed). numpy is not bundled: Blender ships it. Wheels
    already there are reused.
@@ -37,7 +37,7 @@ MANIFEST = "blender_manifest.toml"
 
 #: Pinned versions (requirements.txt pins the same ones for the development venv).
 #: Binary wheels: one per platform.
-WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "lxml==6.1.3")
+WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.17.1", "lxml==6.1.3")
 #: Pure-Python wheels (``py3-none-any``): one for every platform. yourdfpy needs lxml, trimesh,
 #: six and numpy (numpy comes with Blender); trimesh's core needs numpy only.
 PURE_WHEEL_REQUIREMENTS = ("yourdfpy==0.0.60", "trimesh==5.2.0", "six==1.17.0")

@@ -1,11 +1,13 @@
 """The built extension zip installs and enables in the bpy module, as a user would install it.
 
 The zip is built (``tools/build_extension.py``, linux-x64 only) once per session into a tmp
-folder; the bundled wheels (numba, llvmlite, and the URDF importer's yourdfpy, trimesh, six and
-lxml) come from ``wheels/`` or are downloaded from PyPI. Without them the tests skip with the
-reason. The install runs in a subprocess with its own ``BLENDER_USER_RESOURCES``, so it cannot
-clash with the extension this session has enabled; there the URDF importer's packages may only
-come from the extension's unpacked wheels.
+folder; the bundled wheels (the solver's numba, llvmlite and scipy, and the URDF importer's
+yourdfpy, trimesh, six and lxml) come from ``wheels/`` or are downloaded from PyPI. Without them
+the tests skip with the reason. The install runs in a subprocess with its own
+``BLENDER_USER_RESOURCES``, so it cannot clash with the extension this session has enabled; there
+every bundled package may only come from the extension's unpacked wheels (Blender itself ships
+numpy, nothing else of ours). A static test checks that every third-party import of the
+extension's code is bundled or shipped by Blender.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ import zipfile
 import pytest
 from abd_rigs import ROOT
 
+#: What Blender itself provides to an extension's code: its own modules and numpy.
+BLENDER_SHIPS = {"bpy", "bpy_extras", "bmesh", "mathutils", "gpu", "gpu_extras", "blf", "addon_utils", "numpy"}
+
 INSTALL_SCRIPT = r'''
 import importlib.machinery, json, os, sys
 import bpy, addon_utils
@@ -29,10 +34,10 @@ site = os.path.join(os.environ["BLENDER_USER_RESOURCES"], "extensions", ".local"
 
 
 class BundledOnly:
-    """The URDF importer's packages come from the extension's unpacked wheels, never the venv."""
+    """The bundled packages come from the extension's unpacked wheels, never the venv."""
 
     def find_spec(self, name, path=None, target=None):
-        if path is None and name in ("yourdfpy", "trimesh", "lxml", "six"):
+        if path is None and name in ("numba", "llvmlite", "scipy", "yourdfpy", "trimesh", "lxml", "six"):
             spec = importlib.machinery.PathFinder.find_spec(name, [site])
             if spec is None:
                 raise ModuleNotFoundError(f"{name} is not in the extension's site-packages", name=name)
@@ -47,7 +52,7 @@ name = "bl_ext.user_default.abd_joints"
 result["enabled"] = name in bpy.context.preferences.addons
 result["registered"] = all(hasattr(bpy.types, n) for n in ("ABD_OT_bake", "PHYSICS_PT_abd_joint")) \
     and "abd_body" in bpy.types.Object.bl_rna.properties
-BUNDLED = ("numba", "llvmlite", "lxml", "trimesh", "yourdfpy", "six.py")
+BUNDLED = ("numba", "llvmlite", "scipy", "lxml", "trimesh", "yourdfpy", "six.py")
 result["bundled"] = sorted(n for n in os.listdir(site) if n in BUNDLED) if os.path.isdir(site) else []
 # A tiny bake through the operator: one falling cube, two frames.
 bpy.ops.wm.read_homefile(app_template="")
@@ -69,6 +74,7 @@ before = len(bpy.data.objects)
 result["urdf"] = sorted(bpy.ops.import_scene.abd_urdf(filepath=os.path.join(pybullet_data.getDataPath(), "cartpole.urdf")))
 result["urdf_objects"] = len(bpy.data.objects) - before
 result["urdf_packages"] = [sys.modules[n].__file__ for n in ("yourdfpy", "trimesh", "lxml.etree", "six")]
+result["solver_packages"] = [sys.modules[n].__file__ for n in ("numba", "llvmlite", "scipy.linalg")]
 addon_utils.disable(name, default_set=True)
 result["disabled"] = "abd_body" not in bpy.types.Object.bl_rna.properties
 print("RESULT " + json.dumps(result))
@@ -101,8 +107,8 @@ def test_zip_contents(built_zip):
     assert "blender_manifest.toml" in names and "__init__.py" in names
     assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
     wheels = [n for n in names if n.startswith("wheels/")]
-    assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == ["llvmlite", "lxml", "numba", "six", "trimesh",
-                                                                      "yourdfpy"]
+    assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == ["llvmlite", "lxml", "numba", "scipy", "six",
+                                                                      "trimesh", "yourdfpy"]
     assert all("x86_64" in n or n.endswith("-none-any.whl") for n in wheels)
     assert not [n for n in names if n.startswith(("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/"))]
     assert not [n for n in names if "__pycache__" in n or n.startswith(".")]
@@ -126,12 +132,37 @@ def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
     assert result["install"] == ["FINISHED"]
     assert result["enabled"] and result["registered"]
     # The wheels were unpacked for the extension (the URDF importer's too).
-    assert result["bundled"] == ["llvmlite", "lxml", "numba", "six.py", "trimesh", "yourdfpy"]
+    assert result["bundled"] == ["llvmlite", "lxml", "numba", "scipy", "six.py", "trimesh", "yourdfpy"]
     assert result["urdf"] == ["FINISHED"] and result["urdf_objects"] == 5  # cartpole: 3 bodies, 2 joints
-    assert all(path.startswith(env["BLENDER_USER_RESOURCES"]) for path in result["urdf_packages"])
+    assert all(path.startswith(env["BLENDER_USER_RESOURCES"]) for path in result["urdf_packages"] + result["solver_packages"])
     assert result["numba_cache"].startswith(env["BLENDER_USER_RESOURCES"])
     assert result["numba_cache"].endswith("abd_joints.solver")  # one cache folder per import name
     assert result["bake"] == ["FINISHED"]
     assert result["drop"] > 0.0  # the cube fell
     assert result["solver"].startswith(env["BLENDER_USER_RESOURCES"])  # the installed copy ran
     assert result["disabled"]
+
+
+def test_every_third_party_import_is_bundled_or_shipped_by_blender():
+    """A package the extension's code imports that is neither in the standard library, nor shipped
+    by Blender, nor bundled as a wheel would be missing in a user's Blender (the venv that runs
+    these tests has it anyway, so only this check finds it)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_extension", ROOT / "tools" / "build_extension.py")
+    build_extension = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_extension)
+    bundled = {requirement.split("==")[0] for requirement in
+               build_extension.WHEEL_REQUIREMENTS + build_extension.PURE_WHEEL_REQUIREMENTS}
+    imported = {}
+    for path in [ROOT / "__init__.py"] + sorted((ROOT / "abd_addon").rglob("*.py")) + sorted((ROOT / "solver").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for name in names:
+                imported.setdefault(name.split(".")[0], path.relative_to(ROOT).as_posix())
+    third_party = {name: path for name, path in imported.items() if name not in sys.stdlib_module_names}
+    missing = {name: path for name, path in third_party.items() if name not in bundled | BLENDER_SHIPS}
+    assert not missing, f"imported but neither bundled nor shipped by Blender: {missing}"
+    assert {"numba", "scipy"} <= set(third_party)  # the check sees the solver's imports
