@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 import numpy as np
+import threadpoolctl
 
 from .affine_body import q_from_transform, transform_from_q
 from .joint_state import JointState
@@ -73,25 +74,29 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     transforms[0] = transform_from_q(stepper.q)
     distance[0], angle[0] = stepper.joints.distance, stepper.joints.angle
     step = 0
-    for frame in range(1, frames + 1):
-        stepper.begin_frame(frame)
-        if stepper.constant_hessian_changes(frame):
-            potential.refresh_constant_hessian(stepper.q)
-        for substep in range(1, settings.substeps + 1):
-            try:
-                result = stepper.step(potential, frame, substep)
-            except NewtonFailure as error:
-                raise SolverError(f"frame {frame}, step {substep}: {error}") from error
-            iterations[step], line_search[step], converged[step] = (
-                result.iterations, result.line_search_iterations, result.converged
-            )
-            step += 1
-        if not np.all(np.isfinite(stepper.q)):
-            raise SolverError(f"frame {frame}: the state is not finite")
-        transforms[frame] = transform_from_q(stepper.q)
-        distance[frame], angle[frame] = stepper.joints.distance, stepper.joints.angle
-        if progress is not None and progress(frame, frames) is False:
-            raise SimulationCancelled(f"cancelled after frame {frame} of {frames}")
+    # BLAS on one thread for the run: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of at
+    # most 23x23 per column) ran 20-40% slower with OpenBLAS's threads on a 2-core machine, and
+    # nothing else of the run calls a multi-threaded BLAS routine. Restored on the way out.
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        for frame in range(1, frames + 1):
+            stepper.begin_frame(frame)
+            if stepper.constant_hessian_changes(frame):
+                potential.refresh_constant_hessian(stepper.q)
+            for substep in range(1, settings.substeps + 1):
+                try:
+                    result = stepper.step(potential, frame, substep)
+                except NewtonFailure as error:
+                    raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+                iterations[step], line_search[step], converged[step] = (
+                    result.iterations, result.line_search_iterations, result.converged
+                )
+                step += 1
+            if not np.all(np.isfinite(stepper.q)):
+                raise SolverError(f"frame {frame}: the state is not finite")
+            transforms[frame] = transform_from_q(stepper.q)
+            distance[frame], angle[frame] = stepper.joints.distance, stepper.joints.angle
+            if progress is not None and progress(frame, frames) is False:
+                raise SimulationCancelled(f"cancelled after frame {frame} of {frames}")
 
     return Trajectory(
         transforms=transforms,

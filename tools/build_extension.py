@@ -9,7 +9,7 @@ Steps:
 
 1. ``pip download --only-binary=:all: --no-deps --python-version 3.11 --platform <tag>`` the pinned
    binary wheels (numba, llvmlite, scipy; lxml for the URDF importer) for every platform of the manifest,
-   and once the pure-Python wheels of the URDF importer (yourdfpy, trimesh, six), into
+   and once the pure-Python wheels (threadpoolctl; the URDF importer's yourdfpy, trimesh, six), into
    ``wheels/`` (git-ignored, never committed). numpy is not bundled: Blender ships it. Wheels
    already there are reused.
 2. Copy the extension's sources into ``build/extension/abd_joints`` and write a build copy of
@@ -38,9 +38,10 @@ MANIFEST = "blender_manifest.toml"
 #: Pinned versions (requirements.txt pins the same ones for the development venv).
 #: Binary wheels: one per platform.
 WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.17.1", "lxml==6.1.3")
-#: Pure-Python wheels (``py3-none-any``): one for every platform. yourdfpy needs lxml, trimesh,
+#: Pure-Python wheels (``py3-none-any``): one for every platform. threadpoolctl for the solver;
+#: yourdfpy needs lxml, trimesh,
 #: six and numpy (numpy comes with Blender); trimesh's core needs numpy only.
-PURE_WHEEL_REQUIREMENTS = ("yourdfpy==0.0.60", "trimesh==5.2.0", "six==1.17.0")
+PURE_WHEEL_REQUIREMENTS = ("threadpoolctl==3.8.0", "yourdfpy==0.0.60", "trimesh==5.2.0", "six==1.17.0")
 
 #: pip ``--platform`` tags per Blender platform name. pip matches a wheel against any of them.
 PLATFORM_TAGS = {

@@ -1,12 +1,12 @@
 """The built extension zip installs and enables in the bpy module, as a user would install it.
 
 The zip is built (``tools/build_extension.py``, linux-x64 only) once per session into a tmp
-folder; the bundled wheels (the solver's numba, llvmlite and scipy, and the URDF importer's
-yourdfpy, trimesh, six and lxml) come from ``wheels/`` or are downloaded from PyPI. Without them
-the tests skip with the reason. The install runs in a subprocess with its own
-``BLENDER_USER_RESOURCES``, so it cannot clash with the extension this session has enabled; there
-every bundled package may only come from the extension's unpacked wheels (Blender itself ships
-numpy, nothing else of ours). A static test checks that every third-party import of the
+folder; the bundled wheels (the solver's numba, llvmlite, scipy and threadpoolctl, and the URDF
+importer's yourdfpy, trimesh, six and lxml) come from ``wheels/`` or are downloaded from PyPI.
+Without them the tests skip with the reason. The install runs in a subprocess with its own
+``BLENDER_USER_RESOURCES``, so it cannot clash with the extension this session has enabled;
+there every bundled package may only come from the extension's unpacked wheels (Blender itself
+ships numpy, nothing else of ours). A static test checks that every third-party import of the
 extension's code is bundled or shipped by Blender.
 """
 
@@ -37,7 +37,7 @@ class BundledOnly:
     """The bundled packages come from the extension's unpacked wheels, never the venv."""
 
     def find_spec(self, name, path=None, target=None):
-        if path is None and name in ("numba", "llvmlite", "scipy", "yourdfpy", "trimesh", "lxml", "six"):
+        if path is None and name in ("numba", "llvmlite", "scipy", "threadpoolctl", "yourdfpy", "trimesh", "lxml", "six"):
             spec = importlib.machinery.PathFinder.find_spec(name, [site])
             if spec is None:
                 raise ModuleNotFoundError(f"{name} is not in the extension's site-packages", name=name)
@@ -52,7 +52,7 @@ name = "bl_ext.user_default.abd_joints"
 result["enabled"] = name in bpy.context.preferences.addons
 result["registered"] = all(hasattr(bpy.types, n) for n in ("ABD_OT_bake", "PHYSICS_PT_abd_joint")) \
     and "abd_body" in bpy.types.Object.bl_rna.properties
-BUNDLED = ("numba", "llvmlite", "scipy", "lxml", "trimesh", "yourdfpy", "six.py")
+BUNDLED = ("numba", "llvmlite", "scipy", "threadpoolctl.py", "lxml", "trimesh", "yourdfpy", "six.py")
 result["bundled"] = sorted(n for n in os.listdir(site) if n in BUNDLED) if os.path.isdir(site) else []
 # A tiny bake through the operator: one falling cube, two frames.
 bpy.ops.wm.read_homefile(app_template="")
@@ -74,7 +74,7 @@ before = len(bpy.data.objects)
 result["urdf"] = sorted(bpy.ops.import_scene.abd_urdf(filepath=os.path.join(pybullet_data.getDataPath(), "cartpole.urdf")))
 result["urdf_objects"] = len(bpy.data.objects) - before
 result["urdf_packages"] = [sys.modules[n].__file__ for n in ("yourdfpy", "trimesh", "lxml.etree", "six")]
-result["solver_packages"] = [sys.modules[n].__file__ for n in ("numba", "llvmlite", "scipy.linalg")]
+result["solver_packages"] = [sys.modules[n].__file__ for n in ("numba", "llvmlite", "scipy.linalg", "threadpoolctl")]
 addon_utils.disable(name, default_set=True)
 result["disabled"] = "abd_body" not in bpy.types.Object.bl_rna.properties
 print("RESULT " + json.dumps(result))
@@ -108,7 +108,7 @@ def test_zip_contents(built_zip):
     assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
     wheels = [n for n in names if n.startswith("wheels/")]
     assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == ["llvmlite", "lxml", "numba", "scipy", "six",
-                                                                      "trimesh", "yourdfpy"]
+                                                                      "threadpoolctl", "trimesh", "yourdfpy"]
     assert all("x86_64" in n or n.endswith("-none-any.whl") for n in wheels)
     assert not [n for n in names if n.startswith(("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/"))]
     assert not [n for n in names if "__pycache__" in n or n.startswith(".")]
@@ -132,7 +132,7 @@ def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
     assert result["install"] == ["FINISHED"]
     assert result["enabled"] and result["registered"]
     # The wheels were unpacked for the extension (the URDF importer's too).
-    assert result["bundled"] == ["llvmlite", "lxml", "numba", "scipy", "six.py", "trimesh", "yourdfpy"]
+    assert result["bundled"] == ["llvmlite", "lxml", "numba", "scipy", "six.py", "threadpoolctl.py", "trimesh", "yourdfpy"]
     assert result["urdf"] == ["FINISHED"] and result["urdf_objects"] == 5  # cartpole: 3 bodies, 2 joints
     assert all(path.startswith(env["BLENDER_USER_RESOURCES"]) for path in result["urdf_packages"] + result["solver_packages"])
     assert result["numba_cache"].startswith(env["BLENDER_USER_RESOURCES"])

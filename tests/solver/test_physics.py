@@ -447,3 +447,25 @@ def test_lagged_direction_that_raises_the_energy_is_given_up():
     np.testing.assert_array_equal(fresh_from[0], start)  # the overshoot was undone
     np.testing.assert_allclose(q, kinetic.q_tilde, atol=1e-12)
     assert not potential.try_reuse()  # backing off after the failed try
+
+
+def test_blas_runs_on_one_thread_during_a_run_and_is_restored_after():
+    """The run limits BLAS to one thread (the banded factorisation is slower with OpenBLAS's
+    threads) and gives the caller's setting back, also when the run stops early."""
+    import threadpoolctl
+
+    from solver.simulation import SimulationCancelled
+
+    def blas_threads() -> list:
+        return [info["num_threads"] for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert before and max(before) == 2
+        during = []
+        simulate(hinged_bar_scene(), progress=lambda done, total: during.append(blas_threads()))
+        assert during and all(threads == [1] * len(before) for threads in during)
+        assert blas_threads() == before
+        with pytest.raises(SimulationCancelled):
+            simulate(hinged_bar_scene(), progress=lambda done, total: False)
+        assert blas_threads() == before
