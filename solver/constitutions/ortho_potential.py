@@ -87,32 +87,31 @@ def ortho_gradient_hessian_F(F):
 
 
 @numba.njit(cache=True)
-def ortho_projected_hessian_F(F):
-    """Term-wise PSD projection (9, 9) of the Hessian of ‖A Aᵀ − I‖²_F (see the module docstring);
-    written element by element (it compiles faster than with block helpers)."""
-    hessian = np.zeros((9, 9))
+def add_ortho_projected_hessian_F(F, scale, hessian, e):
+    """hessian[e, 3:12, 3:12] += scale × the term-wise PSD projection of the Hessian of
+    ‖A Aᵀ − I‖²_F at F (9,) = rows of A (see the module docstring); written element by element
+    into the element's output (no temporaries: it compiles and runs faster than block helpers)."""
     for i in range(3):
         stretch = F[3 * i] ** 2 + F[3 * i + 1] ** 2 + F[3 * i + 2] ** 2 - 1.0
         for r in range(3):
             for c in range(3):
-                hessian[3 * i + r, 3 * i + c] += 8.0 * F[3 * i + r] * F[3 * i + c]
+                hessian[e, 3 + 3 * i + r, 3 + 3 * i + c] += scale * 8.0 * F[3 * i + r] * F[3 * i + c]
             if stretch > 0.0:
-                hessian[3 * i + r, 3 * i + r] += 4.0 * stretch
+                hessian[e, 3 + 3 * i + r, 3 + 3 * i + r] += scale * 4.0 * stretch
         for j in range(i + 1, 3):
             shear = F[3 * i] * F[3 * j] + F[3 * i + 1] * F[3 * j + 1] + F[3 * i + 2] * F[3 * j + 2]
-            magnitude = 2.0 * abs(shear)
+            magnitude = scale * 2.0 * abs(shear)
             signed = magnitude if shear >= 0.0 else -magnitude
             for r in range(3):
                 for c in range(3):
-                    hessian[3 * i + r, 3 * i + c] += 4.0 * F[3 * j + r] * F[3 * j + c]
-                    hessian[3 * j + r, 3 * j + c] += 4.0 * F[3 * i + r] * F[3 * i + c]
-                    hessian[3 * i + r, 3 * j + c] += 4.0 * F[3 * j + r] * F[3 * i + c]
-                    hessian[3 * j + r, 3 * i + c] += 4.0 * F[3 * i + r] * F[3 * j + c]
-                hessian[3 * i + r, 3 * i + r] += magnitude
-                hessian[3 * j + r, 3 * j + r] += magnitude
-                hessian[3 * i + r, 3 * j + r] += signed
-                hessian[3 * j + r, 3 * i + r] += signed
-    return hessian
+                    hessian[e, 3 + 3 * i + r, 3 + 3 * i + c] += scale * 4.0 * F[3 * j + r] * F[3 * j + c]
+                    hessian[e, 3 + 3 * j + r, 3 + 3 * j + c] += scale * 4.0 * F[3 * i + r] * F[3 * i + c]
+                    hessian[e, 3 + 3 * i + r, 3 + 3 * j + c] += scale * 4.0 * F[3 * j + r] * F[3 * i + c]
+                    hessian[e, 3 + 3 * j + r, 3 + 3 * i + c] += scale * 4.0 * F[3 * i + r] * F[3 * j + c]
+                hessian[e, 3 + 3 * i + r, 3 + 3 * i + r] += magnitude
+                hessian[e, 3 + 3 * j + r, 3 + 3 * j + r] += magnitude
+                hessian[e, 3 + 3 * i + r, 3 + 3 * j + r] += signed
+                hessian[e, 3 + 3 * j + r, 3 + 3 * i + r] += signed
 
 
 @numba.njit(cache=True)
@@ -131,21 +130,25 @@ def _energy_kernel(q, bodies, scale):
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, scale, exact, gradient, hessian):
-    error = np.empty((3, 3))  # reused by every element
+    error, F = np.empty((3, 3)), np.empty(9)  # reused by every element
     for e in range(bodies.shape[0]):
-        gradient[e, :] = 0.0
-        hessian[e, :, :] = 0.0
-        if exact is None:
-            _shape_error_into(q, bodies[e, 0], error)
-            _add_gradient_into(q, bodies[e, 0], error, scale[e], gradient, e)
-            hessian_F = ortho_projected_hessian_F(q[bodies[e, 0], 3:12])
+        body = bodies[e, 0]
+        for r in range(12):
+            gradient[e, r] = 0.0
+            for c in range(12):
+                hessian[e, r, c] = 0.0
+        if exact is None:  # the Newton loop's path: by index, no per-element arrays
+            _shape_error_into(q, body, error)
+            _add_gradient_into(q, body, error, scale[e], gradient, e)
+            for r in range(9):
+                F[r] = q[body, 3 + r]
+            add_ortho_projected_hessian_F(F, scale[e], hessian, e)
         else:
-            gradient_F, hessian_F = ortho_gradient_hessian_F(q[bodies[e, 0], 3:12])
+            gradient_F, hessian_F = ortho_gradient_hessian_F(q[body, 3:12])
             for r in range(9):
                 gradient[e, 3 + r] = scale[e] * gradient_F[r]
-        for r in range(9):
-            for c in range(9):
-                hessian[e, 3 + r, 3 + c] = scale[e] * hessian_F[r, c]
+                for c in range(9):
+                    hessian[e, 3 + r, 3 + c] = scale[e] * hessian_F[r, c]
 
 
 @numba.njit(cache=True)
