@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Body, Driving, Joint, Limit, Scene, Settings, simulate  # noqa: E402
-from solver.linear_solver import LinearSolver  # noqa: E402
+from solver.newton import IncrementalPotential  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
 
 
@@ -99,15 +99,15 @@ def main() -> None:
     args = parser.parse_args()
 
     simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame))  # warm-up: Numba compile
-    # Factorisations of the Newton matrix, counted around the linear solver (a Python call each).
+    # Factorisations of the Newton matrix, counted around the Newton loop's call (a Python call each).
     factorisations = [0]
-    factorize = LinearSolver.factorize
+    factorize = IncrementalPotential.factorize
 
-    def counted(self, blocks):
+    def counted(self, q):
         factorisations[0] += 1
-        return factorize(self, blocks)
+        return factorize(self, q)
 
-    LinearSolver.factorize = counted
+    IncrementalPotential.factorize = counted
     print(f"{'chain':<10} {'N':>5} {'dt':>7} {'wall s / sim s':>15} {'build s':>8} {'drift m':>10} "
           f"{'mean Newton':>12} {'factorised':>11} {'converged':>10} {'peak RSS MB':>12}")
     for kind in args.kinds:

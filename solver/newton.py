@@ -169,6 +169,7 @@ class IncrementalPotential:
         self.linear_solver = LinearSolver(self.assembly.indptr, self.assembly.indices)
         self.constant = [getattr(term, "constant_hessian", False) for term in terms]
         self.constant_blocks = None
+        self._constant_band = None  # the constant blocks' band (banded path)
         # Per-term element outputs and the global blocks, allocated once and refilled every
         # iteration: fresh multi-megabyte arrays would cost a page fault per 4 KiB page each time.
         self._outputs = [
@@ -210,6 +211,8 @@ class IncrementalPotential:
             for term, constant in zip(self.terms, self.constant)
         ]
         self.constant_blocks = self.assembly.assemble(derivatives, self.element_bodies)[1]
+        if self.linear_solver.method == "banded":
+            self._constant_band = self.linear_solver.constant_band(self.constant_blocks)
         self.factorization_reusable = False
 
     def try_reuse(self) -> bool:
@@ -239,6 +242,32 @@ class IncrementalPotential:
         derivatives = [None if call is None else call(q) for call in self._derivatives]
         np.copyto(self._blocks, self.constant_blocks)
         return self.assembly.assemble(derivatives, self.element_bodies, self._blocks)
+
+    def factorize(self, q: np.ndarray) -> np.ndarray:
+        """Factorise the PSD Hessian at q (bodies, 12) in the linear solver; returns the gradient
+        (12 x dynamic,) at q.
+
+        On the banded path the terms' element Hessians go straight into a copy of the constant
+        terms' band (:meth:`LinearSolver.factorize_sum`); otherwise the assembled block values
+        (:meth:`gradient_hessian`) are factorised.
+
+        Raises:
+            SingularSystem: the Hessian is not positive definite or singular.
+        """
+        if self.linear_solver.method != "banded":
+            gradient, blocks = self.gradient_hessian(q)
+            self.linear_solver.factorize(blocks)
+            return gradient
+        if self.constant_blocks is None:
+            self.refresh_constant_hessian(q)
+        derivatives = [None if call is None else call(q) for call in self._derivatives]
+        gradient = self.assembly.assemble_gradient(derivatives, self.element_bodies)
+        self.linear_solver.factorize_sum(self._constant_band, [
+            (derivative[1], block_index)
+            for derivative, block_index in zip(derivatives, self.assembly.block_indices)
+            if derivative is not None and derivative[1] is not None
+        ])
+        return gradient
 
 
 def solve_step(
@@ -327,9 +356,8 @@ def solve_step(
         potential.reuse_backoff.record(False)
 
     for iteration in range(1, settings.max_iterations + 1):
-        gradient, hessian = potential.gradient_hessian(q)
         try:
-            solver.factorize(hessian)
+            gradient = potential.factorize(q)
         except SingularSystem as error:
             potential.factorization_reusable = False
             raise NewtonFailure(str(error)) from error

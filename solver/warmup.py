@@ -127,8 +127,8 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
 
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
     ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module, called
-    through the term's methods); then the scatter of the assembly, the banded fill of the linear
-    solver, the convergence measure and the joint readouts. The calls have no effect on the run:
+    through the term's methods); then the scatter of the assembly, the banded fill and scatter of
+    the linear solver, the convergence measure and the joint readouts. The calls have no effect on the run:
     they read the terms' current parameters and write only scratch arrays.
     """
     from . import assembly, linear_solver, newton
@@ -159,6 +159,16 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
             solver.factorize(blocks)
         tasks.append(CompileTask(linear_solver._fill_banded, factorize_identity))
+        variable = [(np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])), index)
+                    for b, index, constant in zip(potential.element_bodies, potential.assembly.block_indices, potential.constant)
+                    if len(b) and not constant]
+
+        def factorize_identity_sum():  # an identity band plus zero element Hessians: what factorize_sum does
+            blocks = np.zeros((len(solver.block_rows), 12, 12))
+            blocks[solver.block_rows == solver.block_columns] = np.eye(12)
+            solver.factorize_sum(solver.constant_band(blocks), variable[:1])
+        if variable:
+            tasks.append(CompileTask(linear_solver._scatter_banded, factorize_identity_sum))
     tasks.append(CompileTask(newton._direction_size,  # the corners selected as solve_step selects them
                              lambda: newton._direction_size(np.zeros((len(potential.dynamic_indices), 12)),
                                                             model.corners[potential.dynamic_rows])))

@@ -87,3 +87,39 @@ def test_scipy_matrix_of_the_blocks_is_symmetric():
     """The block values fill the lower and the upper triangle (the banded path reads the lower one)."""
     _, _, matrix = block_system(chain(6), 6, seed=9)
     assert scipy.sparse.linalg.norm(matrix - matrix.T) < 1e-12 * scipy.sparse.linalg.norm(matrix)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_constant_band_plus_element_hessians_is_the_assembled_matrix(shuffled):
+    """factorize_sum (the Newton loop's banded path: element Hessians scattered straight into a
+    copy of the constant terms' band) solves as the assembled block values do, in the bodies' own
+    order and after a reordering (where element blocks above the diagonal become ones below)."""
+    rng = np.random.default_rng(6)
+    labels = rng.permutation(25) if shuffled else np.arange(25)
+    element_bodies = [np.arange(25).reshape(-1, 1),
+                      np.array([(labels[k], labels[k + 1]) for k in range(24)], dtype=np.int64)]
+    assembly = Assembly(np.arange(25), element_bodies)
+    solver = LinearSolver(assembly.indptr, assembly.indices)
+    assert solver.method == "banded" and np.array_equal(solver.order, np.arange(25)) != shuffled
+    constant = [(np.zeros((25, 12)), np.eye(12) * rng.uniform(1.0, 2.0, (25, 1, 1))), None]
+    factor = rng.normal(size=(24, 24, 24))
+    pairs = factor @ factor.transpose(0, 2, 1) / 24
+    constant_blocks = assembly.assemble(constant, element_bodies)[1]
+    _, blocks = assembly.assemble([None, (np.zeros((24, 24)), pairs)], element_bodies, constant_blocks.copy())
+    right_hand_side = rng.normal(size=solver.size)
+    band = solver.constant_band(constant_blocks)
+    kept = band.copy()
+    solver.factorize_sum(band, [(pairs, assembly.block_indices[1])])
+    summed = solver.solve_factorized(right_hand_side)
+    assert np.array_equal(band, kept)  # the constant band is reused, not consumed
+    solver.factorize(blocks)
+    np.testing.assert_allclose(summed, solver.solve_factorized(right_hand_side), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(summed, scipy.sparse.linalg.spsolve(assembly.matrix(blocks).tocsc(), right_hand_side),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_factorize_sum_is_refused_on_the_superlu_path():
+    solver, _, _ = block_system([(0, k) for k in range(1, 40)], 40, seed=7)
+    assert solver.method == "superlu"
+    with pytest.raises(ValueError, match="banded path"):
+        solver.factorize_sum(None, [])

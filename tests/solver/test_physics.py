@@ -260,17 +260,17 @@ def test_animated_body_follows_its_keys_and_drags_a_pendulum():
 
 def count_factorisations(monkeypatch) -> dict:
     """Count the Newton matrix factorisations from now on (test-scoped): returns a dict whose
-    "factorisations" entry grows with each :meth:`LinearSolver.factorize`."""
-    from solver.linear_solver import LinearSolver
+    "factorisations" entry grows with each :meth:`IncrementalPotential.factorize`."""
+    from solver.newton import IncrementalPotential
 
     counted = {"factorisations": 0}
-    factorize = LinearSolver.factorize
+    factorize = IncrementalPotential.factorize
 
-    def counting(self, blocks):
+    def counting(self, q):
         counted["factorisations"] += 1
-        return factorize(self, blocks)
+        return factorize(self, q)
 
-    monkeypatch.setattr(LinearSolver, "factorize", counting)
+    monkeypatch.setattr(IncrementalPotential, "factorize", counting)
     return counted
 
 
@@ -440,8 +440,8 @@ def test_lagged_direction_that_raises_the_energy_is_given_up():
     corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
     start = q.copy()
     fresh_from = []
-    assembled = potential.gradient_hessian
-    potential.gradient_hessian = lambda state: fresh_from.append(state.copy()) or assembled(state)
+    factorize = potential.factorize
+    potential.factorize = lambda state: fresh_from.append(state.copy()) or factorize(state)
     result = solve_step(potential, q, corners, 0.01, Settings())
     assert result.converged and result.line_search_iterations == 0
     np.testing.assert_array_equal(fresh_from[0], start)  # the overshoot was undone
