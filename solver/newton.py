@@ -171,14 +171,15 @@ class IncrementalPotential:
         self.constant_blocks = None
         self._constant_band = None  # the constant blocks' band (banded path)
         # Per-term element outputs and the global blocks, allocated once and refilled every
-        # iteration: fresh multi-megabyte arrays would cost a page fault per 4 KiB page each time.
+        # iteration: fresh multi-megabyte arrays would cost a page fault per 4 KiB page each time
+        # (the blocks only where they are used: the SuperLU path and callers of gradient_hessian).
         self._outputs = [
             None if constant or not len(term.bodies)
             else (np.empty((len(term.bodies), 12 * term.bodies.shape[1])),
                   np.empty((len(term.bodies), 12 * term.bodies.shape[1], 12 * term.bodies.shape[1])))
             for term, constant in zip(terms, self.constant)
         ]
-        self._blocks = np.empty((self.assembly.block_count, 12, 12))
+        self._blocks = None  # the assembled block values, allocated at the first gradient_hessian
         # What each iteration calls, decided once: the terms with elements, and per term how to
         # get its gradient alone and its derivatives for the assembly (None for a term without
         # elements; a constant Hessian comes from refresh_constant_hessian instead).
@@ -240,6 +241,8 @@ class IncrementalPotential:
         if self.constant_blocks is None:
             self.refresh_constant_hessian(q)
         derivatives = [None if call is None else call(q) for call in self._derivatives]
+        if self._blocks is None:
+            self._blocks = np.empty_like(self.constant_blocks)
         np.copyto(self._blocks, self.constant_blocks)
         return self.assembly.assemble(derivatives, self.element_bodies, self._blocks)
 
