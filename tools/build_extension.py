@@ -37,7 +37,9 @@ MANIFEST = "blender_manifest.toml"
 
 #: Pinned versions (requirements.txt pins the same ones for the development venv).
 #: Binary wheels: one per platform.
-WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.17.1", "lxml==6.1.3")
+#: SciPy 1.15 is the newest that imports with NumPy 1.24.3, what Blender 4.2 (the manifest's
+#: blender_version_min) ships; 1.16 and later need NumPy >= 1.25 (``numpy.exceptions``).
+WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.15.3", "lxml==6.1.3")
 #: Pure-Python wheels (``py3-none-any``): one for every platform. threadpoolctl for the solver;
 #: yourdfpy needs lxml, trimesh,
 #: six and numpy (numpy comes with Blender); trimesh's core needs numpy only.

@@ -23,6 +23,9 @@ from abd_rigs import ROOT
 
 #: What Blender itself provides to an extension's code: its own modules and numpy.
 BLENDER_SHIPS = {"bpy", "bpy_extras", "bmesh", "mathutils", "gpu", "gpu_extras", "blf", "addon_utils", "numpy"}
+#: The NumPy of the oldest Blender the manifest admits (4.2: 1.24.3, from Blender's
+#: build_files/build_environment/cmake/versions.cmake) and of the one the tests run (4.5: 1.26.4).
+BLENDER_NUMPY = ("1.24.3", "1.26.4")
 
 INSTALL_SCRIPT = r'''
 import importlib.machinery, json, os, sys
@@ -115,6 +118,31 @@ def test_zip_contents(built_zip):
     manifest = zipfile.ZipFile(built_zip).read("blender_manifest.toml").decode()
     assert 'id = "abd_joints"' in manifest and 'blender_version_min = "4.2.0"' in manifest
     assert "numpy" not in " ".join(wheels)
+
+
+def test_bundled_wheels_accept_the_numpy_blender_ships(built_zip):
+    """Blender unpacks the wheels without resolving their requirements, so a wheel that needs a
+    newer NumPy than the user's Blender ships fails only at import there (SciPy 1.16+ on Blender
+    4.2: 'No module named numpy.exceptions'). Every bundled wheel's NumPy requirement must admit
+    the NumPy of each Blender the manifest admits."""
+    import io
+
+    from packaging.requirements import Requirement
+
+    checked = []
+    with zipfile.ZipFile(built_zip) as extension:
+        for name in (n for n in extension.namelist() if n.startswith("wheels/") and n.endswith(".whl")):
+            with zipfile.ZipFile(io.BytesIO(extension.read(name))) as wheel:
+                metadata = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+                for line in wheel.read(metadata).decode().splitlines():
+                    if not line.startswith("Requires-Dist:"):
+                        continue
+                    requirement = Requirement(line.split(":", 1)[1].strip())
+                    if requirement.name == "numpy" and requirement.marker is None:
+                        for version in BLENDER_NUMPY:
+                            assert requirement.specifier.contains(version), (name, str(requirement), version)
+                        checked.append(name.split("/")[1].split("-")[0])
+    assert {"numba", "scipy"} <= set(checked)  # the binary wheels that need NumPy were looked at
 
 
 def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
