@@ -117,6 +117,9 @@ def test_zip_contents(built_zip):
     assert not [n for n in names if "__pycache__" in n or n.startswith(".")]
     manifest = zipfile.ZipFile(built_zip).read("blender_manifest.toml").decode()
     assert 'id = "abd_joints"' in manifest and 'blender_version_min = "4.2.0"' in manifest
+    # The cp311 wheels need Blender's Python 3.11: 4.2 to 5.0 (5.1 and later embed 3.13).
+    assert 'blender_version_max = "5.1.0"' in manifest
+    assert all("-cp311-" in n or n.endswith("-none-any.whl") for n in wheels)
     assert "numpy" not in " ".join(wheels)
 
 
