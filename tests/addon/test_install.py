@@ -197,3 +197,34 @@ def test_every_third_party_import_is_bundled_or_shipped_by_blender():
     missing = {name: path for name, path in third_party.items() if name not in bundled | BLENDER_SHIPS}
     assert not missing, f"imported but neither bundled nor shipped by Blender: {missing}"
     assert {"numba", "scipy"} <= set(third_party)  # the check sees the solver's imports
+
+
+def test_solver_runs_with_the_oldest_numpy_blender_ships(built_zip, tmp_path):
+    """The zip's solver and its bundled wheels, unpacked as Blender unpacks them (no dependency
+    resolution) next to the NumPy of the oldest Blender the manifest admits, simulate a scene
+    that uses every constitution. Skips when that NumPy cannot be had from PyPI."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    completed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                f"numpy=={BLENDER_NUMPY[0]}"], capture_output=True, text=True, timeout=900)
+    if completed.returncode != 0:
+        pytest.skip(f"numpy {BLENDER_NUMPY[0]} unavailable: {completed.stderr.strip()[-300:]}")
+    extension = tmp_path / "extension"
+    with zipfile.ZipFile(built_zip) as archive:
+        archive.extractall(extension)
+    wheels = sorted(str(path) for path in (extension / "wheels").glob("*.whl"))
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-index",
+                    *wheels], check=True, capture_output=True, timeout=900)
+    script = ("import numpy, scipy\n"
+              "from solver import simulate\n"
+              "from solver.warmup import warm_up_scene\n"
+              "trajectory = simulate(warm_up_scene())\n"
+              "print('RESULT', numpy.__version__, scipy.__version__, bool(trajectory.converged.all()))\n")
+    env = dict(os.environ, PYTHONPATH=str(extension), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("ABD_JOINTS_CACHE_DIR", None)
+    completed = subprocess.run([python, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+    assert completed.returncode == 0 and lines, completed.stdout[-2000:] + completed.stderr[-2000:]
+    numpy_version, _, converged = lines[-1].split()[1:]
+    assert numpy_version == BLENDER_NUMPY[0] and converged == "True"
