@@ -45,11 +45,16 @@ WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.15.3", "lxm
 #: six and numpy (numpy comes with Blender); trimesh's core needs numpy only.
 PURE_WHEEL_REQUIREMENTS = ("threadpoolctl==3.8.0", "yourdfpy==0.0.60", "trimesh==5.2.0", "six==1.17.0")
 
+#: The newest macOS major version a bundled macOS wheel may require.
+MACOS_NEWEST = 12
 #: pip ``--platform`` tags per Blender platform name. pip matches a wheel against any of them.
 PLATFORM_TAGS = {
     "linux-x64": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"),
     "windows-x64": ("win_amd64",),
-    "macos-arm64": ("macosx_14_0_arm64", "macosx_12_0_arm64", "macosx_11_0_arm64"),
+    # No tag above macOS 12 (MACOS_NEWEST): numba's and llvmlite's wheels need macOS 12, and given
+    # macosx_14_0 pip picks SciPy's macOS 14 wheel (Apple Accelerate), which would not load on
+    # macOS 12 or 13.
+    "macos-arm64": ("macosx_12_0_arm64", "macosx_11_0_arm64"),
 }
 
 #: What goes into the build copy (the manifest's [build] paths_exclude_pattern filters it again).
@@ -89,7 +94,9 @@ def wheel_platform(filename: str) -> str | None:
     if "linux" in tag and tag.endswith("x86_64"):
         return "linux-x64"
     if tag.startswith("macosx") and (tag.endswith("arm64") or tag.endswith("universal2")):
-        return "macos-arm64"
+        # macOS 12 at most, the floor numba's wheels set (see PLATFORM_TAGS), so that a newer
+        # wheel left in wheels/ by an earlier build is never bundled.
+        return "macos-arm64" if int(tag.split("_")[1]) <= MACOS_NEWEST else None
     return None
 
 

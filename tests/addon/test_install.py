@@ -174,16 +174,35 @@ def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
     assert result["disabled"]
 
 
+def load_build_extension():
+    """tools/build_extension.py as a module (tools/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_extension", ROOT / "tools" / "build_extension.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_wheels_are_sorted_by_platform_and_no_macos_wheel_needs_more_than_macos_12():
+    """numba's macOS wheels need macOS 12; a SciPy wheel for macOS 14 (Apple Accelerate) would not
+    load on 12 or 13, so it is never taken, not even when an earlier build left it in wheels/."""
+    wheel_platform = load_build_extension().wheel_platform
+    assert wheel_platform("scipy-1.15.3-cp311-cp311-macosx_12_0_arm64.whl") == "macos-arm64"
+    assert wheel_platform("scipy-1.15.3-cp311-cp311-macosx_14_0_arm64.whl") is None
+    assert wheel_platform("lxml-6.1.3-cp311-cp311-macosx_10_9_universal2.whl") == "macos-arm64"
+    assert wheel_platform("scipy-1.15.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl") == "linux-x64"
+    assert wheel_platform("scipy-1.15.3-cp311-cp311-win_amd64.whl") == "windows-x64"
+    assert wheel_platform("threadpoolctl-3.8.0-py3-none-any.whl") == "any"
+
+
 def test_every_third_party_import_is_bundled_or_shipped_by_blender():
     """A package the extension's code imports that is neither in the standard library, nor shipped
     by Blender, nor bundled as a wheel would be missing in a user's Blender (the venv that runs
     these tests has it anyway, so only this check finds it)."""
     import ast
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location("build_extension", ROOT / "tools" / "build_extension.py")
-    build_extension = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build_extension)
+    build_extension = load_build_extension()
     bundled = {requirement.split("==")[0] for requirement in
                build_extension.WHEEL_REQUIREMENTS + build_extension.PURE_WHEEL_REQUIREMENTS}
     imported = {}
