@@ -4,8 +4,9 @@ Two library paths, chosen once per scene from the block sparsity pattern:
 
 - **banded Cholesky** (LAPACK ``dpbtrf``/``dpbtrs`` through ``scipy.linalg.lapack``) after a reverse
   Cuthill-McKee ordering of the body graph (``scipy.sparse.csgraph``), or in the bodies' own
-  order where that is as narrow (no permutation per solve), when the ordered matrix is narrow: chains and trees of bodies give a bandwidth of one or two blocks, and the banded
-  factorisation then costs O(n b^2) with no fill-in analysis;
+  order where that is as narrow (no permutation per solve), when the ordered matrix is narrow:
+  chains and trees of bodies give a bandwidth of one or two blocks, and the banded factorisation
+  then costs O(n b^2) with no fill-in analysis;
 - **sparse LU** (SciPy SuperLU in symmetric mode with a minimum-degree ordering of A^T + A)
   otherwise.
 
@@ -28,23 +29,26 @@ class SingularSystem(RuntimeError):
 
 
 @numba.njit(cache=True)
-def _fill_banded(blocks, kept, offset, diagonal, banded):
-    """Write the lower triangle of the permuted block matrix into LAPACK lower band storage.
+def _fill_banded(blocks, block_offset, block_diagonal, banded):
+    """Write the lower triangle of the permuted block matrix, given by its BSR block values
+    (blocks, 12, 12), into LAPACK lower band storage.
 
     ``banded`` is (bandwidth + 1, size) in Fortran order, so entry (row, column) of the matrix
-    lives at flat position (row - column) + (bandwidth + 1) column of its memory: block ``kept[k]``
-    (row block >= column block after the ordering) starts at ``offset[k]``, and its column c at
-    ``offset[k] + bandwidth c``, contiguous in the row r. The entries no block writes (inside
-    the band, outside the pattern) are zeroed first.
+    lives at flat position (row - column) + (bandwidth + 1) column of its memory: BSR block k
+    starts at ``block_offset[k]`` (-1 for a block above the diagonal after the ordering, which
+    the band stores as its transpose's), and its column c at ``block_offset[k] + bandwidth c``,
+    contiguous in the row r (from r = c on in a diagonal block). The entries no block writes
+    (inside the band, outside the pattern) are zeroed first.
     """
     flat = banded.T.reshape(-1)  # the same memory, in order
     flat[:] = 0.0
     step = banded.shape[0] - 1
-    for k in range(kept.shape[0]):
-        index = kept[k]
+    for index in range(blocks.shape[0]):
+        if block_offset[index] < 0:
+            continue
         for c in range(12):
-            start = offset[k] + step * c
-            for r in range(c if diagonal[k] else 0, 12):
+            start = block_offset[index] + step * c
+            for r in range(c if block_diagonal[index] else 0, 12):
                 flat[start + r] = blocks[index, r, c]
 
 
@@ -52,7 +56,7 @@ def _fill_banded(blocks, kept, offset, diagonal, banded):
 def _scatter_banded(hessian_elements, block_index, block_offset, block_diagonal, banded):
     """banded += the element Hessians (n, 12k, 12k), each element block (a, b) going to BSR block
     ``block_index[e, a, b]`` (-1: none) and from there to the band as :func:`_fill_banded` puts
-    it (``block_offset[index]`` -1 for the blocks the band stores transposed, the upper ones)."""
+    it."""
     flat = banded.T.reshape(-1)  # the same memory, in order
     step = banded.shape[0] - 1
     for e in range(block_index.shape[0]):
@@ -105,15 +109,14 @@ class LinearSolver:
         sparse_storage = 144 * max(len(indices), 1)
         self.method = "banded" if band_storage <= self.BAND_FILL_LIMIT * sparse_storage else "superlu"
         self._banded = np.zeros((self.bandwidth + 1, self.size), order="F") if self.method == "banded" else None
-        # Where each block of the lower triangle (after the ordering) goes in the band storage.
+        # Where each BSR block goes in the band storage (-1 for the blocks above the diagonal
+        # after the ordering: the band holds their transposes), for the fill and for element
+        # Hessians scattered straight into the band (:meth:`factorize_sum`).
         row_position, column_position = self.position[self.block_rows], self.position[self.block_columns]
-        self._kept = np.flatnonzero(row_position >= column_position).astype(np.int64)
-        self._offset = (12 * (row_position - column_position) + (self.bandwidth + 1) * 12 * column_position)[self._kept]
-        self._diagonal = (row_position == column_position)[self._kept]
-        # The same per BSR block (-1 for a block the band does not store): element Hessians go
-        # straight into the band (:meth:`factorize_sum`).
-        self._block_offset = np.full(len(self.block_columns), -1, dtype=np.int64)
-        self._block_offset[self._kept] = self._offset
+        self._block_offset = np.where(
+            row_position >= column_position,
+            12 * (row_position - column_position) + (self.bandwidth + 1) * 12 * column_position, -1,
+        ).astype(np.int64)
         self._block_diagonal = row_position == column_position
         self._factor = None
 
@@ -126,7 +129,7 @@ class LinearSolver:
         if self.size == 0:
             return
         if self.method == "banded":
-            _fill_banded(blocks, self._kept, self._offset, self._diagonal, self._banded)
+            _fill_banded(blocks, self._block_offset, self._block_diagonal, self._banded)
             self._factorize_band()
             return
         hessian = scipy.sparse.bsr_matrix((blocks, self.block_columns, self._indptr()), shape=(self.size, self.size))
@@ -141,7 +144,7 @@ class LinearSolver:
         """The band (bandwidth + 1, size) of the matrix given by BSR block values (blocks, 12, 12),
         a new array, for :meth:`factorize_sum` (banded path only)."""
         band = np.zeros_like(self._banded)
-        _fill_banded(blocks, self._kept, self._offset, self._diagonal, band)
+        _fill_banded(blocks, self._block_offset, self._block_diagonal, band)
         return band
 
     def factorize_sum(self, constant_band: np.ndarray, elements: list) -> None:

@@ -238,13 +238,19 @@ class IncrementalPotential:
         Terms with a constant Hessian contribute their gradient only; their Hessian comes from
         :meth:`refresh_constant_hessian` (which must have been called since their parameters changed).
         """
-        if self.constant_blocks is None:
-            self.refresh_constant_hessian(q)
-        derivatives = [None if call is None else call(q) for call in self._derivatives]
+        derivatives = self._element_derivatives(q)
         if self._blocks is None:
             self._blocks = np.empty_like(self.constant_blocks)
         np.copyto(self._blocks, self.constant_blocks)
         return self.assembly.assemble(derivatives, self.element_bodies, self._blocks)
+
+    def _element_derivatives(self, q: np.ndarray) -> list:
+        """Per term, (element gradients, element Hessians) at q, the Hessians None for the terms
+        whose Hessian is constant (those come from :meth:`refresh_constant_hessian`, run here the
+        first time), or None for a term without elements."""
+        if self.constant_blocks is None:
+            self.refresh_constant_hessian(q)
+        return [None if call is None else call(q) for call in self._derivatives]
 
     def factorize(self, q: np.ndarray) -> np.ndarray:
         """Factorise the PSD Hessian at q (bodies, 12) in the linear solver; returns the gradient
@@ -261,9 +267,7 @@ class IncrementalPotential:
             gradient, blocks = self.gradient_hessian(q)
             self.linear_solver.factorize(blocks)
             return gradient
-        if self.constant_blocks is None:
-            self.refresh_constant_hessian(q)
-        derivatives = [None if call is None else call(q) for call in self._derivatives]
+        derivatives = self._element_derivatives(q)
         gradient = self.assembly.assemble_gradient(derivatives, self.element_bodies)
         self.linear_solver.factorize_sum(self._constant_band, [
             (derivative[1], block_index)
