@@ -11,7 +11,28 @@ Source: ``../shared/spec/libuipc_reference.md`` §3.10 and pitfall 9.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+
+
+@numba.njit(cache=True)
+def accumulate_angles(sine, cosine, joint_indices, raw_angle, sin_committed, cos_committed):
+    """Advance the raw angles of the revolute joints ``joint_indices`` (n,) int to the state whose
+    unnormalised sinθ, cosθ (n,) are given: raw <- raw + remainder(θ - raw + π, 2π) - π with
+    θ = atan2(sin, cos) (module docstring), and store sin, cos; ``raw_angle``, ``sin_committed``
+    and ``cos_committed`` (joints,) are updated in place. Returns whether some joint turned by
+    more than 0.9 π (aliasing risk). One compiled loop: the NumPy form of the same arithmetic
+    cost a 10-joint chain more than a gradient evaluation per time step."""
+    fast = False
+    for k in range(joint_indices.shape[0]):
+        joint = joint_indices[k]
+        previous = raw_angle[joint]
+        increment = (np.arctan2(sine[k], cosine[k]) - previous + np.pi) % (2.0 * np.pi) - np.pi  # Python's %: np.remainder
+        fast = fast or abs(increment) > 0.9 * np.pi
+        raw_angle[joint] = previous + increment
+        sin_committed[joint] = sine[k]
+        cos_committed[joint] = cosine[k]
+    return fast
 
 
 class JointState:
@@ -50,13 +71,9 @@ class JointState:
             self.raw_distance[prismatic.joint_indices] = prismatic.base.distance(q)
         revolute = model.revolute
         if len(revolute.joint_indices):
-            sin, cos = revolute.base.sin_cos(q)
-            previous = self.raw_angle[revolute.joint_indices]
-            increment = np.remainder(np.arctan2(sin, cos) - previous + np.pi, 2.0 * np.pi) - np.pi
-            self.fast_rotation_steps += int(np.any(np.abs(increment) > 0.9 * np.pi))
-            self.raw_angle[revolute.joint_indices] = previous + increment
-            self.sin[revolute.joint_indices] = sin
-            self.cos[revolute.joint_indices] = cos
+            sine, cosine = revolute.base.sin_cos(q)
+            self.fast_rotation_steps += int(accumulate_angles(
+                sine, cosine, revolute.joint_indices, self.raw_angle, self.sin, self.cos))
 
     @property
     def distance(self) -> np.ndarray:

@@ -51,6 +51,7 @@ import numba
 import numpy as np
 
 from .assembly import Assembly
+from .constitutions._kernels import check_state
 from .linear_solver import LinearSolver, SingularSystem
 
 
@@ -154,8 +155,9 @@ class IncrementalPotential:
     """Sum of energy terms over the global state, restricted to the dynamic bodies' DOFs.
 
     Args:
-        terms: constitution objects with ``bodies``, ``energy(q)`` and ``gradient_hessian(q, out=None)``
-            (and ``gradient(q)`` where ``constant_hessian`` is true).
+        terms: constitution objects with ``bodies``, ``state_rows``, ``gradient_hessian(q)`` (for
+            the constant Hessians) and ``bind()`` (:class:`solver.constitutions._kernels.BoundTerm`,
+            with a gradient kernel where ``constant_hessian`` is true).
         slot: (bodies,) index of each dynamic body among the unknowns, -1 otherwise.
     """
 
@@ -180,22 +182,8 @@ class IncrementalPotential:
             for term, constant in zip(terms, self.constant)
         ]
         self._blocks = None  # the assembled block values, allocated at the first gradient_hessian
-        # What each iteration calls, decided once: the terms with elements, and per term how to
-        # get its gradient alone and its derivatives for the assembly (None for a term without
-        # elements; a constant Hessian comes from refresh_constant_hessian instead).
-        self._active = [term for term in terms if len(term.bodies)]
-        self._gradients = [
-            None if not len(term.bodies)
-            else term.gradient if hasattr(term, "gradient")
-            else (lambda q, term=term, out=out: term.gradient_hessian(q, out=out)[0])
-            for term, out in zip(terms, self._outputs)
-        ]
-        self._derivatives = [
-            None if not len(term.bodies)
-            else (lambda q, term=term: (term.gradient(q), None)) if constant
-            else (lambda q, term=term, out=out: term.gradient_hessian(q, out=out))
-            for term, constant, out in zip(terms, self.constant, self._outputs)
-        ]
+        self.state_rows = max([term.state_rows for term in terms], default=0)
+        self._energies = None  # what each evaluation calls, set by bind
         # Factorisation reuse across time steps and chord steps (see solve_step): whether the
         # linear solver holds a factorisation that the next step may start from, and the
         # back-offs after failed tries.
@@ -221,17 +209,47 @@ class IncrementalPotential:
         no failed try is being backed off from, :attr:`reuse_backoff`)."""
         return self.factorization_reusable and self.reuse_backoff.ready()
 
+    def bind(self, q: np.ndarray) -> None:
+        """Check q (bodies, 12) and every term's current parameters, and bind the terms' kernels
+        (:class:`solver.constitutions._kernels.BoundTerm`) for :meth:`energy`, :meth:`gradient`,
+        :meth:`gradient_hessian` and :meth:`factorize`: once per time step, after its parameters
+        were set (``solve_step`` does it), so that the many evaluations of a step check nothing.
+        Those then take q as this array, updated in place, or any array of the same shape, dtype
+        and layout.
+
+        Raises:
+            ValueError: on a wrong q or parameters a term rejects.
+        """
+        check_state(q, self.state_rows)
+        bound = [term.bind() if len(term.bodies) else None for term in self.terms]
+        self._energies = [term.energy for term in bound if term is not None]
+        # Per term: its gradient alone, and its derivatives for the assembly (the gradient alone
+        # where the Hessian is constant: that comes from refresh_constant_hessian), None if empty.
+        self._gradients = [None if term is None else _gradient_call(term, out) for term, out in zip(bound, self._outputs)]
+        self._derivatives = [
+            None if term is None else _derivatives_call(term, gradient, constant, out)
+            for term, gradient, constant, out in zip(bound, self._gradients, self.constant, self._outputs)
+        ]
+
+    def _bound(self) -> None:
+        if self._energies is None:
+            raise RuntimeError("IncrementalPotential: call bind(q) before evaluating it")
+
     def energy(self, q: np.ndarray) -> float:
-        """E(q) in J (incremental-potential units) for q (bodies, 12)."""
-        return float(sum([term.energy(q) for term in self._active]))
+        """E(q) in J (incremental-potential units) for q (bodies, 12), as bound by :meth:`bind`."""
+        self._bound()
+        return float(sum([energy(q) for energy in self._energies]))
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
-        """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has ``gradient``."""
+        """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has a gradient
+        kernel; terms as bound by :meth:`bind`."""
+        self._bound()
         derivatives = [None if gradient is None else (gradient(q), None) for gradient in self._gradients]
         return self.assembly.assemble_gradient(derivatives, self.element_bodies)
 
     def gradient_hessian(self, q: np.ndarray):
-        """Gradient (12 x dynamic,) and PSD Hessian block values (blocks, 12, 12) at q (bodies, 12).
+        """Gradient (12 x dynamic,) and PSD Hessian block values (blocks, 12, 12) at q (bodies, 12),
+        terms as bound by :meth:`bind`.
 
         The block values live in a buffer of this object, overwritten by the next call.
 
@@ -248,6 +266,7 @@ class IncrementalPotential:
         """Per term, (element gradients, element Hessians) at q, the Hessians None for the terms
         whose Hessian is constant (those come from :meth:`refresh_constant_hessian`, run here the
         first time), or None for a term without elements."""
+        self._bound()
         if self.constant_blocks is None:
             self.refresh_constant_hessian(q)
         return [None if call is None else call(q) for call in self._derivatives]
@@ -277,6 +296,31 @@ class IncrementalPotential:
         return gradient
 
 
+def _gradient_call(term, out):
+    """q -> element gradients of a bound term: its gradient kernel, or its gradient_hessian
+    into ``out`` (gradient, Hessian) where it has none."""
+    if term.gradient is not None:
+        return term.gradient
+
+    def gradient(q):
+        term.gradient_hessian(q, *out)
+        return out[0]
+    return gradient
+
+
+def _derivatives_call(term, gradient, constant: bool, out):
+    """q -> (element gradients, element Hessians) of a bound term for the assembly: (gradient,
+    None) where the Hessian is ``constant`` (assembled per frame instead), else both from its
+    gradient_hessian into ``out``."""
+    if constant:
+        return lambda q: (gradient(q), None)
+
+    def derivatives(q):
+        term.gradient_hessian(q, *out)
+        return out
+    return derivatives
+
+
 def solve_step(
     potential: IncrementalPotential,
     q: np.ndarray,
@@ -296,7 +340,9 @@ def solve_step(
 
     Raises:
         NewtonFailure: on a non-finite energy, gradient or Newton direction.
+        ValueError: on a wrong q or a term's invalid parameters (:meth:`IncrementalPotential.bind`).
     """
+    potential.bind(q)
     dynamic = potential.dynamic_rows
     line_search_total = 0
     corners_dynamic = corners[dynamic]

@@ -131,7 +131,7 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
     the linear solver, the convergence measure and the joint readouts. The calls have no effect on the run:
     they read the terms' current parameters and write only scratch arrays.
     """
-    from . import assembly, linear_solver, newton
+    from . import assembly, joint_state, linear_solver, newton
     from .constitutions import prismatic_joint, revolute_joint
 
     tasks = []
@@ -176,6 +176,10 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
         tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.base.distance(q)))
     if len(model.revolute.joint_indices):
         tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.base.sin_cos(q)))
+        joints = int(model.revolute.joint_indices.max()) + 1  # scratch readouts of JointState's types
+        tasks.append(CompileTask(joint_state.accumulate_angles, lambda: joint_state.accumulate_angles(
+            *model.revolute.base.sin_cos(q), model.revolute.joint_indices, np.zeros(joints), np.zeros(joints),
+            np.zeros(joints))))
     return tasks
 
 

@@ -28,6 +28,8 @@ element made them 3x slower; threading those needs a scratch array per thread.
 
 from __future__ import annotations
 
+from typing import Callable, NamedTuple, Optional
+
 import numba
 import numpy as np
 
@@ -329,6 +331,43 @@ def element_outputs(out, n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
         if array.shape != shape or array.dtype != np.float64 or not array.flags.c_contiguous:
             raise ValueError(f"out {name}: expected a C-contiguous float64 array of shape {shape}, got "
                              f"{array.dtype} {array.shape}")
+    return gradient, hessian
+
+
+class BoundTerm(NamedTuple):
+    """An energy term's kernels with its current parameters checked once and bound (the terms'
+    ``bind(project=True)``), for the many calls of one time step: the Newton loop checks a
+    term's parameters once per step, not at each of its ten or so calls (at 10 bodies those
+    checks cost more than the kernels).
+
+    Each callable takes q (n_bodies, 12), a C-contiguous float64 array already checked by
+    :func:`check_state` against the term's ``state_rows``:
+
+    - ``energy(q)`` -> float, the term's energy, J;
+    - ``gradient(q)`` -> (n, 12 k) per-element gradients in a new array, or None where the term
+      has no gradient-only kernel (then take the gradient from ``gradient_hessian``);
+    - ``gradient_hessian(q, gradient, hessian)`` fills the per-element gradient (n, 12 k) and
+      Hessian (n, 12 k, 12 k), PSD-projected where ``bind`` was asked to project.
+
+    The parameters are those at the moment of binding: bind again after changing one.
+    """
+
+    energy: Callable[[np.ndarray], float]
+    gradient: Optional[Callable[[np.ndarray], np.ndarray]]
+    gradient_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def bound_gradient_hessian(term, q, project: bool, out, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A term's public ``gradient_hessian(q, project, out)`` through its ``bind(project)``: q
+    (n_bodies, 12) checked, the outputs from :func:`element_outputs` (``size`` = 12 k), filled
+    and returned as (gradient (n, size), Hessian (n, size, size)).
+
+    Raises:
+        ValueError: on a wrong q or ``out``, or parameters the term's ``bind`` rejects.
+    """
+    q = check_state(q, term.state_rows)
+    gradient, hessian = element_outputs(out, term.bodies.shape[0], size)
+    term.bind(project).gradient_hessian(q, gradient, hessian)
     return gradient, hessian
 
 

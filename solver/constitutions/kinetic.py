@@ -14,7 +14,16 @@ import numba
 import numpy as np
 
 from ..affine_body import mass_matrices
-from ._kernels import as_bodies, as_float_array, as_float_view, check_state, dyadic_product_into, element_outputs, state_rows
+from ._kernels import (
+    BoundTerm,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    bound_gradient_hessian,
+    check_state,
+    dyadic_product_into,
+    state_rows,
+)
 
 
 @numba.njit(cache=True)
@@ -88,28 +97,41 @@ class Kinetic:
         self.mass_matrix.flags.writeable = False
         self.q_tilde = np.zeros((n, 12))
 
-    def _arrays(self, q: np.ndarray) -> tuple:
-        """Checked q, the element bodies and dyadic masses, and q̃ as the kernels take them."""
-        q = check_state(q, self.state_rows)
-        q_tilde = as_float_view(self.q_tilde, (self.bodies.shape[0], 12), "q_tilde")
-        return q, self.bodies, self.mass, self.mass_x_bar, self.second_moment, q_tilde
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with the current q̃ checked and bound, for one time step (:class:`BoundTerm`);
+        ``project`` is ignored (M is exact and PSD).
+
+        Raises:
+            ValueError: on a wrong or non-float ``q_tilde``.
+        """
+        n = self.bodies.shape[0]
+        q_tilde = as_float_view(self.q_tilde, (n, 12), "q_tilde")
+        arguments = (self.bodies, self.mass, self.mass_x_bar, self.second_moment)
+
+        def energy(q):
+            return float(_energy_kernel(q, *arguments, q_tilde))
+
+        def gradient(q):
+            out = np.empty((n, 12))
+            _gradient_kernel(q, *arguments, q_tilde, out)
+            return out
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *arguments, self.mass_matrix, q_tilde, gradient, hessian)
+
+        return BoundTerm(energy, gradient, gradient_hessian)
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of ½ (q − q̃)ᵀ M (q − q̃) over elements, J. q: (n_bodies, 12)."""
-        return float(_energy_kernel(*self._arrays(q)))
+        return self.bind().energy(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient M (q − q̃) (n, 12) and Hessian M (n, 12, 12); exact and PSD, ``project`` is ignored.
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q, bodies, mass, mass_x_bar, second_moment, q_tilde = self._arrays(q)
-        gradient, hessian = element_outputs(out, bodies.shape[0], 12)
-        _gradient_hessian_kernel(q, bodies, mass, mass_x_bar, second_moment, self.mass_matrix, q_tilde, gradient, hessian)
-        return gradient, hessian
+        return bound_gradient_hessian(self, q, project, out, 12)
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
-        gradient = np.empty((self.bodies.shape[0], 12))
-        _gradient_kernel(*self._arrays(q), gradient)
-        return gradient
+        return self.bind().gradient(check_state(q, self.state_rows))

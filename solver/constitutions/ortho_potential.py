@@ -24,12 +24,13 @@ import numba
 import numpy as np
 
 from ._kernels import (
+    BoundTerm,
     add_outer_block,
     as_bodies,
     as_float_array,
+    bound_gradient_hessian,
     check_state,
     dot3,
-    element_outputs,
     exact_argument,
     state_rows,
 )
@@ -226,10 +227,29 @@ class OrthoPotential:
         self._kappa.flags.writeable = self._volume.flags.writeable = False
         self._scale = self._kappa * self._volume * self._dt**2
 
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with kappa · volume · dt² bound, for one time step (:class:`BoundTerm`);
+        ``project``: the term-wise PSD-projected F-Hessian (True) or the exact one. (The
+        parameters are checked by their setters.)"""
+        n = self.bodies.shape[0]
+        bodies, scale, exact = self.bodies, self._scale, exact_argument(project)
+
+        def energy(q):
+            return float(_energy_kernel(q, bodies, scale))
+
+        def gradient(q):
+            out = np.empty((n, 12))
+            _gradient_kernel(q, bodies, scale, out)
+            return out
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, bodies, scale, exact, gradient, hessian)
+
+        return BoundTerm(energy, gradient, gradient_hessian)
+
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J (kg m²/s² at the incremental-potential level). q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        return float(_energy_kernel(q, self.bodies, self._scale))
+        return self.bind().energy(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 12) and Hessian (n, 12, 12); only the A block (3:12) is non-zero.
@@ -237,15 +257,8 @@ class OrthoPotential:
         project=True gives the term-wise PSD-projected 9x9 F-Hessian; project=False the exact one.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        gradient, hessian = element_outputs(out, n, 12)
-        _gradient_hessian_kernel(q, self.bodies, self._scale, exact_argument(project), gradient, hessian)
-        return gradient, hessian
+        return bound_gradient_hessian(self, q, project, out, 12)
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Per-element gradient (n, 12) alone, as in :meth:`gradient_hessian`."""
-        q = check_state(q, self.state_rows)
-        gradient = np.empty((self.bodies.shape[0], 12))
-        _gradient_kernel(q, self.bodies, self._scale, gradient)
-        return gradient
+        return self.bind().gradient(check_state(q, self.state_rows))

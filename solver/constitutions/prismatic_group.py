@@ -16,12 +16,13 @@ import numba
 import numpy as np
 
 from ._kernels import (
+    BoundTerm,
     add_derivatives,
     add_mapped_derivatives_into,
     apply_jacobian_into,
     as_float_view,
+    bound_gradient_hessian,
     check_state,
-    element_outputs,
     exact_argument,
     gather_dofs_into,
     mapping_scratch,
@@ -129,8 +130,6 @@ class PrismaticJointGroup:
         self.limit_rows = self._rows(limit_rows, limit, "limit", n)
         self.limited = np.zeros(n, dtype=np.bool_)
         self.limited[self.limit_rows] = True
-        self._drive_buffers = (np.zeros(n), np.zeros(n))  # stiffness, target
-        self._limit_buffers = (np.zeros(n), np.zeros(n), np.zeros(n))  # lower, upper, strength
         self._every_joint = (np.array_equal(self.driving_rows, np.arange(n)), np.array_equal(self.limit_rows, np.arange(n)))
 
     def _rows(self, rows, extra, name: str, n: int) -> np.ndarray:
@@ -143,40 +142,54 @@ class PrismaticJointGroup:
             raise ValueError(f"{name}: its bodies and F-Jacobian must be those of its base joints")
         return rows
 
-    def energy(self, q: np.ndarray) -> float:
-        """E of the joints plus their extras, J. q: (n_bodies, 12)."""
-        return float(_energy_kernel(*self._arrays(q, structured=True)))
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with the joints' stiffness and the extras' parameters checked and bound,
+        for one time step (:class:`BoundTerm`); ``project``: each term's Hessian projected on its
+        own (True) or the exact sum. The energy and gradient-only kernels apply the F-maps in
+        structured form (anchors and frames), the Hessian kernel the dense F-Jacobians.
 
-    def _arrays(self, q: np.ndarray, structured: bool) -> tuple:
-        """Checked q and the per-joint geometry and parameter arrays of the kernels: the dense
-        F-Jacobians for the Hessian kernel, the anchors and frames where ``structured`` (the
-        energy and gradient-only kernels apply the F-maps in structured form)."""
-        q = check_state(q, self.state_rows)
-        joint = self.joint
-        stiffness = as_float_view(joint.stiffness, (self.bodies.shape[0],), "stiffness")
-        drive = self._per_joint(self.driving._parameters(), self.driving_rows, self._every_joint[0], self._drive_buffers)
-        limit = self._per_joint(self.limit._parameters(), self.limit_rows, self._every_joint[1], self._limit_buffers)
-        geometry = ((joint.anchor_i, joint.anchor_j, joint.frame_i, joint.frame_j) if structured
-                    else (joint._axis_jacobian, joint._frame_jacobian))
-        return (q, self.bodies) + geometry + (stiffness,) + drive + (self.limited,) + limit
+        Raises:
+            ValueError: on wrong shapes or non-float values, or an extra's own checks (lower > upper).
+        """
+        n, joint = self.bodies.shape[0], self.joint
+        stiffness = as_float_view(joint.stiffness, (n,), "stiffness")
+        parameters = ((stiffness,) + self._per_joint(self.driving._parameters(), self.driving_rows, self._every_joint[0])
+                      + (self.limited,) + self._per_joint(self.limit._parameters(), self.limit_rows, self._every_joint[1]))
+        structured = (self.bodies, joint.anchor_i, joint.anchor_j, joint.frame_i, joint.frame_j) + parameters
+        dense = (self.bodies, joint._axis_jacobian, joint._frame_jacobian) + parameters
+        exact = exact_argument(project)
 
-    @staticmethod
-    def _per_joint(values: tuple, rows: np.ndarray, every_joint: bool, buffers: tuple) -> tuple:
-        """An extra's per-element parameter ``values`` as per-joint arrays: the values themselves
-        where the extra's ``rows`` are every joint in order (``every_joint``: no copy), else
-        scattered into ``buffers`` (zeros at the joints without the extra)."""
+        def energy(q):
+            return float(_energy_kernel(q, *structured))
+
+        def gradient(q):
+            out = np.empty((n, 24))
+            _gradient_kernel(q, *structured, out)
+            return out
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *dense, exact, gradient, hessian)
+
+        return BoundTerm(energy, gradient, gradient_hessian)
+
+    def _per_joint(self, values: tuple, rows: np.ndarray, every_joint: bool) -> tuple:
+        """An extra's per-element parameter ``values`` as per-joint arrays (n,): the values
+        themselves where the extra's ``rows`` are every joint in order (``every_joint``: no
+        copy), else new arrays with zeros at the joints without the extra."""
         if every_joint:
             return values
-        if len(rows):
-            for buffer, value in zip(buffers, values):
-                buffer[rows] = value
-        return buffers
+        arrays = tuple(np.zeros(self.bodies.shape[0]) for _ in values)
+        for array, value in zip(arrays, values):
+            array[rows] = value
+        return arrays
+
+    def energy(self, q: np.ndarray) -> float:
+        """E of the joints plus their extras, J. q: (n_bodies, 12)."""
+        return self.bind().energy(check_state(q, self.state_rows))
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Per-joint gradient (n, 24) alone, as in :meth:`gradient_hessian`."""
-        gradient = np.empty((self.bodies.shape[0], 24))
-        _gradient_kernel(*self._arrays(q, structured=True), gradient)
-        return gradient
+        return self.bind().gradient(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-joint gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first: the sum of the
@@ -184,7 +197,4 @@ class PrismaticJointGroup:
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        arrays = self._arrays(q, structured=False)
-        gradient, hessian = element_outputs(out, self.bodies.shape[0], 24)
-        _gradient_hessian_kernel(*arrays, exact_argument(project), gradient, hessian)
-        return gradient, hessian
+        return bound_gradient_hessian(self, q, project, out, 24)

@@ -27,14 +27,15 @@ import numpy as np
 
 from ..affine_body import direction_jacobians, point_jacobians
 from ._kernels import (
+    BoundTerm,
     add_mapped_derivatives,
     apply_jacobian,
     as_bodies,
     as_float_array,
     as_float_view,
+    bound_gradient_hessian,
     check_state,
     direction_into,
-    element_outputs,
     gather_dofs,
     point_separation,
     state_rows,
@@ -211,11 +212,33 @@ class RevoluteJoint:
             array.flags.writeable = False  # the F-Jacobian below is built from them once
         self._jacobian = _build_jacobians(self.points_i, self.points_j)
 
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with the current stiffness checked and bound, for one time step
+        (:class:`BoundTerm`); ``project`` changes nothing (the Hessian K JᵀJ is exact and PSD).
+
+        Raises:
+            ValueError: on a wrong or non-float ``stiffness``.
+        """
+        n = self.bodies.shape[0]
+        stiffness = as_float_view(self.stiffness, (n,), "stiffness")
+        bodies, points_i, points_j, jacobian = self.bodies, self.points_i, self.points_j, self._jacobian
+
+        def energy(q):
+            return float(_energy_kernel(q, bodies, points_i, points_j, stiffness))
+
+        def gradient(q):
+            out = np.empty((n, 24))
+            _gradient_kernel(q, bodies, points_i, points_j, stiffness, out)
+            return out
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian)
+
+        return BoundTerm(energy, gradient, gradient_hessian)
+
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
-        return float(_energy_kernel(q, self.bodies, self.points_i, self.points_j, stiffness))
+        return self.bind().energy(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
@@ -223,21 +246,11 @@ class RevoluteJoint:
         The energy is quadratic in q: the Hessian is exact and PSD, ``project`` changes nothing.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        stiffness = as_float_view(self.stiffness, (n,), "stiffness")
-        gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, gradient, hessian)
-        return gradient, hessian
+        return bound_gradient_hessian(self, q, project, out, 24)
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient Jᵀ (K F) (n, 24) alone (the Hessian K JᵀJ is constant)."""
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        stiffness = as_float_view(self.stiffness, (n,), "stiffness")
-        gradient = np.empty((n, 24))
-        _gradient_kernel(q, self.bodies, self.points_i, self.points_j, stiffness, gradient)
-        return gradient
+        return self.bind().gradient(check_state(q, self.state_rows))
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""

@@ -28,15 +28,16 @@ import numba
 import numpy as np
 
 from ._kernels import (
+    BoundTerm,
     add_mapped_derivatives,
     add_outer,
     apply_jacobian,
     as_bodies,
     as_float_array,
     as_float_view,
+    bound_gradient_hessian,
     check_limits,
     check_state,
-    element_outputs,
     exact_argument,
     gather_dofs,
     scalar_function_hessian_F,
@@ -157,10 +158,28 @@ class RevoluteJointLimit:
             as_float_view(self.cos_t, (n,), "cos_t"),
         )
 
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with the current limits and step-start angles checked and bound, for one
+        time step (:class:`BoundTerm`, no gradient-only kernel); ``project``: f'' ∇x∇xᵀ + PSD(f' ∇²x)
+        (True) or the exact f'' ∇x∇xᵀ + f' ∇²x.
+
+        Raises:
+            ValueError: on wrong shapes or non-float values, or lower > upper.
+        """
+        arguments = (self.bodies, self._jacobian) + self._limits() + self._step_start()
+        exact = exact_argument(project)
+
+        def energy(q):
+            return float(_energy_kernel(q, *arguments))
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
+
+        return BoundTerm(energy, None, gradient_hessian)
+
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element penalties, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        return float(_energy_kernel(q, self.bodies, self._jacobian, *self._limits(), *self._step_start()))
+        return self.bind().energy(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
@@ -168,13 +187,7 @@ class RevoluteJointLimit:
         project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(
-            q, self.bodies, self._jacobian, *self._limits(), *self._step_start(), exact_argument(project), gradient, hessian
-        )
-        return gradient, hessian
+        return bound_gradient_hessian(self, q, project, out, 24)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) at q, the values to store in ``sin_t``/``cos_t`` at a step start."""

@@ -17,7 +17,15 @@ import numba
 import numpy as np
 
 from ..affine_body import mass_matrices
-from ._kernels import as_bodies, as_float_array, as_float_view, check_state, element_outputs, state_rows
+from ._kernels import (
+    BoundTerm,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    bound_gradient_hessian,
+    check_state,
+    state_rows,
+)
 
 
 @numba.njit(cache=True)
@@ -101,37 +109,44 @@ class SoftTransformConstraint:
         self.aim_q = np.tile(np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]), (n, 1))
         self.active = np.zeros(n)
 
-    def _parameters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with the current strength_ratio, aim_q and active checked and bound, for
+        one time step (:class:`BoundTerm`); ``project`` is ignored (the Hessian is exact and PSD).
+
+        Raises:
+            ValueError: on wrong shapes, non-float values or a negative strength_ratio.
+        """
         n = self.bodies.shape[0]
         strength_ratio = as_float_view(self.strength_ratio, (n, 2), "strength_ratio")
         if np.any(strength_ratio < 0.0):
             raise ValueError("strength_ratio must be >= 0")
-        return strength_ratio, as_float_view(self.aim_q, (n, 12), "aim_q"), as_float_view(self.active, (n,), "active")
+        aim_q, active = as_float_view(self.aim_q, (n, 12), "aim_q"), as_float_view(self.active, (n,), "active")
+        arguments = (self.bodies, self.mass_matrix, self.center_mass_matrix, strength_ratio, aim_q, active)
+
+        def energy(q):
+            return float(_energy_kernel(q, *arguments))
+
+        def gradient(q):
+            weighted = (strength_ratio[:, 1, None, None] * self.mass_matrix
+                        + (strength_ratio[:, 0] - strength_ratio[:, 1])[:, None, None] * self.center_mass_matrix)
+            return active[:, None] * np.einsum("nij,nj->ni", weighted, q[self.bodies[:, 0]] - aim_q)
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *arguments, gradient, hessian)
+
+        return BoundTerm(energy, gradient, gradient_hessian)
 
     def energy(self, q: np.ndarray) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        return float(
-            _energy_kernel(q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters())
-        )
+        return self.bind().energy(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient active·M̃ δq (n, 12) and Hessian active·M̃ (n, 12, 12); exact and PSD, ``project`` is ignored.
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        gradient, hessian = element_outputs(out, n, 12)
-        _gradient_hessian_kernel(
-            q, self.bodies, self.mass_matrix, self.center_mass_matrix, *self._parameters(), gradient, hessian
-        )
-        return gradient, hessian
+        return bound_gradient_hessian(self, q, project, out, 12)
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient active·M̃ δq (n, 12) alone (the Hessian M̃ is constant within a frame)."""
-        q = check_state(q, self.state_rows)
-        strength_ratio, aim_q, active = self._parameters()
-        weighted = (strength_ratio[:, 1, None, None] * self.mass_matrix
-                    + (strength_ratio[:, 0] - strength_ratio[:, 1])[:, None, None] * self.center_mass_matrix)
-        return active[:, None] * np.einsum("nij,nj->ni", weighted, q[self.bodies[:, 0]] - aim_q)
+        return self.bind().gradient(check_state(q, self.state_rows))

@@ -423,6 +423,33 @@ def test_non_finite_newton_quantities_are_named(broken):
     assert np.all(np.isfinite(q))
 
 
+def test_the_potential_evaluates_the_parameters_bound_at_the_step_start():
+    """IncrementalPotential checks and binds the terms' parameters once per step (bind, called by
+    solve_step): evaluating before that is an error, a parameter changed after it is seen only
+    once bound again, and invalid parameters are rejected when bound."""
+    from solver.constitutions import Kinetic
+    from solver.newton import IncrementalPotential
+
+    kinetic = Kinetic([[0]], [2.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
+    potential = IncrementalPotential([kinetic], np.array([0]))
+    q = np.concatenate([np.zeros(3), np.eye(3).reshape(-1)])[None].copy()
+    with pytest.raises(RuntimeError, match="bind"):
+        potential.energy(q)
+    kinetic.q_tilde = q + np.concatenate([[0.0, 0.0, -0.5], np.zeros(9)])[None]
+    potential.bind(q)
+    assert potential.energy(q) == pytest.approx(0.5 * 2.0 * 0.25)  # ½ m |Δp|², x̄ = 0
+    np.testing.assert_allclose(potential.gradient(q)[:3], [0.0, 0.0, 1.0])
+    kinetic.q_tilde = q.copy()
+    assert potential.energy(q) == pytest.approx(0.25)  # still the bound q̃
+    potential.bind(q)
+    assert potential.energy(q) == 0.0
+    kinetic.q_tilde = np.zeros((2, 12))
+    with pytest.raises(ValueError, match="q_tilde"):
+        potential.bind(q)
+    with pytest.raises(ValueError, match="q: expected shape"):
+        potential.bind(q[:, :6])
+
+
 def test_lagged_direction_that_raises_the_energy_is_given_up():
     """A held factorisation 100 times too soft makes the first direction overshoot: the trapezoidal
     estimate of the energy change is positive, q goes back to the step's start, and the step is
