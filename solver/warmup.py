@@ -126,8 +126,8 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             :class:`solver.newton.IncrementalPotential`. q: (bodies, 12) a valid state (q0).
 
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
-    ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module, called
-    through the term's methods); then the scatter of the assembly, the banded fill and scatter of
+    ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module where it
+    has them, called through the term's methods; the terms with a constant Hessian form it in NumPy); then the scatter of the assembly, the banded fill and scatter of
     the linear solver, the convergence measure and the joint readouts. The calls have no effect on the run:
     they read the terms' current parameters and write only scratch arrays.
     """
@@ -140,7 +140,8 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             continue
         module = sys.modules[type(term).__module__]
         tasks.append(CompileTask(module._energy_kernel, lambda term=term: term.energy(q)))
-        tasks.append(CompileTask(module._gradient_hessian_kernel, lambda term=term: term.gradient_hessian(q)))
+        if hasattr(module, "_gradient_hessian_kernel"):  # the constant Hessians are formed in NumPy
+            tasks.append(CompileTask(module._gradient_hessian_kernel, lambda term=term: term.gradient_hessian(q)))
         if hasattr(module, "_gradient_kernel") and hasattr(term, "gradient"):
             tasks.append(CompileTask(module._gradient_kernel, lambda term=term: term.gradient(q)))
 

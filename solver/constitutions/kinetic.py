@@ -43,15 +43,6 @@ def _energy_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde):
 
 
 @numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, mass, mass_x_bar, second_moment, mass_matrix, q_tilde, gradient, hessian):
-    _gradient_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde, gradient)
-    for e in range(bodies.shape[0]):
-        for r in range(12):
-            for c in range(12):
-                hessian[e, r, c] = mass_matrix[e, r, c]
-
-
-@numba.njit(cache=True)
 def _gradient_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde, gradient):
     delta = np.empty(12)  # reused by every element
     for e in range(bodies.shape[0]):
@@ -116,8 +107,9 @@ class Kinetic:
             _gradient_kernel(q, *arguments, q_tilde, out)
             return out
 
-        def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *arguments, self.mass_matrix, q_tilde, gradient, hessian)
+        def gradient_hessian(q, gradient, hessian):  # for the constant-Hessian assembly: H = M
+            _gradient_kernel(q, *arguments, q_tilde, gradient)
+            np.copyto(hessian, self.mass_matrix)
 
         return BoundTerm(energy, gradient, gradient_hessian)
 

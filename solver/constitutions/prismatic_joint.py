@@ -33,7 +33,6 @@ from ._kernels import (
     add_mapped_derivatives,
     add_outer_block,
     apply_jacobian,
-    apply_jacobian_into,
     as_bodies,
     as_float_array,
     as_float_view,
@@ -42,7 +41,6 @@ from ._kernels import (
     element_outputs,
     exact_argument,
     gather_dofs,
-    gather_dofs_into,
     state_rows,
 )
 

@@ -28,15 +28,12 @@ import numpy as np
 from ..affine_body import direction_jacobians, point_jacobians
 from ._kernels import (
     BoundTerm,
-    add_mapped_derivatives,
-    apply_jacobian,
     as_bodies,
     as_float_array,
     as_float_view,
     bound_gradient_hessian,
     check_state,
     direction_into,
-    gather_dofs,
     point_separation,
     state_rows,
 )
@@ -131,12 +128,6 @@ def _build_jacobians(points_i: np.ndarray, points_j: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def revolute_gradient_hessian_F(F, stiffness):
-    """∇_F E = K F (6,), H_F = K I6 (6, 6) (exact, PSD for K >= 0)."""
-    return stiffness * F, stiffness * np.eye(6)
-
-
-@numba.njit(cache=True)
 def _energy_kernel(q, bodies, points_i, points_j, stiffness):
     total = 0.0
     for e in range(bodies.shape[0]):
@@ -147,16 +138,6 @@ def _energy_kernel(q, bodies, points_i, points_j, stiffness):
                 squared += point_separation(q, i, j, points_i, points_j, e, end, k) ** 2
         total += 0.5 * stiffness[e] * squared
     return total
-
-
-@numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian):
-    for e in numba.prange(bodies.shape[0]):
-        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
-        gradient_F, hessian_F = revolute_gradient_hessian_F(F, stiffness[e])
-        gradient[e, :] = 0.0
-        hessian[e, :, :] = 0.0
-        add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 
 @numba.njit(cache=True)
@@ -222,6 +203,7 @@ class RevoluteJoint:
         n = self.bodies.shape[0]
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         bodies, points_i, points_j, jacobian = self.bodies, self.points_i, self.points_j, self._jacobian
+        jacobian_transpose = jacobian.transpose(0, 2, 1)
 
         def energy(q):
             return float(_energy_kernel(q, bodies, points_i, points_j, stiffness))
@@ -231,8 +213,10 @@ class RevoluteJoint:
             _gradient_kernel(q, bodies, points_i, points_j, stiffness, out)
             return out
 
-        def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, bodies, jacobian, stiffness, gradient, hessian)
+        def gradient_hessian(q, gradient, hessian):  # for the constant-Hessian assembly: H = K JᵀJ
+            _gradient_kernel(q, bodies, points_i, points_j, stiffness, gradient)
+            np.matmul(jacobian_transpose, jacobian, out=hessian)
+            hessian *= stiffness[:, None, None]
 
         return BoundTerm(energy, gradient, gradient_hessian)
 

@@ -29,43 +29,19 @@ from ._kernels import (
 
 
 @numba.njit(cache=True)
-def _weighted_mass(mass_matrix, center_mass_matrix, strength_ratio, active, r, c):
-    """Entry (r, c) of active · M̃ = active · (η_a M + (η_p − η_a) M_cm)."""
-    position, affine = strength_ratio[0], strength_ratio[1]
-    return active * (affine * mass_matrix[r, c] + (position - affine) * center_mass_matrix[r, c])
-
-
-@numba.njit(cache=True)
-def _energy_kernel(q, bodies, mass_matrix, center_mass_matrix, strength_ratio, aim_q, active):
+def _energy_kernel(q, bodies, weighted, aim_q):
     total = 0.0
-    for e in numba.prange(bodies.shape[0]):
-        if active[e] == 0.0:
-            continue
+    delta = np.empty(12)  # reused by every element
+    for e in range(bodies.shape[0]):
         body = bodies[e, 0]
-        delta = np.empty(12)
         for r in range(12):
             delta[r] = q[body, r] - aim_q[e, r]
-        element = 0.0
         for r in range(12):
             row = 0.0
             for c in range(12):
-                row += _weighted_mass(mass_matrix[e], center_mass_matrix[e], strength_ratio[e], active[e], r, c) * delta[c]
-            element += delta[r] * row
-        total += 0.5 * element
+                row += weighted[e, r, c] * delta[c]
+            total += 0.5 * delta[r] * row
     return total
-
-
-@numba.njit(cache=True)
-def _gradient_hessian_kernel(q, bodies, mass_matrix, center_mass_matrix, strength_ratio, aim_q, active, gradient, hessian):
-    for e in numba.prange(bodies.shape[0]):
-        body = bodies[e, 0]
-        for r in range(12):
-            row = 0.0
-            for c in range(12):
-                weighted = _weighted_mass(mass_matrix[e], center_mass_matrix[e], strength_ratio[e], active[e], r, c)
-                hessian[e, r, c] = weighted
-                row += weighted * (q[body, c] - aim_q[e, c])
-            gradient[e, r] = row
 
 
 class SoftTransformConstraint:
@@ -110,8 +86,10 @@ class SoftTransformConstraint:
         self.active = np.zeros(n)
 
     def bind(self, project: bool = True) -> BoundTerm:
-        """The kernels with the current strength_ratio, aim_q and active checked and bound, for
-        one time step (:class:`BoundTerm`); ``project`` is ignored (the Hessian is exact and PSD).
+        """The term with the current strength_ratio, aim_q and active checked and bound, for one
+        time step (:class:`BoundTerm`); ``project`` is ignored (the Hessian is exact and PSD).
+        active · M̃ (n, 12, 12) is formed here once (NumPy), then the energy kernel, the gradient
+        active · M̃ δq and the (constant) Hessian read it.
 
         Raises:
             ValueError: on wrong shapes, non-float values or a negative strength_ratio.
@@ -121,18 +99,19 @@ class SoftTransformConstraint:
         if np.any(strength_ratio < 0.0):
             raise ValueError("strength_ratio must be >= 0")
         aim_q, active = as_float_view(self.aim_q, (n, 12), "aim_q"), as_float_view(self.active, (n,), "active")
-        arguments = (self.bodies, self.mass_matrix, self.center_mass_matrix, strength_ratio, aim_q, active)
+        position, affine = strength_ratio[:, 0, None, None], strength_ratio[:, 1, None, None]
+        weighted = active[:, None, None] * (affine * self.mass_matrix + (position - affine) * self.center_mass_matrix)
+        bodies = self.bodies[:, 0]
 
         def energy(q):
-            return float(_energy_kernel(q, *arguments))
+            return float(_energy_kernel(q, self.bodies, weighted, aim_q))
 
         def gradient(q):
-            weighted = (strength_ratio[:, 1, None, None] * self.mass_matrix
-                        + (strength_ratio[:, 0] - strength_ratio[:, 1])[:, None, None] * self.center_mass_matrix)
-            return active[:, None] * np.einsum("nij,nj->ni", weighted, q[self.bodies[:, 0]] - aim_q)
+            return np.einsum("nij,nj->ni", weighted, q[bodies] - aim_q)
 
-        def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *arguments, gradient, hessian)
+        def gradient_hessian(q, gradient_out, hessian):
+            np.einsum("nij,nj->ni", weighted, q[bodies] - aim_q, out=gradient_out)
+            np.copyto(hessian, weighted)
 
         return BoundTerm(energy, gradient, gradient_hessian)
 
