@@ -231,19 +231,19 @@ class IncrementalPotential:
             for term, gradient, constant, out in zip(bound, self._gradients, self.constant, self._outputs)
         ]
 
-    def _bound(self) -> None:
+    def _require_bound(self) -> None:
         if self._energies is None:
             raise RuntimeError("IncrementalPotential: call bind(q) before evaluating it")
 
     def energy(self, q: np.ndarray) -> float:
         """E(q) in J (incremental-potential units) for q (bodies, 12), as bound by :meth:`bind`."""
-        self._bound()
+        self._require_bound()
         return float(sum([energy(q) for energy in self._energies]))
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has a gradient
         kernel; terms as bound by :meth:`bind`."""
-        self._bound()
+        self._require_bound()
         derivatives = [None if gradient is None else (gradient(q), None) for gradient in self._gradients]
         return self.assembly.assemble_gradient(derivatives, self.element_bodies)
 
@@ -266,7 +266,7 @@ class IncrementalPotential:
         """Per term, (element gradients, element Hessians) at q, the Hessians None for the terms
         whose Hessian is constant (those come from :meth:`refresh_constant_hessian`, run here the
         first time), or None for a term without elements."""
-        self._bound()
+        self._require_bound()
         if self.constant_blocks is None:
             self.refresh_constant_hessian(q)
         return [None if call is None else call(q) for call in self._derivatives]
