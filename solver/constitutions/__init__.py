@@ -3,9 +3,13 @@
 Every class has ``uid``, ``bodies`` (n, k) int64, ``energy(q) -> float`` and
 ``gradient_hessian(q, project=True, out=None) -> (gradient (n, 12k), Hessian (n, 12k, 12k))``
 (``out``: optional arrays of those shapes to fill instead of allocating), with the global state q
-of shape (n_bodies, 12); some also have ``gradient(q)`` alone. See each module's docstring for the
-formula and its source. :mod:`.prismatic_group` is not a constitution: it evaluates a prismatic
-joint together with its drive and limit for the Newton loop.
+of shape (n_bodies, 12); some also have ``gradient(q)`` alone. The terms the Newton loop sums
+(kinetic, OrthoPotential, soft transform, revolute joint and limit, prismatic group) also have
+``bind(project=True)``: their kernels with the current parameters checked once, for the many
+calls of a time step (:class:`._kernels.BoundTerm`); their public methods are ``bind`` plus one
+call. See each module's docstring for the formula and its source. :mod:`.prismatic_group` is not
+a constitution: it evaluates a prismatic joint together with its drive and limit for the Newton
+loop.
 """
 
 from .driving_prismatic_joint import DrivingPrismaticJoint
