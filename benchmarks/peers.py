@@ -45,7 +45,13 @@ its two bodies; for prismatic joints the part of it perpendicular to the parent'
 prismatic chains the note gives the first and last joint's slide (the same separation along the
 axis) and the largest |slide|, to show whether the motion is right and the limits hold.
 
+Prints the table and, per chain, ours / each other engine's wall time; ``--markdown FILE`` also
+writes the table there, ``--update-docs`` rewrites the generated block of docs/performance.md
+(its section "Latest ``peers.py`` run") with the table, the ratios, the command, the time and the
+CPU.
+
     python benchmarks/peers.py --engines ours mujoco pybullet blender --sizes 10 100 --dt 240 24
+    python benchmarks/peers.py --engines ours blender --sizes 10 100 1000 --dt 240 24 --update-docs
 """
 
 from __future__ import annotations
@@ -94,9 +100,10 @@ class Run:
 
 @dataclass
 class Result:
-    """A measured configuration: one table row."""
+    """A measured configuration: one table row (``key``: the engine's name in ``ENGINES``)."""
 
     engine: str
+    key: str
     kind: str
     count: int
     dt: int
@@ -484,7 +491,8 @@ def available(engine: str) -> Optional[str]:
 
 def measure_row(engine: str, kind: str, count: int, dt: int, args) -> Result:
     """One table row; a failing engine gives a row whose note says why."""
-    result = Result(engine=engine_label(engine) if engine != "blender" else "Blender", kind=kind, count=count, dt=dt)
+    result = Result(engine=engine_label(engine) if engine != "blender" else "Blender", key=engine, kind=kind,
+                    count=count, dt=dt)
     try:
         if engine == "blender":
             rates, seconds, cut, run, version = measure_blender(kind, count, dt, args)
@@ -529,6 +537,54 @@ def markdown(results: List[Result], args) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ratios_markdown(results: List[Result]) -> str:
+    """Per chain and other engine, ours / that engine's wall time (the "Fast solver" targets'
+    figure: at most 1 against Blender's Bullet), as markdown; empty without our rows."""
+    ours = {(r.dt, r.kind, r.count): r.rate for r in results if r.key == "ours" and r.rate is not None}
+    rows = [f"| {r.kind} | {r.count} | 1/{r.dt} | {r.engine} | {ours[(r.dt, r.kind, r.count)] / r.rate:.2f} |"
+            for r in results if r.key != "ours" and r.rate and (r.dt, r.kind, r.count) in ours]
+    if not rows:
+        return ""
+    return "\n".join(["| chain | N | dt | against | ours / it (wall time) |", "|---|---|---|---|---|"] + rows) + "\n"
+
+
+#: The block of a performance page that ``--update-docs`` rewrites (appended under a heading of
+#: its own where the page has none).
+DOCS_BEGIN = "<!-- benchmarks/peers.py --update-docs: begin (generated, do not edit) -->"
+DOCS_END = "<!-- benchmarks/peers.py --update-docs: end -->"
+
+
+def with_docs_block(page: str, block: str) -> str:
+    """``page`` with the text between :data:`DOCS_BEGIN` and :data:`DOCS_END` replaced by ``block``,
+    or with a "Latest `peers.py` run" section holding it appended where the markers are absent.
+
+    Raises:
+        ValueError: when only one marker is there, or the end comes first.
+    """
+    begin, end = page.find(DOCS_BEGIN), page.find(DOCS_END)
+    if begin < 0 and end < 0:
+        return page.rstrip("\n") + "\n\n## Latest `peers.py` run\n" + DOCS_BEGIN + "\n" + block + DOCS_END + "\n"
+    if begin < 0 or end < begin:
+        raise ValueError("the page's peers.py markers are incomplete or out of order")
+    return page[: begin + len(DOCS_BEGIN)] + "\n" + block + page[end:]
+
+
+def docs_block(results: List[Result], args, started: float) -> str:
+    """The generated section: when and how the run was made, on what CPU, its table and ratios."""
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        import platform  # noqa: PLC0415
+
+        cpu = platform.processor() or platform.machine()
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)) + " to " + time.strftime("%H:%M UTC", time.gmtime())
+    command = "python benchmarks/peers.py " + " ".join(sys.argv[1:])
+    return (f"Written by `{command}`, {when}, on {cpu} ({os.cpu_count()} logical CPUs). "
+            "Compare ratios within one run: timings on this machine vary by up to 1.8x from run to run.\n\n"
+            + markdown(results, args) + "\n" + ratios_markdown(results))
+
+
 def main() -> None:
     """Run the requested engines and chains; print the table (and write it as markdown)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -546,6 +602,9 @@ def main() -> None:
     parser.add_argument("--blender-timeout", type=int, default=1200,
                         help="wall-seconds limit of one Blender subprocess (warm-up and repetitions)")
     parser.add_argument("--markdown", type=Path, help="also write the table as markdown to this file")
+    parser.add_argument("--update-docs", type=Path, nargs="?", const=BENCHMARKS.parent / "docs" / "performance.md",
+                        help="also write the table and the ours / peer ratios into this page's generated "
+                             "block (default docs/performance.md)")
     parser.add_argument("--blender-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -563,6 +622,7 @@ def main() -> None:
         else:
             engines.append(engine)
 
+    started = time.time()
     widths = (34, 9, 5, 6, 14, 9)
     header = " ".join(f"{name:<{w}}" for name, w in zip(COLUMNS, widths)) + " note"
     print(header, flush=True)
@@ -575,9 +635,16 @@ def main() -> None:
                     results.append(result)
                     row = cells(result)
                     print(" ".join(f"{cell:<{w}}" for cell, w in zip(row, widths)) + " " + row[-1], flush=True)
+    ratios = ratios_markdown(results)
+    if ratios:
+        print("\n" + ratios, end="", flush=True)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(markdown(results, args))
+    if args.update_docs:
+        page = args.update_docs.read_text() if args.update_docs.exists() else "# Performance\n"
+        args.update_docs.write_text(with_docs_block(page, docs_block(results, args, started)))
+        print(f"updated {args.update_docs}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+"""``benchmarks/peers.py --update-docs``: the ratio table and the generated block of the performance page."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "peers.py"
+_SPEC = importlib.util.spec_from_file_location("peers_under_test", _PATH)
+peers = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = peers  # its dataclasses look their module up there
+_SPEC.loader.exec_module(peers)
+
+
+def _result(key: str, kind: str, count: int, rate):
+    return peers.Result(engine=f"{key} label", key=key, kind=kind, count=count, dt=240, rate=rate)
+
+
+def test_ratios_are_ours_over_each_other_engine_of_the_same_chain():
+    results = [_result("ours", "revolute", 10, 0.06), _result("blender", "revolute", 10, 0.006),
+               _result("mujoco", "revolute", 10, 0.002), _result("ours", "revolute", 100, 0.2),
+               _result("blender", "revolute", 100, None),  # a failed row has no ratio
+               _result("blender", "prismatic", 10, 0.01)]  # no row of ours for this chain
+    lines = peers.ratios_markdown(results).splitlines()
+    assert lines[2:] == ["| revolute | 10 | 1/240 | blender label | 10.00 |",
+                         "| revolute | 10 | 1/240 | mujoco label | 30.00 |"]
+    assert peers.ratios_markdown([_result("blender", "revolute", 10, 0.006)]) == ""
+
+
+def test_docs_block_is_appended_once_then_replaced_in_place():
+    page = "# Performance\n\nhand-written analysis\n"
+    first = peers.with_docs_block(page, "table one\n")
+    assert first.startswith(page.rstrip("\n"))
+    assert "## Latest `peers.py` run" in first and "table one\n" in first
+    edited = first + "\nmore analysis after the block\n"
+    second = peers.with_docs_block(edited, "table two\n")
+    assert "table one" not in second and second.count("table two") == 1
+    assert second.count(peers.DOCS_BEGIN) == 1 and second.count("## Latest `peers.py` run") == 1
+    assert second.endswith("more analysis after the block\n")  # what follows the block is kept
+    with pytest.raises(ValueError, match="markers"):
+        peers.with_docs_block(page + peers.DOCS_END + "\n", "table\n")
