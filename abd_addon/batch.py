@@ -3,12 +3,16 @@
 Command line (from the repository root, with the ``bpy`` wheel installed)::
 
     python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz]
+    python -m abd_addon.batch --warm-up
 
 It opens ``scene.blend``, bakes it through the same phases as the Bake operator
 (:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (or over the input with
 ``--in-place``). Exit status: 0 on success, 1 when the file cannot be opened, the rig is invalid,
 the solver fails or a time step did not converge (unless ``--allow-unconverged``), with a
-one-line reason on stderr; 2 on bad arguments. The process ends with
+one-line reason on stderr; 2 on bad arguments. ``--warm-up`` bakes nothing: it compiles the
+solver's Numba kernels into the cache that later bakes of this entry point load (once per
+machine and solver version, e.g. in a render-farm image; a first bake otherwise compiles the
+kernels its scene needs, several seconds). The process ends with
 ``os._exit`` after unregistering, so the bpy 4.5 exit deadlock cannot hang it.
 
 With the Blender binary and the extension installed, the Bake operator does the same::
@@ -133,16 +137,23 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m abd_addon.batch", description="Bake the ABD Joints rig of a .blend file headlessly."
     )
-    parser.add_argument("blend", help="the .blend file to bake")
-    target = parser.add_mutually_exclusive_group(required=True)
+    parser.add_argument("blend", nargs="?", help="the .blend file to bake")
+    target = parser.add_mutually_exclusive_group()
     target.add_argument("--out", help="where to save the baked .blend")
     target.add_argument("--in-place", action="store_true", help="save over the input file")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="instead of baking, compile the solver's kernels into the cache that later bakes "
+                             "load (once per machine and solver version)")
     parser.add_argument("--progress", action="store_true", help="print each finished frame to stderr")
     parser.add_argument("--trajectory", metavar="NPZ", help="also save the solver's trajectory (.npz) there")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="save the bake even when some time step did not converge (default: exit 1)")
     try:
         args = parser.parse_args(argv)
+        if args.warm_up and (args.blend or args.out or args.in_place or args.trajectory):
+            parser.error("--warm-up takes no .blend file and no bake options")
+        if not args.warm_up and not (args.blend and (args.out or args.in_place)):
+            parser.error("a .blend file and one of --out or --in-place are required")
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
@@ -153,9 +164,16 @@ def main(argv=None) -> int:
     addon = None
     try:
         addon = load_addon()
-        batch = importlib.import_module(addon.__name__ + ".batch")
-        summary = batch.bake_file(args.blend, args.blend if args.in_place else args.out, progress=args.progress,
-                                  allow_unconverged=args.allow_unconverged, trajectory_path=args.trajectory)
+        if args.warm_up:
+            start = time.perf_counter()
+            package = addon.__name__.rpartition(".")[0]
+            cache = importlib.import_module(addon.__name__ + ".warmup").warm_up_here(
+                package, Path(addon.__file__).parents[1])
+            summary = {"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"}
+        else:
+            batch = importlib.import_module(addon.__name__ + ".batch")
+            summary = batch.bake_file(args.blend, args.blend if args.in_place else args.out, progress=args.progress,
+                                      allow_unconverged=args.allow_unconverged, trajectory_path=args.trajectory)
     except Exception as error:  # noqa: BLE001 - every failure is a one-line reason and exit 1
         name = type(error).__name__
         message = str(error) if name == "BatchError" else f"{name}: {error}"

@@ -108,6 +108,24 @@ def start(package: str, root: Path) -> Optional[subprocess.Popen]:
     return _process
 
 
+def warm_up_here(package: str, root: Path) -> Path:
+    """Compile (or load) every solver kernel in this process and write the marker, as the
+    background warm-up does: ``python -m abd_addon.batch --warm-up``, to prepare a machine (a
+    render-farm image) once so that its first headless bake loads the kernels instead of
+    compiling them. Arguments as :func:`start`; returns the cache folder.
+
+    Raises:
+        SolverError: if the solver fails on the warm-up scene (a bug: it is built to converge).
+    """
+    import importlib
+
+    importlib.import_module(package + ".solver.warmup").warm_up()
+    marker = marker_path(package, root)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    return cache_base()
+
+
 def running() -> bool:
     """Whether a warm-up started by this process is still running."""
     return _process is not None and _process.poll() is None

@@ -14,9 +14,10 @@ from abd_rigs import ROOT, fcurves, select_only, slider_rig, world
 TIMEOUT = 420  # s: the first run in a fresh checkout compiles the solver's Numba kernels
 
 
-def run_batch(tmp_path, *args):
-    """``python -m abd_addon.batch ARGS`` from the repository root, under ``timeout``."""
-    env = dict(os.environ)
+def run_batch(tmp_path, *args, **environment):
+    """``python -m abd_addon.batch ARGS`` from the repository root, under ``timeout``, with the
+    ``environment`` variables added."""
+    env = dict(os.environ, **environment)
     env["BLENDER_USER_RESOURCES"] = str(tmp_path / "batch_user")
     command = ["timeout", "-k", "10", str(TIMEOUT), sys.executable, "-m", "abd_addon.batch", *map(str, args)]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT + 30)
@@ -88,7 +89,26 @@ def test_unconverged_bake_exits_nonzero_unless_allowed(tmp_path):
     assert out.is_file() and "all_converged=False" in result.stdout
 
 
-@pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"]])
+def test_warm_up_fills_the_cache_that_a_later_bake_loads(tmp_path):
+    """``--warm-up`` compiles the solver into the batch's cache and writes the add-on's warm-up
+    marker; a bake in a new process then loads every kernel it needs and compiles none (Numba's
+    cache log: loads, no saves)."""
+    cache = tmp_path / "cache"
+    result = run_batch(tmp_path, "--warm-up", ABD_JOINTS_CACHE_DIR=str(cache))
+    assert result.returncode == 0, result.stderr
+    assert "warm_up=done" in result.stdout and f"cache={cache}" in result.stdout
+    assert list(cache.glob("warm-abd_joints-*")), sorted(path.name for path in cache.iterdir())
+    slider_rig(frame_end=8)
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", tmp_path / "baked.blend", ABD_JOINTS_CACHE_DIR=str(cache),
+                       NUMBA_DEBUG_CACHE="1")
+    assert result.returncode == 0, result.stderr
+    log = result.stdout + result.stderr
+    assert "data loaded from" in log and "data saved to" not in log, log[-2000:]
+
+
+@pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"], ["--warm-up", "a.blend"]])
 def test_bad_arguments_exit_nonzero(tmp_path, args):
     result = run_batch(tmp_path, *args)
     assert result.returncode in (1, 2)
