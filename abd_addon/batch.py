@@ -20,7 +20,8 @@ With the Blender binary and the extension installed, the Bake operator does the 
     blender -b scene.blend --python-exit-code 1 --python-expr \\
         "import bpy; bpy.ops.abd.bake(); bpy.ops.wm.save_as_mainfile(filepath='baked.blend')"
 
-(an operator error raises in Python, so ``--python-exit-code 1`` turns it into exit status 1).
+(an operator error raises in Python, so ``--python-exit-code 1`` turns it into exit status 1),
+and ``bpy.ops.abd.compile_solver()`` does what ``--warm-up`` does.
 
 This module imports only the standard library at import time: run as ``python -m
 abd_addon.batch``, ``abd_addon`` is a top-level package, so it first loads the repository root

@@ -7,9 +7,12 @@ reported and their traceback printed to the console only).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
+import time
 import traceback
+from pathlib import Path
 
 import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
@@ -388,6 +391,26 @@ class ABD_OT_export_scene(Operator, ExportHelper):
         return {"FINISHED"}
 
 
+class ABD_OT_compile_solver(Operator):
+    """Compile the solver's kernels into this machine's cache now, so that every bake loads them (for blender -b set-ups; an interactive session does it in the background)"""
+
+    bl_idname = "abd.compile_solver"
+    bl_label = "Compile Solver"
+    bl_options = {"REGISTER"}
+
+    def execute(self, context):
+        """Wait for a background warm-up of this session, then compile (or load) every kernel
+        in this process and write the warm-up marker (:func:`.warmup.warm_up_here`)."""
+        start = time.perf_counter()
+        try:
+            warmup.wait()
+            cache = warmup.warm_up_here(__package__.rpartition(".")[0], Path(os.path.abspath(__file__)).parents[1])
+        except Exception as error:  # noqa: BLE001
+            return report_exception(self, error, "Compiling the solver failed")
+        self.report({"INFO"}, f"Solver ready in {time.perf_counter() - start:.1f} s (cache: {cache})")
+        return {"FINISHED"}
+
+
 CLASSES = (
     ABD_OT_body_add,
     ABD_OT_body_remove,
@@ -395,4 +418,5 @@ CLASSES = (
     ABD_OT_bake,
     ABD_OT_bake_free,
     ABD_OT_export_scene,
+    ABD_OT_compile_solver,
 )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import bpy
 from abd_rigs import PACKAGE
 
 #: Counts the kernels a process compiles (instead of loading them from the cache).
@@ -61,3 +63,19 @@ def test_marker_follows_the_solver_sources(addon, tmp_path, monkeypatch):
     before = addon.warmup.marker_path(PACKAGE, root)
     source.write_text("E = 2.0\n")
     assert addon.warmup.marker_path(PACKAGE, root) != before
+
+
+def test_compile_solver_operator_warms_up_in_this_process_and_marks_it(addon, tmp_path, monkeypatch):
+    """``bpy.ops.abd.compile_solver()`` (the headless set-up: ``blender -b``) runs the warm-up in
+    this process, through the extension's own solver, and writes the marker that stops the
+    background warm-up of later sessions."""
+    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))  # the marker's folder; the cache is already set
+    root = Path(addon.__file__).parents[1]
+    marker = addon.warmup.marker_path(PACKAGE, root)
+    assert not marker.exists()
+    warmed = []
+    solver_warmup = importlib.import_module(PACKAGE + ".solver.warmup")
+    monkeypatch.setattr(solver_warmup, "warm_up", lambda original=solver_warmup.warm_up: warmed.append(1) or original())
+    assert bpy.ops.abd.compile_solver() == {"FINISHED"}
+    assert warmed == [1] and marker.exists()
+    assert addon.warmup.start(PACKAGE, root) is None  # warm: no background process
