@@ -10,7 +10,8 @@ gradient = J_Fᵀ ∇_F E and Hessian = J_Fᵀ H_F J_F, with H_F projected to PS
 The ``njit(cache=True)`` kernels here are called from the per-constitution kernels; the J_F are
 built at construction from the batched point/direction Jacobians of :mod:`solver.affine_body`;
 the plain-Python helpers at the end convert and check constructor arguments and per-step
-attributes.
+attributes, and :class:`BoundTerm` is what a term's ``bind`` returns: its kernels with those
+attributes checked once, for the calls of one time step.
 Note: Numba's on-disk cache of a caller is not invalidated when only this module changes; clear
 ``$NUMBA_CACHE_DIR`` after editing it.
 
