@@ -20,9 +20,17 @@ import os
 _registered: list = []
 
 
-def _extension_package() -> str:
+def extension_package() -> str:
     """The extension's package name (``bl_ext.<repo>.abd_joints``): the parent of this package."""
     return __package__.rpartition(".")[0]
+
+
+def extension_root():
+    """The folder of :func:`extension_package` (the one holding ``solver/``), a ``Path`` as
+    imported, not resolved: Numba keys its cache on the source path as imported (symlinks included)."""
+    from pathlib import Path
+
+    return Path(os.path.abspath(__file__)).parents[1]
 
 
 def configure_numba_cache() -> None:
@@ -39,7 +47,7 @@ def configure_numba_cache() -> None:
     import bpy
 
     try:
-        path = bpy.utils.extension_path_user(_extension_package(), path="cache", create=True)
+        path = bpy.utils.extension_path_user(extension_package(), path="cache", create=True)
     except Exception:  # noqa: BLE001 - not loaded as an extension: keep the solver's default
         return
     os.environ["ABD_JOINTS_CACHE_DIR"] = path
@@ -53,10 +61,7 @@ def register() -> None:
     from . import operators, overlay, properties, ui, urdf_import, warmup
 
     if not bpy.app.background:  # an artist's session: compile the solver before the first Bake
-        from pathlib import Path
-
-        # Not resolved: Numba keys its cache on the source path as imported (symlinks included).
-        warmup.start(_extension_package(), Path(os.path.abspath(__file__)).parents[1])
+        warmup.start(extension_package(), extension_root())
 
     for module in (properties, operators, urdf_import, ui):
         for cls in module.CLASSES:

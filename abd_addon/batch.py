@@ -167,9 +167,8 @@ def main(argv=None) -> int:
         addon = load_addon()
         if args.warm_up:
             start = time.perf_counter()
-            package = addon.__name__.rpartition(".")[0]
             cache = importlib.import_module(addon.__name__ + ".warmup").warm_up_here(
-                package, Path(addon.__file__).parents[1])
+                addon.extension_package(), addon.extension_root())
             summary = {"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"}
         else:
             batch = importlib.import_module(addon.__name__ + ".batch")

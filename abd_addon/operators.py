@@ -7,12 +7,10 @@ reported and their traceback printed to the console only).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
 import traceback
-from pathlib import Path
 
 import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
@@ -22,7 +20,7 @@ from mathutils import Matrix, Vector
 
 from ..solver.scene import SceneError
 from . import bake as bake_module
-from . import warmup
+from . import extension_package, extension_root, warmup
 from .export import RigError, export_scene
 from .properties import JOINT_TYPE_ITEMS
 
@@ -404,7 +402,7 @@ class ABD_OT_compile_solver(Operator):
         start = time.perf_counter()
         try:
             warmup.wait()
-            cache = warmup.warm_up_here(__package__.rpartition(".")[0], Path(os.path.abspath(__file__)).parents[1])
+            cache = warmup.warm_up_here(extension_package(), extension_root())
         except Exception as error:  # noqa: BLE001
             return report_exception(self, error, "Compiling the solver failed")
         self.report({"INFO"}, f"Solver ready in {time.perf_counter() - start:.1f} s (cache: {cache})")

@@ -45,10 +45,11 @@ spec.loader.exec_module(module)
 solver = importlib.import_module(package + ".solver")
 """
 
-#: The warm-up child: import, warm up, then write the marker (argv[3]).
+#: The warm-up child: import, then :func:`warm_up_here` (this module, under the same package),
+#: which also writes the marker (the child inherits the cache folder's environment).
 _CHILD = IMPORT_PACKAGE + """
-importlib.import_module(package + ".solver.warmup").warm_up()
-open(sys.argv[3], "w").close()
+from pathlib import Path
+importlib.import_module(package + ".abd_addon.warmup").warm_up_here(package, Path(root))
 """
 
 _process: Optional[subprocess.Popen] = None
@@ -97,11 +98,10 @@ def start(package: str, root: Path) -> Optional[subprocess.Popen]:
         return None
     if not sys.executable or Path(sys.executable).name.lower().startswith("blender"):
         return None
-    marker.parent.mkdir(parents=True, exist_ok=True)
     environment = dict(os.environ)
     environment["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path)
     _process = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, package, str(root), str(marker)],
+        [sys.executable, "-c", _CHILD, package, str(root)],
         env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),  # no console window on Windows
     )
@@ -109,10 +109,11 @@ def start(package: str, root: Path) -> Optional[subprocess.Popen]:
 
 
 def warm_up_here(package: str, root: Path) -> Path:
-    """Compile (or load) every solver kernel in this process and write the marker, as the
-    background warm-up does: ``python -m abd_addon.batch --warm-up``, to prepare a machine (a
-    render-farm image) once so that its first headless bake loads the kernels instead of
-    compiling them. Arguments as :func:`start`; returns the cache folder.
+    """Compile (or load) every solver kernel in this process and write the marker: what the
+    background warm-up's child runs (:func:`start`), and ``python -m abd_addon.batch --warm-up``
+    and the Compile Solver operator, which prepare a machine (a render-farm image) once so that
+    its first headless bake loads the kernels instead of compiling them. Arguments as
+    :func:`start`; returns the cache folder.
 
     Raises:
         SolverError: if the solver fails on the warm-up scene (a bug: it is built to converge).

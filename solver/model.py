@@ -110,12 +110,7 @@ class Model:
 
         dynamic_indices = np.flatnonzero(self.dynamic)
         single = dynamic_indices[:, None].astype(np.int64)
-        self.kinetic = Kinetic(
-            single,
-            np.array([self.masses[i].mass for i in dynamic_indices], dtype=np.float64),
-            np.array([self.masses[i].mass_x_bar for i in dynamic_indices], dtype=np.float64).reshape(-1, 3),
-            np.array([self.masses[i].second_moment for i in dynamic_indices], dtype=np.float64).reshape(-1, 3, 3),
-        )
+        self.kinetic = Kinetic(single, *self._dyadic_masses(dynamic_indices))
         self.ortho = OrthoPotential(
             single,
             np.array([bodies[i].kappa for i in dynamic_indices], dtype=np.float64),
@@ -124,16 +119,18 @@ class Model:
         )
         soft_indices = np.array([i for i in dynamic_indices if bodies[i].soft_transform is not None], dtype=np.int64)
         self.soft_indices = soft_indices
-        self.soft = SoftTransformConstraint(
-            soft_indices[:, None],
-            np.array([self.masses[i].mass for i in soft_indices], dtype=np.float64),
-            np.array([self.masses[i].mass_x_bar for i in soft_indices], dtype=np.float64).reshape(-1, 3),
-            np.array([self.masses[i].second_moment for i in soft_indices], dtype=np.float64).reshape(-1, 3, 3),
-        )
+        self.soft = SoftTransformConstraint(soft_indices[:, None], *self._dyadic_masses(soft_indices))
         self._build_joints(scene)
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
                       self.revolute_limit]
+
+    def _dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(m (n,) kg, m x̄ (n, 3) kg m, S (n, 3, 3) kg m²) of the bodies ``indices`` (n,)."""
+        masses = [self.masses[i] for i in indices]
+        return (np.array([mass.mass for mass in masses], dtype=np.float64),
+                np.array([mass.mass_x_bar for mass in masses], dtype=np.float64).reshape(-1, 3),
+                np.array([mass.second_moment for mass in masses], dtype=np.float64).reshape(-1, 3, 3))
 
     def _build_joints(self, scene: Scene) -> None:
         transforms = {index: self.q0[index] for index in range(len(scene.bodies))}

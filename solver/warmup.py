@@ -126,10 +126,11 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             :class:`solver.newton.IncrementalPotential`. q: (bodies, 12) a valid state (q0).
 
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
-    ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module where it
-    has them, called through the term's methods; the terms with a constant Hessian form it in NumPy); then the scatter of the assembly, the banded fill and scatter of
-    the linear solver, the convergence measure and the joint readouts. The calls have no effect on the run:
-    they read the terms' current parameters and write only scratch arrays.
+    ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module where
+    it has them, called through the term's methods; the terms with a constant Hessian form it in
+    NumPy); then the scatter of the assembly, the banded fill and scatter of the linear solver,
+    the convergence measure and the joint readouts. The calls have no effect on the run: they
+    read the terms' current parameters and write only scratch arrays.
     """
     from . import assembly, joint_state, linear_solver, newton
     from .constitutions import prismatic_joint, revolute_joint
@@ -155,19 +156,17 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
                              lambda: potential.assembly.assemble_gradient(zero_derivatives(), potential.element_bodies)))
     solver = potential.linear_solver
     if solver.method == "banded" and solver.size:
-        def factorize_identity():
+        def identity_blocks():  # the BSR block values of the identity matrix
             blocks = np.zeros((len(solver.block_rows), 12, 12))
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
-            solver.factorize(blocks)
-        tasks.append(CompileTask(linear_solver._fill_banded, factorize_identity))
+            return blocks
+        tasks.append(CompileTask(linear_solver._fill_banded, lambda: solver.factorize(identity_blocks())))
         variable = [(np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])), index)
                     for b, index, constant in zip(potential.element_bodies, potential.assembly.block_indices, potential.constant)
                     if len(b) and not constant]
 
         def factorize_identity_sum():  # an identity band plus zero element Hessians: what factorize_sum does
-            blocks = np.zeros((len(solver.block_rows), 12, 12))
-            blocks[solver.block_rows == solver.block_columns] = np.eye(12)
-            solver.factorize_sum(solver.constant_band(blocks), variable[:1])
+            solver.factorize_sum(solver.constant_band(identity_blocks()), variable[:1])
         if variable:
             tasks.append(CompileTask(linear_solver._scatter_banded, factorize_identity_sum))
     tasks.append(CompileTask(newton._direction_size,  # the corners selected as solve_step selects them

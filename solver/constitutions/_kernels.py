@@ -372,6 +372,20 @@ def bound_gradient_hessian(term, q, project: bool, out, size: int) -> tuple[np.n
     return gradient, hessian
 
 
+def as_dyadic_mass(n: int, mass, mass_x_bar, second_moment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Copies of a term's dyadic masses, read-only (the mass matrices built from them once stay
+    true): mass (n,) kg, mass_x_bar (n, 3) kg m, second_moment (n, 3, 3) kg m².
+
+    Raises:
+        ValueError: wrong shapes or non-finite entries.
+    """
+    arrays = (as_float_array(mass, (n,), "mass"), as_float_array(mass_x_bar, (n, 3), "mass_x_bar"),
+              as_float_array(second_moment, (n, 3, 3), "second_moment"))
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
 def as_bodies(bodies, count: int) -> np.ndarray:
     """Copy the body-index table to a read-only C-contiguous int64 array (n, count).
 

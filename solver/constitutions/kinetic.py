@@ -17,7 +17,7 @@ from ..affine_body import mass_matrices
 from ._kernels import (
     BoundTerm,
     as_bodies,
-    as_float_array,
+    as_dyadic_mass,
     as_float_view,
     bound_gradient_hessian,
     check_state,
@@ -79,11 +79,7 @@ class Kinetic:
         self.bodies = as_bodies(bodies, 1)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
-        self.mass = as_float_array(mass, (n,), "mass")
-        self.mass_x_bar = as_float_array(mass_x_bar, (n, 3), "mass_x_bar")
-        self.second_moment = as_float_array(second_moment, (n, 3, 3), "second_moment")
-        for array in (self.mass, self.mass_x_bar, self.second_moment):
-            array.flags.writeable = False  # mass_matrix is built from them once
+        self.mass, self.mass_x_bar, self.second_moment = as_dyadic_mass(n, mass, mass_x_bar, second_moment)
         self.mass_matrix = mass_matrices(self.mass, self.mass_x_bar, self.second_moment)
         self.mass_matrix.flags.writeable = False
         self.q_tilde = np.zeros((n, 12))

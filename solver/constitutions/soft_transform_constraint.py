@@ -20,7 +20,7 @@ from ..affine_body import mass_matrices
 from ._kernels import (
     BoundTerm,
     as_bodies,
-    as_float_array,
+    as_dyadic_mass,
     as_float_view,
     bound_gradient_hessian,
     check_state,
@@ -71,9 +71,7 @@ class SoftTransformConstraint:
         self.bodies = as_bodies(bodies, 1)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
-        self.mass = as_float_array(mass, (n,), "mass")
-        self.mass_x_bar = as_float_array(mass_x_bar, (n, 3), "mass_x_bar")
-        self.second_moment = as_float_array(second_moment, (n, 3, 3), "second_moment")
+        self.mass, self.mass_x_bar, self.second_moment = as_dyadic_mass(n, mass, mass_x_bar, second_moment)
         if np.any(self.mass <= 0.0):
             raise ValueError("mass must be > 0")
         center = self.mass_x_bar / self.mass[:, None]
@@ -106,11 +104,11 @@ class SoftTransformConstraint:
         def energy(q):
             return float(_energy_kernel(q, self.bodies, weighted, aim_q))
 
-        def gradient(q):
-            return np.einsum("nij,nj->ni", weighted, q[bodies] - aim_q)
+        def gradient(q, out=None):
+            return np.einsum("nij,nj->ni", weighted, q[bodies] - aim_q, out=out)
 
         def gradient_hessian(q, gradient_out, hessian):
-            np.einsum("nij,nj->ni", weighted, q[bodies] - aim_q, out=gradient_out)
+            gradient(q, gradient_out)
             np.copyto(hessian, weighted)
 
         return BoundTerm(energy, gradient, gradient_hessian)
