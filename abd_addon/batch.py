@@ -2,12 +2,13 @@
 
 Command line (from the repository root, with the ``bpy`` wheel installed)::
 
-    python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz]
+    python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz] [--device {cpu,cupy}]
     python -m abd_addon.batch --warm-up
 
 It opens ``scene.blend``, bakes it through the same phases as the Bake operator
 (:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (or over the input with
-``--in-place``). Exit status: 0 on success, 1 when the file cannot be opened, the rig is invalid,
+``--in-place``); ``--device`` solves on that device instead of the file's ABD World setting
+(which is saved unchanged). Exit status: 0 on success, 1 when the file cannot be opened, the rig is invalid,
 the solver fails or a time step did not converge (unless ``--allow-unconverged``), with a
 one-line reason on stderr; 2 on bad arguments. ``--warm-up`` bakes nothing: it compiles the
 solver's Numba kernels into the cache that later bakes of this entry point load (once per
@@ -48,7 +49,7 @@ class BatchError(RuntimeError):
 
 
 def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unconverged: bool = False,
-              trajectory_path: str | None = None) -> dict:
+              trajectory_path: str | None = None, device: str | None = None) -> dict:
     """Open ``blend_path``, bake its scene, save to ``out_path``; return a summary dict.
 
     Runs inside a Blender process where this add-on is registered (the bpy module or
@@ -56,7 +57,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     writing, a run in which some time step did not converge is an error unless
     ``allow_unconverged``. With ``trajectory_path`` the solver's
     :class:`~solver.trajectory.Trajectory` (poses, joint readouts, per-step Newton statistics) is
-    also saved there (``.npz``). Raises :class:`BatchError` on any failure; nothing is saved then.
+    also saved there (``.npz``). ``device`` (``"cpu"`` or ``"cupy"``) overrides the scene's ABD
+    World device for this bake only. Raises :class:`BatchError` on any failure; nothing is saved then.
     """
     import bpy
 
@@ -79,6 +81,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     job = bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
     try:
         job.prepare()
+        if device is not None:
+            job.export.scene.settings.device = device
         job.simulate(report)
         problem = bake.convergence_problem(job.trajectory)
         if problem and not allow_unconverged:
@@ -147,11 +151,14 @@ def main(argv=None) -> int:
                              "load (once per machine and solver version)")
     parser.add_argument("--progress", action="store_true", help="print each finished frame to stderr")
     parser.add_argument("--trajectory", metavar="NPZ", help="also save the solver's trajectory (.npz) there")
+    parser.add_argument("--device", choices=("cpu", "cupy"),
+                        help="solve on this device instead of the file's ABD World setting: cpu, or cupy "
+                             "(an NVIDIA GPU through CuPy, which must be installed)")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="save the bake even when some time step did not converge (default: exit 1)")
     try:
         args = parser.parse_args(argv)
-        if args.warm_up and (args.blend or args.out or args.in_place or args.trajectory):
+        if args.warm_up and (args.blend or args.out or args.in_place or args.trajectory or args.device):
             parser.error("--warm-up takes no .blend file and no bake options")
         if not args.warm_up and not (args.blend and (args.out or args.in_place)):
             parser.error("a .blend file and one of --out or --in-place are required")
@@ -173,7 +180,8 @@ def main(argv=None) -> int:
         else:
             batch = importlib.import_module(addon.__name__ + ".batch")
             summary = batch.bake_file(args.blend, args.blend if args.in_place else args.out, progress=args.progress,
-                                      allow_unconverged=args.allow_unconverged, trajectory_path=args.trajectory)
+                                      allow_unconverged=args.allow_unconverged, trajectory_path=args.trajectory,
+                                      device=args.device)
     except Exception as error:  # noqa: BLE001 - every failure is a one-line reason and exit 1
         name = type(error).__name__
         message = str(error) if name == "BatchError" else f"{name}: {error}"

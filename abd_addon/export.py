@@ -110,6 +110,7 @@ def settings_from_scene(scene: bpy.types.Scene) -> Settings:
         velocity_tol=world.velocity_tol,
         transrate_tol=world.transrate_tol,
         line_search_max_iterations=world.line_search_max_iterations,
+        device=world.device.lower(),
     )
 
 

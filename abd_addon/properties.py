@@ -258,6 +258,15 @@ class ABDWorldProperties(PropertyGroup):
         name="Line Search Steps", description="Halvings of the backtracking line search", default=8, min=0, max=100,
         options=STATIC,
     )
+    device: EnumProperty(
+        name="Device", description="Where the solver's Newton systems are solved (the same result within round-off)",
+        items=(
+            ("CPU", "CPU", "Banded Cholesky or sparse LU on the CPU"),
+            ("CUPY", "GPU (CuPy)", "Dense Cholesky on an NVIDIA GPU through CuPy, which must be installed in "
+             "Blender's Python; for large scenes whose bodies form loops (on chains and trees the CPU is faster)"),
+        ),
+        default="CPU", options=STATIC,
+    )
 
 
 class ABDBakeState(PropertyGroup):

@@ -246,6 +246,7 @@ class PHYSICS_PT_abd_world_solver(_PhysicsPanel, Panel):
         layout.prop(world, "velocity_tol")
         layout.prop(world, "transrate_tol")
         layout.prop(world, "line_search_max_iterations")
+        layout.prop(world, "device")
 
 
 class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):

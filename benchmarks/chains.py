@@ -16,7 +16,7 @@ the first frame to the end, as the peers are timed: the build is excluded), and 
 (sizes run in increasing order, so the last row of a kind is that size's peak), and the
 factorisations of the Newton matrix per time step. No assertions.
 
-    python benchmarks/chains.py --sizes 10 100 --seconds 2 --dt 240
+    python benchmarks/chains.py --sizes 10 100 --seconds 2 --dt 240 [--device cupy]
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ DENSITY = 1000.0
 
 
 def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int,
-                strength_ratio: float = 100.0) -> Scene:
+                strength_ratio: float = 100.0, device: str = "cpu") -> Scene:
     """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps;
-    ``strength_ratio`` of every joint (100, libuipc's default, unless given)."""
+    ``strength_ratio`` of every joint (100, libuipc's default, unless given); ``device`` the
+    settings' device (``"cpu"`` or ``"cupy"``)."""
     anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-0.1, 0.0, 0.0)), motion="fixed")
     bodies, joints = [anchor], []
     masses = [DENSITY * 0.2**3]  # kg, the anchor's mass enters its joint's K = strength_ratio (m_i + m_j)
@@ -64,7 +65,8 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
                                 driving=Driving(strength_ratio=DRIVE_KP / steps_per_second**2 / (masses[-2] + masses[-1]),
                                                 aim_distance=0.3)))
     frame_rate = steps_per_second / steps_per_frame
-    settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)))
+    settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)),
+                        device=device)
     return Scene(settings=settings, bodies=bodies, joints=joints)
 
 
@@ -96,9 +98,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--strength-ratio", type=float, default=100.0,
                         help="strength_ratio of every joint (default 100, libuipc's default)")
+    parser.add_argument("--device", choices=["cpu", "cupy"], default="cpu",
+                        help="where the Newton systems are solved (cupy: an NVIDIA GPU, CuPy installed)")
     args = parser.parse_args()
 
-    simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame))  # warm-up: Numba compile
+    # Warm-up: Numba compilation (and CuPy's kernels on the GPU path).
+    simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame, device=args.device))
     # Factorisations of the Newton matrix, counted around the Newton loop's call (a Python call each).
     factorisations = [0]
     factorize = IncrementalPotential.factorize
@@ -112,7 +117,8 @@ def main() -> None:
           f"{'mean Newton':>12} {'factorised':>11} {'converged':>10} {'peak RSS MB':>12}")
     for kind in args.kinds:
         for count in args.sizes:
-            scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame, args.strength_ratio)
+            scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame, args.strength_ratio,
+                                args.device)
             stamps = {}
 
             def clock(frame: int, frame_count: int) -> None:

@@ -2,9 +2,9 @@
 
 Commands:
 
-``run SCENE.json [--out RESULT.npz] [--quiet]``
+``run SCENE.json [--out RESULT.npz] [--device {cpu,cupy}] [--quiet]``
     Load and validate a scene file, simulate it and save the trajectory (``.npz``, see
-    :class:`solver.trajectory.Trajectory`). Exit status: 0 on success; 2 on bad input (the
+    :class:`solver.trajectory.Trajectory`); ``--device`` overrides the scene's ``settings.device``. Exit status: 0 on success; 2 on bad input (the
     scene file is unreadable or invalid: ``error: <message>`` on stderr, or a bad command
     line); 1 when the solver fails (``SolverError``) or a time step did not converge (the
     trajectory is still saved, and the first step that failed is printed).
@@ -16,6 +16,7 @@ and a handler that returns the exit status.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -49,6 +50,8 @@ def _run(args: argparse.Namespace) -> int:
     except SceneError as error:
         _error(str(error))
         return EXIT_BAD_INPUT
+    if args.device is not None:
+        scene.settings = dataclasses.replace(scene.settings, device=args.device)
 
     try:
         from .simulation import SolverError, simulate
@@ -103,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--out", "-o", metavar="RESULT.npz",
         help="trajectory file to write (default: the scene path with the suffix .npz)",
+    )
+    run.add_argument(
+        "--device", choices=("cpu", "cupy"),
+        help="where to solve the Newton system, overriding the scene's settings.device: "
+             "cpu, or cupy (an NVIDIA GPU through CuPy, which must be installed)",
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     run.set_defaults(handler=_run)

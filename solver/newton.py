@@ -52,7 +52,8 @@ import numpy as np
 
 from .assembly import Assembly
 from .constitutions._kernels import check_state
-from .linear_solver import LinearSolver, SingularSystem
+from .device_solver import linear_solver_for
+from .linear_solver import SingularSystem
 
 
 @numba.njit(cache=True)
@@ -159,16 +160,21 @@ class IncrementalPotential:
             the constant Hessians) and ``bind()`` (:class:`solver.constitutions._kernels.BoundTerm`,
             with a gradient kernel where ``constant_hessian`` is true).
         slot: (bodies,) index of each dynamic body among the unknowns, -1 otherwise.
+        device: where the Newton system is solved (``Settings.device``,
+            :func:`solver.device_solver.linear_solver_for`).
+
+    Raises:
+        solver.device_solver.DeviceUnavailable: the device cannot be used.
     """
 
-    def __init__(self, terms: list, slot: np.ndarray):
+    def __init__(self, terms: list, slot: np.ndarray, device: str = "cpu"):
         self.terms = terms
         self.slot = slot
         self.dynamic_indices = np.flatnonzero(slot >= 0)
         self.dynamic_rows = row_selector(self.dynamic_indices)  # the same rows, as a slice when they can be
         self.element_bodies = [term.bodies for term in terms]
         self.assembly = Assembly(slot, self.element_bodies)
-        self.linear_solver = LinearSolver(self.assembly.indptr, self.assembly.indices)
+        self.linear_solver = linear_solver_for(device, self.assembly.indptr, self.assembly.indices)
         self.constant = [getattr(term, "constant_hessian", False) for term in terms]
         self.constant_blocks = None
         self._constant_band = None  # the constant blocks' band (banded path)

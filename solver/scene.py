@@ -28,6 +28,8 @@ Series = Union[float, int, list, tuple, np.ndarray]
 
 MOTIONS = ("dynamic", "fixed", "animated")
 JOINT_TYPES = ("prismatic", "revolute")
+#: Where the Newton system is solved (``Settings.device``): the CPU, or an NVIDIA GPU through CuPy.
+DEVICES = ("cpu", "cupy")
 
 
 class SceneError(ValueError):
@@ -50,6 +52,9 @@ class Settings:
         transrate_tol: convergence tolerance on the affine part of a Newton direction, in 1/s
             (multiplied by dt; libuipc ``newton/transrate_tol``, 0.1).
         line_search_max_iterations: halvings of the backtracking line search (libuipc 8).
+        device: where the Newton system is solved, one of :data:`DEVICES`: ``"cpu"`` (banded
+            Cholesky or sparse LU) or ``"cupy"`` (dense Cholesky on an NVIDIA GPU through CuPy,
+            optional, :mod:`solver.device_solver`); the same trajectory within round-off.
     """
 
     frame_rate: float = 24.0
@@ -61,6 +66,7 @@ class Settings:
     velocity_tol: float = 0.05
     transrate_tol: float = 0.1
     line_search_max_iterations: int = 8
+    device: str = "cpu"
 
     @property
     def dt(self) -> float:
@@ -452,11 +458,13 @@ def _validate_settings(settings) -> Settings:
     )
     if not 0.0 < 1.0 / (frame_rate * substeps) < np.inf:
         raise _fail(where, "frame_rate", "time step 1 / (frame_rate * substeps) is not a positive finite number")
+    if not isinstance(settings.device, str) or settings.device not in DEVICES:
+        raise _fail(where, "device", f"must be one of {list(DEVICES)}, got {settings.device!r}")
     return Settings(
         frame_rate=frame_rate, substeps=substeps, frame_count=frame_count, gravity=gravity,
         max_iterations=max_iterations, min_iterations=min_iterations,
         velocity_tol=tolerances["velocity_tol"], transrate_tol=tolerances["transrate_tol"],
-        line_search_max_iterations=line_search,
+        line_search_max_iterations=line_search, device=settings.device,
     )
 
 

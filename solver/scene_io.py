@@ -28,7 +28,7 @@ VERSION = 1
 _TOP_KEYS = ("format", "version", "settings", "bodies", "joints")
 _SETTINGS_KEYS = (
     "frame_rate", "substeps", "frame_count", "gravity", "max_iterations", "min_iterations", "velocity_tol",
-    "transrate_tol", "line_search_max_iterations",
+    "transrate_tol", "line_search_max_iterations", "device",
 )
 _BODY_KEYS = (
     "name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity", "mass",
@@ -251,6 +251,7 @@ def scene_to_dict(scene: Scene) -> dict:
             "velocity_tol": settings.velocity_tol,
             "transrate_tol": settings.transrate_tol,
             "line_search_max_iterations": settings.line_search_max_iterations,
+            "device": settings.device,
         },
         "bodies": [],
         "joints": [],

@@ -22,6 +22,7 @@ import numpy as np
 import threadpoolctl
 
 from .affine_body import q_from_transform, transform_from_q
+from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
 from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
@@ -53,12 +54,16 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     Raises:
         SceneError: the scene is invalid.
         SolverError: a non-finite state or a singular Newton system (the message names the frame
-            and step); :class:`SimulationCancelled` when ``progress`` returned False.
+            and step); the settings' device cannot be used (CuPy missing, no GPU, too little GPU
+            memory: before any step); :class:`SimulationCancelled` when ``progress`` returned False.
     """
     scene = validate_scene(scene)
     settings = scene.settings
     model = Model(scene)
-    potential = IncrementalPotential(model.terms, model.slot)
+    try:
+        potential = IncrementalPotential(model.terms, model.slot, settings.device)
+    except DeviceUnavailable as error:
+        raise SolverError(str(error)) from error
     # The first run on a machine compiles the kernels it needs: over several cores where possible.
     compile_in_parallel(compile_tasks(model, potential, model.q0))
     stepper = _Stepper(scene, model)

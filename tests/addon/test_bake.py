@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import bpy
@@ -150,6 +151,21 @@ def test_solver_failure_midway_changes_nothing(addon):
     with pytest.raises(RuntimeError, match="frame 3"):
         addon.bake.bake(bpy.context.scene, progress=progress)
     assert scene_snapshot() == before
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
+def test_gpu_device_without_cupy_fails_clearly_and_keeps_the_previous_bake(addon):
+    """ABD World's Device set to GPU (CuPy) where CuPy is missing: the bake stops before any
+    step with how to install it, and the scene (here an earlier bake) is as it was."""
+    slider_rig(frame_end=8)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    baked = scene_snapshot()
+    bpy.context.scene.abd_world.device = "CUPY"
+    with pytest.raises(RuntimeError, match="needs CuPy, which is not installed.*pip install cupy-cuda12x"):
+        bpy.ops.abd.bake()
+    assert scene_snapshot() == baked
+    bpy.context.scene.abd_world.device = "CPU"
+    assert bpy.ops.abd.bake() == {"FINISHED"}
 
 
 def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -108,7 +109,26 @@ def test_warm_up_fills_the_cache_that_a_later_bake_loads(tmp_path):
     assert "data loaded from" in log and "data saved to" not in log, log[-2000:]
 
 
-@pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"], ["--warm-up", "a.blend"]])
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
+def test_device_option_overrides_the_files_device_for_this_bake_only(tmp_path):
+    """A file whose ABD World asks for GPU (CuPy) on a machine without CuPy: exit 1 saying so;
+    ``--device cpu`` bakes it, and the saved file still asks for the GPU."""
+    slider_rig(frame_end=4)
+    bpy.context.scene.abd_world.device = "CUPY"
+    source, out = tmp_path / "gpu.blend", tmp_path / "out.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", out)
+    assert result.returncode == 1 and "needs CuPy" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+    result = run_batch(tmp_path, source, "--out", out, "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert bpy.data.objects["Slider"].abd_bake.is_baked
+    assert bpy.context.scene.abd_world.device == "CUPY"
+
+
+@pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"], ["--warm-up", "a.blend"],
+                                  ["--warm-up", "--device", "cpu"], ["a.blend", "--out", "b.blend", "--device", "gpu"]])
 def test_bad_arguments_exit_nonzero(tmp_path, args):
     result = run_batch(tmp_path, *args)
     assert result.returncode in (1, 2)

@@ -121,6 +121,9 @@ def test_settings(addon):
     np.testing.assert_allclose(_export(addon).scene.settings.gravity, 0.0)
     world_.use_scene_gravity, world_.gravity = False, (1.0, 2.0, 3.0)
     np.testing.assert_allclose(_export(addon).scene.settings.gravity, (1.0, 2.0, 3.0), atol=1e-6)
+    assert settings.device == "cpu"
+    world_.device = "CUPY"
+    assert _export(addon).scene.settings.device == "cupy"
 
 
 def test_explicit_mass(addon, solver):

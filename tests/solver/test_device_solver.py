@@ -1,0 +1,195 @@
+"""The optional GPU path (solver/device_solver.py): dense Cholesky of the Newton system through CuPy.
+
+Machines without a GPU run the path's code with NumPy and SciPy in CuPy's place
+(``numpy_backend``): its solves against SciPy's, and whole runs with ``device = "cupy"`` against
+the CPU path's trajectories. The tests marked ``gpu`` run it on CuPy and skip where CuPy or a
+CUDA device is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg
+
+from solver import Limit, SceneError, simulate
+from solver.scene import validate_scene
+from solver import device_solver
+from solver.__main__ import main
+from solver.device_solver import DeviceLinearSolver, DeviceUnavailable, numpy_backend
+from solver.linear_solver import SingularSystem
+from solver.scene_io import save_scene, scene_from_dict, scene_to_dict
+from solver.simulation import SolverError
+from scenes import issue_example
+from test_linear_solver import block_system, chain
+from test_physics import prismatic_chain_scene, revolute_chain_scene
+
+
+def cupy_device_present() -> bool:
+    try:
+        device_solver.cupy_backend()
+    except DeviceUnavailable:
+        return False
+    return True
+
+
+gpu = pytest.mark.skipif(not cupy_device_present(), reason="needs CuPy and a CUDA device")
+
+
+@pytest.fixture
+def cupy_on_numpy(monkeypatch):
+    """``device = "cupy"`` runs the device path on NumPy; yields the count of its factorisations."""
+    monkeypatch.setattr(device_solver, "cupy_backend", numpy_backend)
+    counted = {"factorisations": 0}
+    factorize = DeviceLinearSolver.factorize
+
+    def counting(self, blocks):
+        counted["factorisations"] += 1
+        return factorize(self, blocks)
+
+    monkeypatch.setattr(DeviceLinearSolver, "factorize", counting)
+    return counted
+
+
+@pytest.mark.parametrize("edges, count", [(chain(20), 20), ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], 4)])
+def test_dense_solve_matches_scipy(edges, count):
+    _, blocks, matrix = block_system(edges, count, seed=5)
+    solver = DeviceLinearSolver(*_pattern(matrix), numpy_backend())
+    right_hand_side = np.random.default_rng(6).normal(size=solver.size)
+    kept = right_hand_side.copy()
+    expected = scipy.sparse.linalg.spsolve(matrix.tocsc(), right_hand_side)
+    np.testing.assert_allclose(solver.solve(blocks, right_hand_side), expected, rtol=1e-9, atol=1e-12)
+    assert np.array_equal(right_hand_side, kept)
+    # The factor is kept: a second right-hand side needs no new factorisation.
+    other = np.random.default_rng(7).normal(size=solver.size)
+    np.testing.assert_allclose(solver.solve_factorized(other), scipy.sparse.linalg.spsolve(matrix.tocsc(), other),
+                               rtol=1e-9, atol=1e-12)
+
+
+def _pattern(matrix):
+    """The BSR (indptr, indices) of 12x12 blocks of a CSR matrix with a block pattern."""
+    bsr = matrix.tobsr(blocksize=(12, 12))
+    bsr.sort_indices()
+    return bsr.indptr, bsr.indices
+
+
+def test_new_values_in_the_same_pattern_refactorise():
+    _, blocks, matrix = block_system(chain(6), 6, seed=8)
+    solver = DeviceLinearSolver(*_pattern(matrix), numpy_backend())
+    right_hand_side = np.ones(solver.size)
+    solver.solve(blocks, right_hand_side)
+    _, blocks2, matrix2 = block_system(chain(6), 6, seed=9)
+    np.testing.assert_allclose(solver.solve(blocks2, right_hand_side),
+                               scipy.sparse.linalg.spsolve(matrix2.tocsc(), right_hand_side), rtol=1e-9, atol=1e-12)
+
+
+def test_not_positive_definite_is_a_singular_system():
+    _, blocks, matrix = block_system(chain(5), 5, seed=10, definite=False)
+    solver = DeviceLinearSolver(*_pattern(matrix), numpy_backend())
+    with pytest.raises(SingularSystem, match="not positive definite"):
+        solver.factorize(blocks)
+
+
+def test_too_little_device_memory_is_refused_before_allocating():
+    small = dataclasses.replace(numpy_backend(), name="cupy", free_memory=lambda: 2**20)  # 1 MiB free
+    _, _, matrix = block_system(chain(40), 40, seed=11)  # 480 unknowns: 3.5 MiB dense, twice
+    with pytest.raises(DeviceUnavailable, match="480 unknowns .* 0.00 GiB free; set the device to 'cpu'"):
+        DeviceLinearSolver(*_pattern(matrix), small)
+
+
+@pytest.mark.parametrize("builder", [
+    lambda: revolute_chain_scene(6, seconds=0.25),
+    lambda: prismatic_chain_scene(6, seconds=0.25),
+    lambda: scene_from_dict(issue_example()),
+], ids=["revolute-chain-with-limit", "prismatic-chain-drive-limit", "issue-example-soft-transform"])
+def test_device_path_gives_the_cpu_trajectory(builder, cupy_on_numpy):
+    """Every constitution through the device path (revolute joints and a limit, prismatic
+    joints with drives and limits, a soft transform): the CPU run's trajectory, its Newton
+    iterations included, within round-off."""
+    cpu_scene = builder()
+    if cpu_scene.joints[0].type == "revolute":
+        cpu_scene.joints[1].limit = Limit(lower=-0.3, upper=0.3, strength=1000.0)
+    cpu = simulate(cpu_scene)
+    assert cupy_on_numpy["factorisations"] == 0
+    device_scene = dataclasses.replace(cpu_scene, settings=dataclasses.replace(cpu_scene.settings, device="cupy"))
+    device = simulate(device_scene)
+    assert cupy_on_numpy["factorisations"] > 0
+    assert cpu.all_converged and device.all_converged
+    np.testing.assert_allclose(device.transforms, cpu.transforms, atol=1e-9)
+    np.testing.assert_allclose(device.angle, cpu.angle, atol=1e-9)
+    np.testing.assert_allclose(device.distance, cpu.distance, atol=1e-9)
+    assert np.array_equal(device.newton_iterations, cpu.newton_iterations)
+
+
+def test_missing_cupy_fails_the_run_before_any_step_with_how_to_install(monkeypatch):
+    def unavailable():
+        raise DeviceUnavailable(f"device 'cupy' needs CuPy, which is not installed: {device_solver.CUPY_HINT}")
+
+    monkeypatch.setattr(device_solver, "cupy_backend", unavailable)
+    scene = revolute_chain_scene(2, seconds=0.1)
+    scene.settings.device = "cupy"
+    progress = []
+    with pytest.raises(SolverError, match="needs CuPy.*pip install cupy-cuda12x"):
+        simulate(scene, progress=lambda frame, count: progress.append(frame))
+    assert progress == []
+
+
+@pytest.mark.skipif(cupy_device_present(), reason="CuPy and a CUDA device are present here")
+def test_cupy_backend_says_what_is_missing_on_this_machine():
+    with pytest.raises(DeviceUnavailable, match="set the device to 'cpu'"):
+        device_solver.cupy_backend()
+
+
+def test_device_setting_is_validated_and_saved():
+    document = issue_example()
+    document["settings"]["device"] = "cupy"
+    scene = scene_from_dict(document)
+    assert scene.settings.device == "cupy"
+    assert scene_to_dict(scene)["settings"]["device"] == "cupy"
+    assert scene_to_dict(scene_from_dict(issue_example()))["settings"]["device"] == "cpu"
+    for wrong in ("gpu", "CUDA", 1, None):
+        scene.settings.device = wrong
+        with pytest.raises(SceneError, match=r"settings: device: must be one of \['cpu', 'cupy'\]"):
+            validate_scene(scene)
+
+
+def test_command_line_device_overrides_the_scene(tmp_path, cupy_on_numpy, capsys):
+    scene = revolute_chain_scene(2, seconds=0.1)
+    save_scene(scene, tmp_path / "chain.json")
+    assert json.loads((tmp_path / "chain.json").read_text())["settings"]["device"] == "cpu"
+    assert main(["run", str(tmp_path / "chain.json"), "--out", str(tmp_path / "out.npz"), "--device", "cupy", "-q"]) == 0
+    assert cupy_on_numpy["factorisations"] > 0
+    with pytest.raises(SystemExit):
+        main(["run", str(tmp_path / "chain.json"), "--device", "gpu"])
+    assert "invalid choice: 'gpu'" in capsys.readouterr().err
+
+
+def test_command_line_reports_an_unavailable_device(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(device_solver, "cupy_backend", lambda: (_ for _ in ()).throw(DeviceUnavailable("no GPU here")))
+    save_scene(revolute_chain_scene(2, seconds=0.1), tmp_path / "chain.json")
+    assert main(["run", str(tmp_path / "chain.json"), "--device", "cupy", "-q"]) == 1
+    assert "error: solver failed: no GPU here" in capsys.readouterr().err
+    assert not (tmp_path / "chain.npz").exists()
+
+
+@gpu
+@pytest.mark.parametrize("builder", [lambda: revolute_chain_scene(6, seconds=0.25),
+                                     lambda: prismatic_chain_scene(6, seconds=0.25)])
+def test_cupy_on_the_gpu_gives_the_cpu_trajectory(builder):
+    scene = builder()
+    cpu = simulate(scene)
+    device = simulate(dataclasses.replace(scene, settings=dataclasses.replace(scene.settings, device="cupy")))
+    assert device.all_converged
+    np.testing.assert_allclose(device.transforms, cpu.transforms, atol=1e-8)
+
+
+@gpu
+def test_cupy_reports_a_matrix_that_is_not_positive_definite():
+    _, blocks, matrix = block_system(chain(5), 5, seed=10, definite=False)
+    solver = DeviceLinearSolver(*_pattern(matrix), device_solver.cupy_backend())
+    with pytest.raises(SingularSystem, match="not positive definite"):
+        solver.factorize(blocks)
+
