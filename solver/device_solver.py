@@ -84,6 +84,9 @@ def cupy_backend() -> ArrayBackend:
         import cupyx.scipy.linalg
     except ImportError as error:
         raise DeviceUnavailable(f"device 'cupy' needs CuPy, which is not installed ({error}): {CUPY_HINT}") from error
+    except Exception as error:  # installed but broken (CUDA libraries it was built for missing)
+        raise DeviceUnavailable(f"device 'cupy': CuPy cannot be imported ({type(error).__name__}: {error}): "
+                                f"{CUPY_HINT}") from error
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:  # CUDA's driver or runtime missing or broken: CuPy raises several types
@@ -98,9 +101,13 @@ def cupy_backend() -> ArrayBackend:
         with cupyx.errstate(linalg="raise"):
             return cupy.linalg.cholesky(matrix)
 
+    def free_memory() -> int:
+        # The device's free memory and what CuPy's pool holds free for reuse (an earlier run's arrays).
+        return int(cupy.cuda.Device().mem_info[0]) + int(cupy.get_default_memory_pool().free_bytes())
+
     return ArrayBackend(
         name="cupy", xp=cupy, cholesky=cholesky, solve_triangular=cupyx.scipy.linalg.solve_triangular,
-        to_device=cupy.asarray, to_host=cupy.asnumpy, free_memory=lambda: int(cupy.cuda.Device().mem_info[0]),
+        to_device=cupy.asarray, to_host=cupy.asnumpy, free_memory=free_memory,
     )
 
 

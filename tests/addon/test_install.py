@@ -26,6 +26,9 @@ BLENDER_SHIPS = {"bpy", "bpy_extras", "bmesh", "mathutils", "gpu", "gpu_extras",
 #: The NumPy of the oldest Blender the manifest admits (4.2: 1.24.3, from Blender's
 #: build_files/build_environment/cmake/versions.cmake) and of the one the tests run (4.5: 1.26.4).
 BLENDER_NUMPY = ("1.24.3", "1.26.4")
+#: Optional packages the user installs to use a feature (the GPU path's CuPy), imported only
+#: inside the function that needs them, so that the extension loads without them.
+OPTIONAL = {"cupy", "cupyx"}
 
 INSTALL_SCRIPT = r'''
 import importlib.machinery, json, os, sys
@@ -207,13 +210,17 @@ def test_every_third_party_import_is_bundled_or_shipped_by_blender():
                build_extension.WHEEL_REQUIREMENTS + build_extension.PURE_WHEEL_REQUIREMENTS}
     imported = {}
     for path in [ROOT / "__init__.py"] + sorted((ROOT / "abd_addon").rglob("*.py")) + sorted((ROOT / "solver").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
             names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
             for name in names:
                 imported.setdefault(name.split(".")[0], path.relative_to(ROOT).as_posix())
+                assert not (name.split(".")[0] in OPTIONAL and id(node) in top_level), \
+                    f"{path.relative_to(ROOT)}: the optional {name} is imported at module level"
     third_party = {name: path for name, path in imported.items() if name not in sys.stdlib_module_names}
-    missing = {name: path for name, path in third_party.items() if name not in bundled | BLENDER_SHIPS}
+    missing = {name: path for name, path in third_party.items() if name not in bundled | BLENDER_SHIPS | OPTIONAL}
     assert not missing, f"imported but neither bundled nor shipped by Blender: {missing}"
     assert {"numba", "scipy"} <= set(third_party)  # the check sees the solver's imports
 
