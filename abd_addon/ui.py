@@ -5,6 +5,8 @@ no logic lives here.
 
 from __future__ import annotations
 
+import importlib.util
+
 from bpy.types import Panel
 
 from .bake import baked_objects
@@ -247,6 +249,8 @@ class PHYSICS_PT_abd_world_solver(_PhysicsPanel, Panel):
         layout.prop(world, "transrate_tol")
         layout.prop(world, "line_search_max_iterations")
         layout.prop(world, "device")
+        if world.device == "CUPY" and importlib.util.find_spec("cupy") is None:
+            layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
 
 
 class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):

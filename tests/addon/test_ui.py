@@ -6,6 +6,8 @@ layout that checks every ``prop`` and ``operator`` call against the real RNA def
 
 from __future__ import annotations
 
+import importlib.util
+
 import bpy
 import pytest
 from abd_rigs import hinge_rig, slider_rig
@@ -75,3 +77,14 @@ def test_every_panel_draws(addon, rig):
     readout = "abd_distance" if joint.abd_joint.type == "PRISMATIC" else "abd_angle"
     assert ("prop", f'["{readout}"]') in drawn["PHYSICS_PT_abd_joint"]
     assert ("label", "2 object(s) baked") in drawn["PHYSICS_PT_abd_bake"]
+
+
+def test_solver_panel_warns_when_the_gpu_device_lacks_cupy(addon):
+    slider_rig()
+    world = bpy.context.scene.abd_world
+    warning = ("label", "CuPy is not installed in Blender's Python: bakes will stop")
+    assert ("prop", "device") in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    assert warning not in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    world.device = "CUPY"
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    assert (warning in calls) == (importlib.util.find_spec("cupy") is None)
