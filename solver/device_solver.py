@@ -37,10 +37,10 @@ import scipy.linalg
 from .linear_solver import LinearSolver, SingularSystem
 from .scene import DEVICES
 
-#: How to get CuPy, in the error raised where it is missing.
-CUPY_HINT = ("install the CuPy wheel that matches the machine's CUDA (for example "
-             "`pip install cupy-cuda12x`) into the Python that runs the solver, or set the device to 'cpu'")
-
+#: How to get CuPy, in the errors raised where it is missing or broken.
+CUPY_HINT = ("install the CuPy wheel for the machine's CUDA into the Python that runs the solver, for example "
+             "`pip install \"cupy-cuda12x<14\"` beside NumPy 1 (Blender 4.5's; CuPy 14 needs NumPy 2) or "
+             "`pip install cupy-cuda12x` beside NumPy 2, or set the device to 'cpu'")
 
 class DeviceUnavailable(RuntimeError):
     """The device a scene asks for cannot be used: CuPy is not installed, no CUDA device is
@@ -75,25 +75,31 @@ def cupy_backend() -> ArrayBackend:
     """The CuPy backend on the current CUDA device.
 
     Raises:
-        DeviceUnavailable: CuPy cannot be imported or finds no CUDA device; the message says how
-            to install it.
+        DeviceUnavailable: CuPy is missing or cannot be imported, finds no usable CUDA device, or
+            cannot load CUDA's linear algebra libraries; the message says which, and how to install it.
     """
     try:
         import cupy
-        import cupyx
-        import cupyx.scipy.linalg
-    except ImportError as error:
-        raise DeviceUnavailable(f"device 'cupy' needs CuPy, which is not installed ({error}): {CUPY_HINT}") from error
-    except Exception as error:  # installed but broken (CUDA libraries it was built for missing)
-        raise DeviceUnavailable(f"device 'cupy': CuPy cannot be imported ({type(error).__name__}: {error}): "
-                                f"{CUPY_HINT}") from error
+    except ModuleNotFoundError as error:
+        if error.name != "cupy":
+            raise DeviceUnavailable(f"device 'cupy': CuPy cannot be imported ({error}): {CUPY_HINT}") from error
+        raise DeviceUnavailable(f"device 'cupy' needs CuPy, which is not installed: {CUPY_HINT}") from error
+    except Exception as error:  # installed but broken: built for another NumPy, or a library missing
+        raise DeviceUnavailable(f"device 'cupy': CuPy cannot be imported ({type(error).__name__}: "
+                                f"{_one_line(error)}): {CUPY_HINT}") from error
     try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as error:  # CUDA's driver or runtime missing or broken: CuPy raises several types
+    except Exception as error:  # no driver (cudaErrorInsufficientDriver), no device, a broken runtime
         raise DeviceUnavailable(f"device 'cupy': CuPy finds no usable CUDA device ({error}); "
                                 "set the device to 'cpu'") from error
     if count < 1:
         raise DeviceUnavailable("device 'cupy': CuPy finds no CUDA device; set the device to 'cpu'")
+    try:
+        import cupyx
+        import cupyx.scipy.linalg
+    except Exception as error:  # cuBLAS or cuSOLVER not found
+        raise DeviceUnavailable(f"device 'cupy': CuPy's linear algebra cannot be loaded ({error}): install the "
+                                "CUDA libraries it needs (cuBLAS, cuSOLVER) or set the device to 'cpu'") from error
 
     def cholesky(matrix):
         # cuSOLVER reports a non-positive-definite matrix through an info flag that CuPy checks
@@ -109,6 +115,14 @@ def cupy_backend() -> ArrayBackend:
         name="cupy", xp=cupy, cholesky=cholesky, solve_triangular=cupyx.scipy.linalg.solve_triangular,
         to_device=cupy.asarray, to_host=cupy.asnumpy, free_memory=free_memory,
     )
+
+
+def _one_line(error: BaseException, limit: int = 400) -> str:
+    """An exception's message on one line, at most ``limit`` characters; of CuPy's import error (a
+    framed paragraph of advice) only its "Original error", which names the cause."""
+    text = str(error).rpartition("Original error:")[2]
+    text = " ".join(text.replace("=", " ").split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def numpy_backend() -> ArrayBackend:

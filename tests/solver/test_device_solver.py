@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -135,6 +137,39 @@ def test_missing_cupy_fails_the_run_before_any_step_with_how_to_install(monkeypa
     with pytest.raises(SolverError, match="needs CuPy.*pip install cupy-cuda12x"):
         simulate(scene, progress=lambda frame, count: progress.append(frame))
     assert progress == []
+
+
+def _fake_cupy(device_count):
+    """A stand-in ``cupy`` module whose runtime reports ``device_count`` or raises it."""
+    def count():
+        if isinstance(device_count, Exception):
+            raise device_count
+        return device_count
+    runtime = types.SimpleNamespace(getDeviceCount=count)
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
+
+
+@pytest.mark.parametrize("cupy_module, message", [
+    (None, "needs CuPy, which is not installed: install the CuPy wheel .*cupy-cuda12x<14"),
+    (_fake_cupy(RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")),
+     "finds no usable CUDA device \\(cudaErrorInsufficientDriver: .*\\); set the device to 'cpu'"),
+    (_fake_cupy(0), "finds no CUDA device; set the device to 'cpu'"),
+], ids=["not-installed", "no-driver", "no-device"])
+def test_cupy_backend_names_what_is_missing(monkeypatch, cupy_module, message):
+    """The three failures seen with real CuPy builds on a machine without a GPU (CuPy absent; CuPy
+    13 without a driver: cudaErrorInsufficientDriver) or a machine without a device."""
+    monkeypatch.setitem(sys.modules, "cupy", cupy_module)  # None: importing it fails
+    with pytest.raises(DeviceUnavailable, match=message):
+        device_solver.cupy_backend()
+
+
+def test_cupy_import_error_is_reported_by_its_cause():
+    """CuPy 14 beside NumPy 1 fails to import with a framed paragraph of advice; the message
+    keeps its cause, on one line."""
+    framed = ImportError("\n" + "=" * 64 + "\nFailed to import CuPy.\n\nIf you installed CuPy via wheels ...\n\n"
+                         "Original error:\n  ImportError: numpy.core.multiarray failed to import\n" + "=" * 64 + "\n")
+    assert device_solver._one_line(framed) == "ImportError: numpy.core.multiarray failed to import"
+    assert len(device_solver._one_line(RuntimeError("x " * 1000))) == 400
 
 
 @pytest.mark.skipif(cupy_device_present(), reason="CuPy and a CUDA device are present here")
