@@ -169,7 +169,7 @@ class DeviceLinearSolver:
         self._positions = backend.to_device(positions.reshape(-1))
         # Entries outside the pattern are never written, so they stay zero.
         self._matrix = backend.xp.zeros((size, size))
-        self._factor = None
+        self._upper = None
 
     def factorize(self, blocks: np.ndarray) -> None:
         """Factorise H, given by its BSR block values (blocks, 12, 12), for :meth:`solve_factorized`.
@@ -182,24 +182,24 @@ class DeviceLinearSolver:
         values = self.backend.to_device(np.ascontiguousarray(blocks, dtype=np.float64).reshape(-1))
         self._matrix.reshape(-1)[self._positions] = values
         try:
-            # In column-major order, as cuBLAS's (and LAPACK's) triangular solves take it: a
-            # row-major factor would be copied at every solve.
-            self._factor = self.backend.xp.asfortranarray(self.backend.cholesky(self._matrix))
+            # Kept as U = L^T, a view that is column-major (L is row-major), as cuBLAS's and
+            # LAPACK's triangular solves take a matrix: L itself would be copied at every solve.
+            self._upper = self.backend.cholesky(self._matrix).T
         except np.linalg.LinAlgError as error:
             raise SingularSystem(
                 f"the Newton system is not positive definite (dense Cholesky on {self.backend.name}: {error})"
             ) from error
 
     def solve_factorized(self, right_hand_side: np.ndarray) -> np.ndarray:
-        """x (size,) with H x = b (size,), H from the last :meth:`factorize`: L y = b, L^T x = y."""
+        """x (size,) with H x = b (size,), H = U^T U from the last :meth:`factorize`: U^T y = b, U x = y."""
         if self.size == 0:
             return np.array(right_hand_side, dtype=np.float64)
         solve = self.backend.solve_triangular
         b = self.backend.to_device(np.asarray(right_hand_side, dtype=np.float64))
         # check_finite=False: a non-finite right-hand side gives a non-finite direction, which
         # the Newton loop reports (as on the CPU path).
-        y = solve(self._factor, b, lower=True, check_finite=False)
-        x = solve(self._factor, y, lower=True, trans="T", check_finite=False)
+        y = solve(self._upper, b, lower=False, trans="T", check_finite=False)
+        x = solve(self._upper, y, lower=False, check_finite=False)
         return np.array(self.backend.to_host(x), dtype=np.float64)
 
     def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
