@@ -27,7 +27,7 @@ from solver.scene_io import save_scene, scene_from_dict, scene_to_dict
 from solver.simulation import SolverError
 from scenes import issue_example
 from test_linear_solver import block_system, chain
-from test_physics import prismatic_chain_scene, revolute_chain_scene
+from test_physics import count_factorisations, prismatic_chain_scene, revolute_chain_scene
 
 
 def cupy_device_present() -> bool:
@@ -43,17 +43,9 @@ gpu = pytest.mark.skipif(not cupy_device_present(), reason="needs CuPy and a CUD
 
 @pytest.fixture
 def cupy_on_numpy(monkeypatch):
-    """``device = "cupy"`` runs the device path on NumPy; yields the count of its factorisations."""
+    """``device = "cupy"`` runs the device path on NumPy; returns the count of its factorisations."""
     monkeypatch.setattr(device_solver, "cupy_backend", numpy_backend)
-    counted = {"factorisations": 0}
-    factorize = DeviceLinearSolver.factorize
-
-    def counting(self, blocks):
-        counted["factorisations"] += 1
-        return factorize(self, blocks)
-
-    monkeypatch.setattr(DeviceLinearSolver, "factorize", counting)
-    return counted
+    return count_factorisations(monkeypatch, DeviceLinearSolver)
 
 
 @pytest.mark.parametrize("edges, count", [(chain(20), 20), ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], 4)])

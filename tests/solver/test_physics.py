@@ -258,19 +258,21 @@ def test_animated_body_follows_its_keys_and_drags_a_pendulum():
     np.testing.assert_allclose(top, keys[:, :3, 3], atol=1e-3)
 
 
-def count_factorisations(monkeypatch) -> dict:
+def count_factorisations(monkeypatch, owner=None) -> dict:
     """Count the Newton matrix factorisations from now on (test-scoped): returns a dict whose
-    "factorisations" entry grows with each :meth:`IncrementalPotential.factorize`."""
+    "factorisations" entry grows with each ``owner.factorize`` (default
+    :meth:`IncrementalPotential.factorize`; a linear solver class counts its own)."""
     from solver.newton import IncrementalPotential
 
+    owner = owner or IncrementalPotential
     counted = {"factorisations": 0}
-    factorize = IncrementalPotential.factorize
+    factorize = owner.factorize
 
-    def counting(self, q):
+    def counting(self, *args):
         counted["factorisations"] += 1
-        return factorize(self, q)
+        return factorize(self, *args)
 
-    monkeypatch.setattr(IncrementalPotential, "factorize", counting)
+    monkeypatch.setattr(owner, "factorize", counting)
     return counted
 
 
