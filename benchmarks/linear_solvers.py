@@ -1,0 +1,123 @@
+"""The Newton system's direct solvers on chains and on grids of bodies: time per factorisation and per solve.
+
+The CPU path (:class:`solver.linear_solver.LinearSolver`: banded Cholesky where the ordered
+matrix is narrow, SciPy's SuperLU otherwise) against the dense Cholesky of the GPU path
+(:class:`solver.device_solver.DeviceLinearSolver`), run on NumPy (the CPU, as a reference of its
+flop count) and on CuPy where CuPy and a CUDA device are present. The matrices have the block
+pattern of two kinds of scene, 12x12 blocks per dynamic body:
+
+- ``chain``: N bodies each jointed to the next (``benchmarks/chains.py``'s chains);
+- ``grid``: W x W bodies each jointed to its right and lower neighbours (a net of plates pinned
+  at their edges: every cell a closed loop of four joints), whose sparse factorisation fills in.
+
+A solver's time depends on the pattern and the size, not on the values: each element (a body, a
+joint) gets a random positive semidefinite Hessian and each body a positive definite one, as
+the Newton loop's are. Prints one row per pattern, size and solver (median of the repetitions);
+no assertions.
+
+    python benchmarks/linear_solvers.py [--sizes 100 400 1024] [--dense-cpu-max 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from solver.assembly import Assembly  # noqa: E402
+from solver.device_solver import DeviceLinearSolver, DeviceUnavailable, cupy_backend, numpy_backend  # noqa: E402
+from solver.linear_solver import LinearSolver  # noqa: E402
+
+
+def chain_edges(count: int) -> np.ndarray:
+    """(count - 1, 2) body pairs of a chain."""
+    return np.stack([np.arange(count - 1), np.arange(1, count)], axis=1)
+
+
+def grid_edges(width: int) -> np.ndarray:
+    """Body pairs of a width x width grid, bodies numbered row by row, each jointed to its right
+    and lower neighbours."""
+    index = np.arange(width * width).reshape(width, width)
+    right = np.stack([index[:, :-1].ravel(), index[:, 1:].ravel()], axis=1)
+    down = np.stack([index[:-1, :].ravel(), index[1:, :].ravel()], axis=1)
+    return np.concatenate([right, down])
+
+
+def newton_system(edges: np.ndarray, count: int, seed: int = 0):
+    """(indptr, indices, block values (blocks, 12, 12)) of a random SPD matrix with the pattern of
+    ``count`` bodies and the two-body elements ``edges``."""
+    rng = np.random.default_rng(seed)
+    element_bodies = [np.arange(count).reshape(-1, 1), np.asarray(edges, dtype=np.int64)]
+    assembly = Assembly(np.arange(count), element_bodies)
+    derivatives = []
+    for bodies in element_bodies:
+        size = 12 * bodies.shape[1]
+        factor = rng.normal(size=(len(bodies), size, size))
+        hessian = factor @ factor.transpose(0, 2, 1) / size
+        if bodies.shape[1] == 1:
+            hessian += np.eye(12)
+        derivatives.append((np.zeros((len(bodies), size)), hessian))
+    _, blocks = assembly.assemble(derivatives, element_bodies)
+    return assembly.indptr, assembly.indices, blocks
+
+
+def median_seconds(function, repetitions: int) -> float:
+    """Median wall time of ``function()`` over ``repetitions`` calls, after one untimed call."""
+    function()
+    times = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def main() -> None:
+    """Time each solver on each pattern and size; print the table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 400, 1024],
+                        help="bodies (a grid takes the nearest square)")
+    parser.add_argument("--patterns", nargs="+", default=["chain", "grid"], choices=["chain", "grid"])
+    parser.add_argument("--dense-cpu-max", type=int, default=400,
+                        help="largest body count for the dense solver on NumPy (its cost grows as N^3)")
+    parser.add_argument("--repetitions", type=int, default=5)
+    args = parser.parse_args()
+
+    backends = [("dense, NumPy (CPU)", numpy_backend())]
+    try:
+        backends.append(("dense, CuPy (GPU)", cupy_backend()))
+    except DeviceUnavailable as error:
+        print(f"# no GPU row: {error}", flush=True)
+    print(f"{'pattern':<7} {'bodies':>6} {'unknowns':>8} {'solver':<22} {'factorise ms':>12} {'solve ms':>9} "
+          f"{'dense GFLOP':>11}")
+    for pattern in args.patterns:
+        for size in args.sizes:
+            width = max(2, round(math.sqrt(size)))
+            count = size if pattern == "chain" else width * width
+            edges = chain_edges(count) if pattern == "chain" else grid_edges(width)
+            indptr, indices, blocks = newton_system(edges, count)
+            right_hand_side = np.random.default_rng(1).normal(size=12 * count)
+            solvers = [(None, LinearSolver(indptr, indices))]
+            for name, backend in backends:
+                if backend.name == "numpy" and count > args.dense_cpu_max:
+                    continue
+                try:
+                    solvers.append((name, DeviceLinearSolver(indptr, indices, backend)))
+                except DeviceUnavailable as error:
+                    print(f"# {name}: {error}", flush=True)
+            for name, solver in solvers:
+                name = name or f"CPU ({solver.method})"
+                factorise = median_seconds(lambda: solver.factorize(blocks), args.repetitions)
+                solve = median_seconds(lambda: solver.solve_factorized(right_hand_side), 4 * args.repetitions)
+                print(f"{pattern:<7} {count:>6} {12 * count:>8} {name:<22} {1e3 * factorise:>12.2f} "
+                      f"{1e3 * solve:>9.3f} {(12 * count) ** 3 / 3e9:>11.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
