@@ -1,8 +1,9 @@
 """The optional GPU path (solver/device_solver.py): dense Cholesky of the Newton system through CuPy.
 
 Machines without a GPU run the path's code with NumPy and SciPy in CuPy's place
-(``numpy_backend``): its solves against SciPy's, and whole runs with ``device = "cupy"`` against
-the CPU path's trajectories. The tests marked ``gpu`` run it on CuPy and skip where CuPy or a
+(``numpy_backend``, and ``strict_backend``, which also fails where a host array would reach
+CuPy): its solves against SciPy's, and whole runs with ``device = "cupy"`` against the CPU
+path's trajectories. The tests marked ``gpu`` run it on CuPy and skip where CuPy or a
 CUDA device is missing.
 """
 
@@ -15,6 +16,7 @@ import types
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse.linalg
 
 from solver import Limit, SceneError, simulate
@@ -41,13 +43,6 @@ def cupy_device_present() -> bool:
 gpu = pytest.mark.skipif(not cupy_device_present(), reason="needs CuPy and a CUDA device")
 
 
-@pytest.fixture
-def cupy_on_numpy(monkeypatch):
-    """``device = "cupy"`` runs the device path on NumPy; returns the count of its factorisations."""
-    monkeypatch.setattr(device_solver, "cupy_backend", numpy_backend)
-    return count_factorisations(monkeypatch, DeviceLinearSolver)
-
-
 @pytest.mark.parametrize("edges, count", [(chain(20), 20), ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], 4)])
 def test_dense_solve_matches_scipy(edges, count):
     _, blocks, matrix = block_system(edges, count, seed=5)
@@ -68,6 +63,46 @@ def _pattern(matrix):
     bsr = matrix.tobsr(blocksize=(12, 12))
     bsr.sort_indices()
     return bsr.indptr, bsr.indices
+
+
+class _OnDevice(np.ndarray):
+    """An array that stands for device memory in :func:`strict_backend`."""
+
+
+def strict_backend():
+    """NumPy standing in for CuPy as strictly as CuPy's own checks: the linear algebra takes only
+    device arrays (``cupy.linalg`` and ``cupyx.scipy.linalg`` raise on NumPy arrays), and the
+    solver gets host arrays only through ``to_host``. A host array passed where CuPy needs a
+    device one fails here as it would on a GPU."""
+    def on_device(function):
+        def checked(*arrays, **options):
+            assert all(isinstance(array, _OnDevice) for array in arrays), "a host array reached the device"
+            return np.asarray(function(*arrays, **options)).view(_OnDevice)
+        return checked
+
+    numpy_like = types.SimpleNamespace(zeros=lambda shape: np.zeros(shape).view(_OnDevice))
+    return dataclasses.replace(
+        numpy_backend(), name="strict", xp=numpy_like, cholesky=on_device(np.linalg.cholesky),
+        solve_triangular=on_device(scipy.linalg.solve_triangular),
+        to_device=lambda array: np.array(array).view(_OnDevice), to_host=lambda array: np.array(array),
+    )
+
+
+@pytest.fixture
+def cupy_on_numpy(monkeypatch):
+    """``device = "cupy"`` runs the device path on NumPy, as strict as CuPy about device arrays
+    (:func:`strict_backend`); returns the count of its factorisations."""
+    monkeypatch.setattr(device_solver, "cupy_backend", strict_backend)
+    return count_factorisations(monkeypatch, DeviceLinearSolver)
+
+
+def test_only_device_arrays_reach_the_device_and_only_host_arrays_come_back():
+    _, blocks, matrix = block_system(chain(8), 8, seed=12)
+    solver = DeviceLinearSolver(*_pattern(matrix), strict_backend())
+    right_hand_side = np.random.default_rng(13).normal(size=solver.size)
+    solution = solver.solve(blocks, right_hand_side)
+    assert type(solution) is np.ndarray and solution.dtype == np.float64
+    np.testing.assert_allclose(solution, scipy.sparse.linalg.spsolve(matrix.tocsc(), right_hand_side), rtol=1e-9)
 
 
 def test_new_values_in_the_same_pattern_refactorise():
