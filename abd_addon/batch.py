@@ -8,9 +8,9 @@ Command line (from the repository root, with the ``bpy`` wheel installed)::
 It opens ``scene.blend``, bakes it through the same phases as the Bake operator
 (:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (or over the input with
 ``--in-place``); ``--device`` solves on that device instead of the file's ABD World setting
-(which is saved unchanged). Exit status: 0 on success, 1 when the file cannot be opened, the rig is invalid,
-the solver fails or a time step did not converge (unless ``--allow-unconverged``), with a
-one-line reason on stderr; 2 on bad arguments. ``--warm-up`` bakes nothing: it compiles the
+(which is saved unchanged). Exit status: 0 on success, 1 when the file cannot be opened, the rig
+is invalid, the solver fails or a time step did not converge (unless ``--allow-unconverged``),
+with a one-line reason on stderr; 2 on bad arguments. ``--warm-up`` bakes nothing: it compiles the
 solver's Numba kernels into the cache that later bakes of this entry point load (once per
 machine and solver version, e.g. in a render-farm image; a first bake otherwise compiles the
 kernels its scene needs, several seconds). The process ends with
@@ -151,7 +151,7 @@ def main(argv=None) -> int:
                              "load (once per machine and solver version)")
     parser.add_argument("--progress", action="store_true", help="print each finished frame to stderr")
     parser.add_argument("--trajectory", metavar="NPZ", help="also save the solver's trajectory (.npz) there")
-    parser.add_argument("--device", choices=("cpu", "cupy"),
+    parser.add_argument("--device", choices=("cpu", "cupy"),  # solver.scene.DEVICES (not imported here: stdlib only)
                         help="solve on this device instead of the file's ABD World setting: cpu, or cupy "
                              "(an NVIDIA GPU through CuPy, which must be installed)")
     parser.add_argument("--allow-unconverged", action="store_true",

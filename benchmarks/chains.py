@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from solver import Body, Driving, Joint, Limit, Scene, Settings, simulate  # noqa: E402
 from solver.newton import IncrementalPotential  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
+from solver.scene import DEVICES  # noqa: E402
 
 
 #: Physical drive stiffness of the peers' prismatic chain, N/m (``../shared/peers.md`` §4).
@@ -98,7 +99,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--strength-ratio", type=float, default=100.0,
                         help="strength_ratio of every joint (default 100, libuipc's default)")
-    parser.add_argument("--device", choices=["cpu", "cupy"], default="cpu",
+    parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="where the Newton systems are solved (cupy: an NVIDIA GPU, CuPy installed)")
     args = parser.parse_args()
 

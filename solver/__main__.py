@@ -4,9 +4,9 @@ Commands:
 
 ``run SCENE.json [--out RESULT.npz] [--device {cpu,cupy}] [--quiet]``
     Load and validate a scene file, simulate it and save the trajectory (``.npz``, see
-    :class:`solver.trajectory.Trajectory`); ``--device`` overrides the scene's ``settings.device``. Exit status: 0 on success; 2 on bad input (the
-    scene file is unreadable or invalid: ``error: <message>`` on stderr, or a bad command
-    line); 1 when the solver fails (``SolverError``) or a time step did not converge (the
+    :class:`solver.trajectory.Trajectory`); ``--device`` overrides the scene's ``settings.device``.
+    Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid:
+    ``error: <message>`` on stderr, or a bad command line); 1 when the solver fails (``SolverError``) or a time step did not converge (the
     trajectory is still saved, and the first step that failed is printed).
 
 More commands (``import-urdf``) are added by registering a sub-parser in :func:`build_parser`
@@ -107,8 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", "-o", metavar="RESULT.npz",
         help="trajectory file to write (default: the scene path with the suffix .npz)",
     )
+    from .scene import DEVICES
+
     run.add_argument(
-        "--device", choices=("cpu", "cupy"),
+        "--device", choices=DEVICES,
         help="where to solve the Newton system, overriding the scene's settings.device: "
              "cpu, or cupy (an NVIDIA GPU through CuPy, which must be installed)",
     )

@@ -103,6 +103,11 @@ def test_frame_is_restored_even_when_export_fails(addon):
     assert scene.frame_current == 5
 
 
+def test_device_items_are_the_solvers_devices(addon, solver):
+    items = bpy.context.scene.abd_world.bl_rna.properties["device"].enum_items
+    assert [item.identifier.lower() for item in items] == list(solver.scene.DEVICES)
+
+
 def test_settings(addon):
     clear_objects()
     _bodies(add_box("Box"))
