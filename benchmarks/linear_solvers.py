@@ -49,19 +49,21 @@ def grid_edges(width: int) -> np.ndarray:
     return np.concatenate([right, down])
 
 
-def newton_system(edges: np.ndarray, count: int, seed: int = 0):
-    """(indptr, indices, block values (blocks, 12, 12)) of a random SPD matrix with the pattern of
-    ``count`` bodies and the two-body elements ``edges``."""
+def newton_system(edges, count: int, seed: int = 0, shift: float = 1.0):
+    """(indptr, indices, block values (blocks, 12, 12)) of a random symmetric matrix with the
+    pattern of ``count`` bodies and the two-body elements ``edges`` ((k, 2) body pairs): each
+    element a random PSD Hessian, each body's plus ``shift`` I (positive definite for shift > 0;
+    a large negative shift gives an indefinite matrix)."""
     rng = np.random.default_rng(seed)
-    element_bodies = [np.arange(count).reshape(-1, 1), np.asarray(edges, dtype=np.int64)]
+    element_bodies = [np.arange(count).reshape(-1, 1), np.asarray(edges, dtype=np.int64).reshape(-1, 2)]
     assembly = Assembly(np.arange(count), element_bodies)
     derivatives = []
     for bodies in element_bodies:
         size = 12 * bodies.shape[1]
         factor = rng.normal(size=(len(bodies), size, size))
-        hessian = factor @ factor.transpose(0, 2, 1) / size
+        hessian = factor @ factor.transpose(0, 2, 1) / size  # PSD per element
         if bodies.shape[1] == 1:
-            hessian += np.eye(12)
+            hessian += shift * np.eye(12)
         derivatives.append((np.zeros((len(bodies), size)), hessian))
     _, blocks = assembly.assemble(derivatives, element_bodies)
     return assembly.indptr, assembly.indices, blocks

@@ -28,7 +28,7 @@ from solver.linear_solver import SingularSystem
 from solver.scene_io import save_scene, scene_from_dict, scene_to_dict
 from solver.simulation import SolverError
 from scenes import issue_example
-from test_linear_solver import block_system, chain
+from test_linear_solver import block_pattern_system, chain
 from test_physics import count_factorisations, prismatic_chain_scene, revolute_chain_scene
 
 
@@ -45,8 +45,8 @@ gpu = pytest.mark.skipif(not cupy_device_present(), reason="needs CuPy and a CUD
 
 @pytest.mark.parametrize("edges, count", [(chain(20), 20), ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], 4)])
 def test_dense_solve_matches_scipy(edges, count):
-    _, blocks, matrix = block_system(edges, count, seed=5)
-    solver = DeviceLinearSolver(*_pattern(matrix), numpy_backend())
+    indptr, indices, blocks, matrix = block_pattern_system(edges, count, seed=5)
+    solver = DeviceLinearSolver(indptr, indices, numpy_backend())
     right_hand_side = np.random.default_rng(6).normal(size=solver.size)
     kept = right_hand_side.copy()
     expected = scipy.sparse.linalg.spsolve(matrix.tocsc(), right_hand_side)
@@ -56,13 +56,6 @@ def test_dense_solve_matches_scipy(edges, count):
     other = np.random.default_rng(7).normal(size=solver.size)
     np.testing.assert_allclose(solver.solve_factorized(other), scipy.sparse.linalg.spsolve(matrix.tocsc(), other),
                                rtol=1e-9, atol=1e-12)
-
-
-def _pattern(matrix):
-    """The BSR (indptr, indices) of 12x12 blocks of a CSR matrix with a block pattern."""
-    bsr = matrix.tobsr(blocksize=(12, 12))
-    bsr.sort_indices()
-    return bsr.indptr, bsr.indices
 
 
 class _OnDevice(np.ndarray):
@@ -97,8 +90,8 @@ def cupy_on_numpy(monkeypatch):
 
 
 def test_only_device_arrays_reach_the_device_and_only_host_arrays_come_back():
-    _, blocks, matrix = block_system(chain(8), 8, seed=12)
-    solver = DeviceLinearSolver(*_pattern(matrix), strict_backend())
+    indptr, indices, blocks, matrix = block_pattern_system(chain(8), 8, seed=12)
+    solver = DeviceLinearSolver(indptr, indices, strict_backend())
     right_hand_side = np.random.default_rng(13).normal(size=solver.size)
     solution = solver.solve(blocks, right_hand_side)
     assert type(solution) is np.ndarray and solution.dtype == np.float64
@@ -106,27 +99,27 @@ def test_only_device_arrays_reach_the_device_and_only_host_arrays_come_back():
 
 
 def test_new_values_in_the_same_pattern_refactorise():
-    _, blocks, matrix = block_system(chain(6), 6, seed=8)
-    solver = DeviceLinearSolver(*_pattern(matrix), numpy_backend())
+    indptr, indices, blocks, matrix = block_pattern_system(chain(6), 6, seed=8)
+    solver = DeviceLinearSolver(indptr, indices, numpy_backend())
     right_hand_side = np.ones(solver.size)
     solver.solve(blocks, right_hand_side)
-    _, blocks2, matrix2 = block_system(chain(6), 6, seed=9)
+    _, _, blocks2, matrix2 = block_pattern_system(chain(6), 6, seed=9)
     np.testing.assert_allclose(solver.solve(blocks2, right_hand_side),
                                scipy.sparse.linalg.spsolve(matrix2.tocsc(), right_hand_side), rtol=1e-9, atol=1e-12)
 
 
 def test_not_positive_definite_is_a_singular_system():
-    _, blocks, matrix = block_system(chain(5), 5, seed=10, definite=False)
-    solver = DeviceLinearSolver(*_pattern(matrix), numpy_backend())
+    indptr, indices, blocks, _ = block_pattern_system(chain(5), 5, seed=10, definite=False)
+    solver = DeviceLinearSolver(indptr, indices, numpy_backend())
     with pytest.raises(SingularSystem, match="not positive definite"):
         solver.factorize(blocks)
 
 
 def test_too_little_device_memory_is_refused_before_allocating():
     small = dataclasses.replace(numpy_backend(), name="cupy", free_memory=lambda: 2**20)  # 1 MiB free
-    _, _, matrix = block_system(chain(40), 40, seed=11)  # 480 unknowns: 3.5 MiB dense, twice
+    indptr, indices, _, _ = block_pattern_system(chain(40), 40, seed=11)  # 480 unknowns: 3.5 MiB dense, twice
     with pytest.raises(DeviceUnavailable, match="480 unknowns .* 0.00 GiB free; set the device to 'cpu'"):
-        DeviceLinearSolver(*_pattern(matrix), small)
+        DeviceLinearSolver(indptr, indices, small)
 
 
 @pytest.mark.parametrize("builder", [
@@ -250,8 +243,8 @@ def test_cupy_on_the_gpu_gives_the_cpu_trajectory(builder):
 
 @gpu
 def test_cupy_reports_a_matrix_that_is_not_positive_definite():
-    _, blocks, matrix = block_system(chain(5), 5, seed=10, definite=False)
-    solver = DeviceLinearSolver(*_pattern(matrix), device_solver.cupy_backend())
+    indptr, indices, blocks, _ = block_pattern_system(chain(5), 5, seed=10, definite=False)
+    solver = DeviceLinearSolver(indptr, indices, device_solver.cupy_backend())
     with pytest.raises(SingularSystem, match="not positive definite"):
         solver.factorize(blocks)
 

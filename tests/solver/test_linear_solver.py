@@ -7,6 +7,9 @@ same matrix.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -15,24 +18,26 @@ import scipy.sparse.linalg
 from solver.assembly import Assembly
 from solver.linear_solver import LinearSolver, SingularSystem
 
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "linear_solvers.py"
+_SPEC = importlib.util.spec_from_file_location("linear_solvers_benchmark", _PATH)
+_benchmark = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_benchmark)
+
+
+def block_pattern_system(edges: list[tuple[int, int]], count: int, seed: int, definite: bool = True):
+    """(indptr, indices: the BSR pattern; block values (blocks, 12, 12); the matrix as SciPy
+    CSR) of a random SPD matrix (or an indefinite one) on ``count`` bodies coupled along
+    ``edges`` (each pair an element of two bodies): ``benchmarks/linear_solvers.py``'s."""
+    indptr, indices, blocks = _benchmark.newton_system(edges, count, seed, 1.0 if definite else -50.0)
+    matrix = scipy.sparse.bsr_matrix((blocks, indices, indptr), shape=(12 * count, 12 * count)).tocsr()
+    return indptr, indices, blocks, matrix
+
 
 def block_system(edges: list[tuple[int, int]], count: int, seed: int, definite: bool = True):
-    """(LinearSolver, block values (blocks, 12, 12), the matrix as SciPy CSR) of a random SPD
-    matrix on ``count`` bodies coupled along ``edges`` (each pair an element of two bodies)."""
-    rng = np.random.default_rng(seed)
-    element_bodies = [np.arange(count).reshape(-1, 1), np.array(edges, dtype=np.int64).reshape(-1, 2)]
-    assembly = Assembly(np.arange(count), element_bodies)
-    derivatives = []
-    for bodies in element_bodies:
-        size = 12 * bodies.shape[1]
-        factor = rng.normal(size=(len(bodies), size, size))
-        hessian = factor @ factor.transpose(0, 2, 1) / size  # PSD per element
-        if bodies.shape[1] == 1:
-            hessian += (1.0 if definite else -50.0) * np.eye(12)
-        derivatives.append((np.zeros((len(bodies), size)), hessian))
-    _, blocks = assembly.assemble(derivatives, element_bodies)
-    solver = LinearSolver(assembly.indptr, assembly.indices)
-    return solver, blocks, assembly.matrix(blocks).tocsr()
+    """(LinearSolver, block values (blocks, 12, 12), the matrix as SciPy CSR) of
+    :func:`block_pattern_system`."""
+    indptr, indices, blocks, matrix = block_pattern_system(edges, count, seed, definite)
+    return LinearSolver(indptr, indices), blocks, matrix
 
 
 def chain(count: int) -> list[tuple[int, int]]:
