@@ -1,12 +1,17 @@
 # abd-joints: two set-up commands that work on a fresh clone (see README.md).
 #   make demo   builds the bundled examples in Blender (bpy wheel), bakes them headless, writes build/demo/
-#   make test   runs the solver and add-on test suites
+#   make test   runs the solver and add-on test suites, the add-on's also on the oldest and newest
+#               Blender the manifest admits (bpy wheels BPY_RANGE)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.requirements-installed
+# The oldest and newest Blender the manifest admits (blender_version_min 4.2.0, max 5.1.0 exclusive):
+# the add-on suite also runs on these bpy wheels, each in a venv of its own (requirements.txt with
+# its bpy pin replaced).
+BPY_RANGE := 4.2.23 5.0.1
 
-.PHONY: venv test test-solver test-addon demo extension benchmark clean
+.PHONY: venv test test-solver test-addon test-addon-range demo extension benchmark clean
 
 venv: $(STAMP)
 
@@ -15,13 +20,25 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
-test: test-solver test-addon
+test: test-solver test-addon test-addon-range
 
 test-solver: venv
 	timeout 1500 $(PY) -m pytest tests/solver -q -p no:cacheprovider
 
 test-addon: venv
 	timeout 1500 $(PY) -m pytest tests/addon -q -p no:cacheprovider
+
+test-addon-range: $(foreach version,$(BPY_RANGE),.venv-bpy-$(version)/.requirements-installed)
+	set -e; for version in $(BPY_RANGE); do \
+		echo "add-on tests on bpy $$version"; \
+		timeout 1500 .venv-bpy-$$version/bin/python -m pytest tests/addon -q -p no:cacheprovider; \
+	done
+
+.venv-bpy-%/.requirements-installed: requirements.txt
+	$(PYTHON) -m venv .venv-bpy-$*
+	sed 's/^bpy==.*/bpy==$*/' requirements.txt > .venv-bpy-$*/requirements.txt
+	.venv-bpy-$*/bin/python -m pip install --quiet --disable-pip-version-check -r .venv-bpy-$*/requirements.txt
+	touch $@
 
 demo: venv
 	timeout 1800 $(PY) tools/demo.py --out build/demo

@@ -212,8 +212,6 @@ def key_values(owner, data_path: str, keys, index: int = -1, interpolation: str 
     ``data_path`` may be nested (``"abd_joint.drive.aim_distance"``). The new keys get
     ``interpolation`` ('BEZIER' eases in and out, 'LINEAR' for constant speed).
     """
-    from bpy_extras import anim_utils
-
     head, _, attribute = data_path.rpartition(".")
     target = owner
     for part in filter(None, head.split(".")):
@@ -224,8 +222,7 @@ def key_values(owner, data_path: str, keys, index: int = -1, interpolation: str 
         else:
             setattr(target, attribute, value)
         owner.keyframe_insert(data_path=data_path, index=index, frame=frame)
-    ad = owner.animation_data
-    for fcurve in anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot).fcurves:
+    for fcurve in object_fcurves(owner):
         if fcurve.data_path == data_path and index in (-1, fcurve.array_index):
             for point in fcurve.keyframe_points:
                 point.interpolation = interpolation
@@ -279,17 +276,23 @@ def setup_stage(frames: int, camera_location, camera_target, *, substeps: int = 
 READOUTS = {"PRISMATIC": "abd_distance", "REVOLUTE": "abd_angle"}
 
 
-def readout_fcurve(ob, data_path: str):
-    """The F-curve of ``ob``'s assigned action (and slot) animating ``data_path``, or None."""
+def object_fcurves(ob) -> list:
+    """The F-curves of ``ob``'s assigned action: of its slot's channelbag on Blender 4.4 and later,
+    all of the action's on 4.2 / 4.3 (which have no slots); [] without an action."""
     from bpy_extras import anim_utils
 
     ad = ob.animation_data
     if ad is None or ad.action is None:
-        return None
+        return []
+    if not hasattr(ad.action, "slots"):
+        return list(ad.action.fcurves)
     bag = anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot)
-    if bag is None:
-        return None
-    return next((fc for fc in bag.fcurves if fc.data_path == data_path), None)
+    return list(bag.fcurves) if bag is not None else []
+
+
+def readout_fcurve(ob, data_path: str):
+    """The F-curve of ``ob``'s assigned action (and slot) animating ``data_path``, or None."""
+    return next((fc for fc in object_fcurves(ob) if fc.data_path == data_path), None)
 
 
 def read_bake(scene=None) -> dict:

@@ -50,12 +50,14 @@ def key_property(owner, path: str, keys, interpolation: str = "LINEAR") -> None:
 
 
 def fcurves(ob) -> list:
-    """F-curves of the object's assigned action (channelbag API, 4.4+ and 5.x)."""
+    """F-curves of the object's assigned action (channelbag API on 4.4+ and 5.x, Action.fcurves on 4.2/4.3)."""
     from bpy_extras import anim_utils
 
     ad = ob.animation_data
     if ad is None or ad.action is None:
         return []
+    if not hasattr(ad.action, "slots"):
+        return list(ad.action.fcurves)
     channelbag = anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot)
     return list(channelbag.fcurves) if channelbag is not None else []
 
