@@ -1,16 +1,23 @@
-"""Headless bake of a saved .blend file, for the ``bpy`` wheel (and scripts in ``blender -b``).
+"""Headless bake of saved .blend files, for the ``bpy`` wheel (and scripts in ``blender -b``).
 
 Command line (from the repository root, with the ``bpy`` wheel installed)::
 
     python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz] [--device {cpu,cupy}]
+    python -m abd_addon.batch shot_*.blend --out-dir baked/ [--trajectory-dir results/]
+    python -m abd_addon.batch shot_*.blend --in-place
     python -m abd_addon.batch --warm-up
 
-It opens ``scene.blend``, bakes it through the same phases as the Bake operator
-(:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (or over the input with
-``--in-place``); ``--device`` solves on that device instead of the file's ABD World setting
-(which is saved unchanged). Exit status: 0 on success, 1 when the file cannot be opened, the rig
-is invalid, the solver fails or a time step did not converge (unless ``--allow-unconverged``),
-with a one-line reason on stderr; 2 on bad arguments. ``--warm-up`` bakes nothing: it compiles the
+It opens each file, bakes it through the same phases as the Bake operator
+(:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (one file), to
+``--out-dir``/<file name> (any number) or over the input (``--in-place``); ``--trajectory`` /
+``--trajectory-dir``/<file stem>.npz also save the solver's trajectory. ``--device`` solves on
+that device instead of the file's ABD World setting (which is saved unchanged). Several files are
+baked one after the other in this one process, so the solver's kernels are loaded (or compiled)
+once; a file that fails is reported and the others are still baked. Prints one summary line per
+baked file on stdout. Exit status: 0 when every file was baked, 1 when any file cannot be opened,
+its rig is invalid, the solver fails or a time step did not converge (unless
+``--allow-unconverged``), each with a one-line reason on stderr; 2 on bad arguments (nothing is
+baked then). ``--warm-up`` bakes nothing: it compiles the
 solver's Numba kernels into the cache that later bakes of this entry point load (once per
 machine and solver version, e.g. in a render-farm image; a first bake otherwise compiles the
 kernels its scene needs, several seconds). The process ends with
@@ -137,31 +144,81 @@ def load_addon():
     return importlib.import_module(STANDALONE_PACKAGE + ".abd_addon")
 
 
+def bake_plan(blends: list, out: str | None = None, out_dir: str | None = None, in_place: bool = False,
+              trajectory: str | None = None, trajectory_dir: str | None = None) -> list:
+    """Where each input's bake and trajectory go: [(blend, out, trajectory or None), ...].
+
+    Exactly one of ``out`` (one input only), ``out_dir`` (``out_dir/<input's file name>``) or
+    ``in_place`` (the input itself); optionally ``trajectory`` (one input only) or
+    ``trajectory_dir`` (``trajectory_dir/<input's stem>.npz``).
+
+    Raises:
+        ValueError: no input, a missing or ambiguous destination, a one-file option with several
+            inputs, or two inputs (or an input and another's output) that would write one file.
+    """
+    if not blends:
+        raise ValueError("a .blend file is required")
+    if sum((out is not None, out_dir is not None, bool(in_place))) != 1:
+        raise ValueError("one of --out, --out-dir or --in-place is required")
+    if len(blends) > 1 and (out is not None or trajectory is not None):
+        raise ValueError("--out and --trajectory take one .blend file; for several use --out-dir and --trajectory-dir")
+    if trajectory is not None and trajectory_dir is not None:
+        raise ValueError("--trajectory and --trajectory-dir exclude each other")
+    plan = []
+    for blend in blends:
+        name = Path(blend)
+        target = out if out is not None else str(Path(out_dir) / name.name) if out_dir is not None else blend
+        saved = trajectory if trajectory is not None else (
+            str(Path(trajectory_dir) / f"{name.stem}.npz") if trajectory_dir is not None else None)
+        plan.append((blend, target, saved))
+    inputs = [os.path.abspath(blend) for blend in blends]
+    if len(set(inputs)) != len(inputs):
+        raise ValueError("the same .blend file is given twice")
+    written = [os.path.abspath(path) for _, target, saved in plan for path in (target, saved) if path is not None]
+    if len(set(written)) != len(written):
+        raise ValueError("two files would be written to the same path (inputs with the same name in --out-dir?)")
+    if not in_place and set(written) & set(inputs):
+        raise ValueError("an output would overwrite an input; use --in-place to bake files in place")
+    return plan
+
+
 def main(argv=None) -> int:
     """Command-line entry point; returns the exit status (see the module docstring)."""
     parser = argparse.ArgumentParser(
-        prog="python -m abd_addon.batch", description="Bake the ABD Joints rig of a .blend file headlessly."
+        prog="python -m abd_addon.batch", description="Bake the ABD Joints rigs of .blend files headlessly."
     )
-    parser.add_argument("blend", nargs="?", help="the .blend file to bake")
+    parser.add_argument("blend", nargs="*", help="the .blend files to bake, one after the other in this process")
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--out", help="where to save the baked .blend")
-    target.add_argument("--in-place", action="store_true", help="save over the input file")
+    target.add_argument("--out", help="where to save the baked .blend (one input file)")
+    target.add_argument("--out-dir", metavar="DIR", help="save each baked file as DIR/<its file name>")
+    target.add_argument("--in-place", action="store_true", help="save over the input files")
     parser.add_argument("--warm-up", action="store_true",
                         help="instead of baking, compile the solver's kernels into the cache that later bakes "
                              "load (once per machine and solver version)")
     parser.add_argument("--progress", action="store_true", help="print each finished frame to stderr")
-    parser.add_argument("--trajectory", metavar="NPZ", help="also save the solver's trajectory (.npz) there")
+    trajectory = parser.add_mutually_exclusive_group()
+    trajectory.add_argument("--trajectory", metavar="NPZ", help="also save the solver's trajectory (.npz) there "
+                                                                "(one input file)")
+    trajectory.add_argument("--trajectory-dir", metavar="DIR",
+                            help="also save each file's solver trajectory as DIR/<its stem>.npz")
     parser.add_argument("--device", choices=("cpu", "cupy"),  # solver.scene.DEVICES (not imported here: stdlib only)
-                        help="solve on this device instead of the file's ABD World setting: cpu, or cupy "
+                        help="solve on this device instead of the files' ABD World setting: cpu, or cupy "
                              "(an NVIDIA GPU through CuPy, which must be installed)")
     parser.add_argument("--allow-unconverged", action="store_true",
-                        help="save the bake even when some time step did not converge (default: exit 1)")
+                        help="save a bake even when some time step did not converge (default: that file fails)")
     try:
         args = parser.parse_args(argv)
-        if args.warm_up and (args.blend or args.out or args.in_place or args.trajectory or args.device):
-            parser.error("--warm-up takes no .blend file and no bake options")
-        if not args.warm_up and not (args.blend and (args.out or args.in_place)):
-            parser.error("a .blend file and one of --out or --in-place are required")
+        plan = []
+        if args.warm_up:
+            if args.blend or args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir \
+                    or args.device:
+                parser.error("--warm-up takes no .blend file and no bake options")
+        else:
+            try:
+                plan = bake_plan(args.blend, args.out, args.out_dir, args.in_place, args.trajectory,
+                                 args.trajectory_dir)
+            except ValueError as error:
+                parser.error(str(error))
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
@@ -169,23 +226,28 @@ def main(argv=None) -> int:
     except ImportError as error:
         print(f"error: the bpy module is not available: {error}", file=sys.stderr)
         return 1
-    addon = None
+    addon, failures = None, 0
     try:
         addon = load_addon()
         if args.warm_up:
             start = time.perf_counter()
             cache = importlib.import_module(addon.__name__ + ".warmup").warm_up_here(
                 addon.extension_package(), addon.extension_root())
-            summary = {"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"}
-        else:
-            batch = importlib.import_module(addon.__name__ + ".batch")
-            summary = batch.bake_file(args.blend, args.blend if args.in_place else args.out, progress=args.progress,
-                                      allow_unconverged=args.allow_unconverged, trajectory_path=args.trajectory,
-                                      device=args.device)
-    except Exception as error:  # noqa: BLE001 - every failure is a one-line reason and exit 1
-        name = type(error).__name__
-        message = str(error) if name == "BatchError" else f"{name}: {error}"
-        print(f"error: {message}", file=sys.stderr)
+            _print_summary({"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"})
+        for folder in (args.out_dir, args.trajectory_dir):
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+        batch = importlib.import_module(addon.__name__ + ".batch")
+        for blend, out, trajectory_path in plan:
+            try:
+                _print_summary(batch.bake_file(blend, out, progress=args.progress,
+                                               allow_unconverged=args.allow_unconverged,
+                                               trajectory_path=trajectory_path, device=args.device))
+            except Exception as error:  # noqa: BLE001 - one line for this file, then the next file
+                failures += 1
+                _print_error(error)
+    except Exception as error:  # noqa: BLE001 - the add-on or the warm-up failed: one line, exit 1
+        _print_error(error)
         return 1
     finally:
         if addon is not None and addon.__name__.startswith(STANDALONE_PACKAGE + "."):
@@ -193,8 +255,21 @@ def main(argv=None) -> int:
                 sys.modules[STANDALONE_PACKAGE].unregister()
             except Exception:  # noqa: BLE001 - exiting anyway
                 pass
-    print(" ".join(f"{key}={value}" for key, value in summary.items()))
-    return 0
+    if len(plan) > 1:
+        print(f"baked {len(plan) - failures} of {len(plan)} files", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _print_summary(summary: dict) -> None:
+    """One ``key=value ...`` line on stdout, flushed (a farm's log shows each file as it is done)."""
+    print(" ".join(f"{key}={value}" for key, value in summary.items()), flush=True)
+
+
+def _print_error(error: Exception) -> None:
+    """``error: <reason>`` on stderr: a :class:`BatchError`'s message, or any other's type and message."""
+    name = type(error).__name__
+    message = str(error) if name == "BatchError" else f"{name}: {error}"
+    print(f"error: {message}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import sys
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import ROOT, fcurves, select_only, slider_rig, world
+from abd_rigs import ROOT, fcurves, hinge_rig, select_only, slider_rig, world
 
 TIMEOUT = 420  # s: the first run in a fresh checkout compiles the solver's Numba kernels
 
@@ -127,8 +127,71 @@ def test_device_option_overrides_the_files_device_for_this_bake_only(tmp_path):
     assert bpy.context.scene.abd_world.device == "CUPY"
 
 
+def test_batch_bakes_several_files_in_one_process_and_goes_on_past_a_failure(addon, tmp_path):
+    """Three files, the middle one broken: the other two are baked into --out-dir with their
+    trajectories in --trajectory-dir (the same as bakes of each alone), the broken one is named on
+    stderr and gets no output, and the exit status is 1."""
+    expected = {}
+    for name, build in (("slider", lambda: slider_rig(frame_end=8)), ("hinge", lambda: hinge_rig(frame_end=8))):
+        build()
+        bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / f"{name}.blend"))
+        expected[name] = addon.bake.rigid_transforms(addon.bake.bake(bpy.context.scene).trajectory.transforms)
+    (tmp_path / "broken.blend").write_bytes(b"BLENDER-v405 this is not a blend file" * 10)
+    out, trajectories = tmp_path / "baked", tmp_path / "trajectories"
+    inputs = [tmp_path / name for name in ("slider.blend", "broken.blend", "hinge.blend")]
+
+    result = run_batch(tmp_path, *inputs, "--out-dir", out, "--trajectory-dir", trajectories)
+    assert result.returncode == 1
+    assert "broken.blend" in result.stderr and "cannot open" in result.stderr
+    assert "baked 2 of 3 files" in result.stderr and "Traceback" not in result.stderr
+    assert [line.split()[0] for line in result.stdout.splitlines() if line.startswith("file=")] == [
+        f"file={inputs[0]}", f"file={inputs[2]}"]
+    assert sorted(path.name for path in out.iterdir()) == ["hinge.blend", "slider.blend"]
+    assert sorted(path.name for path in trajectories.iterdir()) == ["hinge.npz", "slider.npz"]
+    for name, transforms in expected.items():
+        saved = addon.bake.rigid_transforms(np.load(trajectories / f"{name}.npz")["transforms"])
+        np.testing.assert_allclose(saved, transforms, atol=1e-12)
+    bpy.ops.wm.open_mainfile(filepath=str(out / "hinge.blend"))
+    assert any(ob.abd_bake.is_baked for ob in bpy.data.objects)
+
+
+def test_in_place_bakes_every_file_given(tmp_path):
+    for name in ("one", "two"):
+        slider_rig(frame_end=4)
+        bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / f"{name}.blend"))
+    result = run_batch(tmp_path, tmp_path / "one.blend", tmp_path / "two.blend", "--in-place")
+    assert result.returncode == 0, result.stderr
+    for name in ("one", "two"):
+        bpy.ops.wm.open_mainfile(filepath=str(tmp_path / f"{name}.blend"))
+        assert bpy.data.objects["Slider"].abd_bake.is_baked
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (dict(blends=[]), "required"),
+    (dict(blends=["a.blend"]), "one of --out, --out-dir or --in-place"),
+    (dict(blends=["a.blend", "b.blend"], out="x.blend"), "take one .blend file"),
+    (dict(blends=["a.blend", "b.blend"], out_dir="d", trajectory="t.npz"), "take one .blend file"),
+    (dict(blends=["a.blend"], out="x.blend", trajectory="t.npz", trajectory_dir="d"), "exclude each other"),
+    (dict(blends=["a.blend", "a.blend"], in_place=True), "given twice"),
+    (dict(blends=["a/shot.blend", "b/shot.blend"], out_dir="d"), "same path"),
+    (dict(blends=["d/a.blend"], out_dir="d"), "overwrite an input"),
+    (dict(blends=["a.blend"], out="a.blend"), "overwrite an input"),
+])
+def test_bake_plan_refuses_ambiguous_destinations(addon, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        addon.batch.bake_plan(**arguments)
+
+
+def test_bake_plan_names_outputs_after_the_inputs(addon):
+    plan = addon.batch.bake_plan(["shots/a.blend", "other/b.blend"], out_dir="baked", trajectory_dir="runs")
+    assert plan == [("shots/a.blend", os.path.join("baked", "a.blend"), os.path.join("runs", "a.npz")),
+                    ("other/b.blend", os.path.join("baked", "b.blend"), os.path.join("runs", "b.npz"))]
+    assert addon.batch.bake_plan(["a.blend"], in_place=True) == [("a.blend", "a.blend", None)]
+
+
 @pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"], ["--warm-up", "a.blend"],
-                                  ["--warm-up", "--device", "cpu"], ["a.blend", "--out", "b.blend", "--device", "gpu"]])
+                                  ["--warm-up", "--device", "cpu"], ["a.blend", "--out", "b.blend", "--device", "gpu"],
+                                  ["a.blend", "b.blend", "--out", "x.blend"], ["a.blend", "--out-dir", "d", "--in-place"]])
 def test_bad_arguments_exit_nonzero(tmp_path, args):
     result = run_batch(tmp_path, *args)
     assert result.returncode in (1, 2)
