@@ -205,6 +205,19 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     return bodies, joints
 
 
+def moved_by_blender_rigid_body(ob: bpy.types.Object, scene: bpy.types.Scene) -> bool:
+    """Whether Blender's own rigid-body simulation (Bullet) sets ``ob``'s transform on playback.
+
+    True for an Active rigid body without its Animated option (``rigid_body.kinematic``) in the
+    scene's enabled rigid body world: Blender then replaces the object's animation, baked keys
+    included, with its own simulation (Passive and Animated rigid bodies follow the animation).
+    """
+    rigid_body, world = ob.rigid_body, scene.rigidbody_world
+    return (rigid_body is not None and rigid_body.type == "ACTIVE" and not rigid_body.kinematic
+            and world is not None and world.enabled and world.collection is not None
+            and world.collection.objects.get(ob.name) == ob)
+
+
 class _Sampler:
     """Per-frame records of everything the solver takes per frame."""
 
@@ -284,6 +297,13 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     start, end = frame_range(scene)
     if end <= start:
         raise RigError(f"Scene '{scene.name}': the bake's frame range {start}..{end} is empty: the end must be after the start")
+    for ob in bodies:
+        if moved_by_blender_rigid_body(ob, scene):
+            raise RigError(
+                f"Object '{ob.name}' is an affine body and also an active Blender rigid body, whose own "
+                "simulation would replace the bake on playback: remove its Rigid Body (Physics properties) "
+                "or tick the rigid body's Animated option"
+            )
     settings = settings_from_scene(scene)
     frames = end - start + 1
 

@@ -10,6 +10,7 @@ import importlib.util
 from bpy.types import Panel
 
 from .bake import baked_objects
+from .export import moved_by_blender_rigid_body
 
 
 class _PhysicsPanel:
@@ -54,6 +55,8 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         else:
             row.operator("abd.body_add", icon="ADD")
         row.operator("abd.connect", icon="CONSTRAINT")
+        if body.enabled and moved_by_blender_rigid_body(context.object, context.scene):
+            layout.label(text="Also an active Blender rigid body: remove it or tick Animated", icon="ERROR")
         layout.use_property_split = True
         layout.active = body.enabled
         layout.prop(body, "motion")

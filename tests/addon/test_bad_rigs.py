@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import bpy
+import numpy as np
 import pytest
-from abd_rigs import add_box, scene_snapshot, select_only, slider_rig
+from abd_rigs import add_box, hinge_rig, scene_snapshot, select_only, slider_rig, world
 
 
 def _delete_body_data(base, slider, joint):
@@ -61,6 +62,12 @@ def _not_a_body(base, slider, joint):
     return "Slider"
 
 
+def _active_blender_rigid_body(base, slider, joint):
+    select_only(slider)
+    assert bpy.ops.rigidbody.object_add() == {"FINISHED"}
+    return "'Slider' is an affine body and also an active Blender rigid body"
+
+
 BREAKERS = {
     "body deleted (data)": _delete_body_data,
     "body deleted (operator)": _delete_body_operator,
@@ -71,6 +78,7 @@ BREAKERS = {
     "zero scale": _zero_scale,
     "limit lower above upper": _crossed_limit,
     "joint to an object that is no body": _not_a_body,
+    "also an active Blender rigid body": _active_blender_rigid_body,
 }
 
 
@@ -86,6 +94,31 @@ def test_bad_rig_reports_the_object_and_changes_nothing(breaker):
     assert message.startswith("Error: Bake failed")
     assert "Traceback" not in message and "unexpected" not in message
     assert scene_snapshot() == before
+
+
+@pytest.mark.parametrize("make_it_follow", ["animated", "passive", "world disabled"])
+def test_blender_rigid_bodies_that_follow_the_animation_are_allowed(make_it_follow):
+    """A Blender rigid body that Bullet does not move (Animated, Passive, or its world disabled)
+    bakes, and playback shows the bake: the same poses as without it."""
+    base, arm, joint = hinge_rig(frame_end=12)
+    bpy.ops.abd.bake()
+    expected = {}
+    for frame in (6, 12):
+        bpy.context.scene.frame_set(frame)
+        expected[frame] = world(arm)
+    bpy.ops.abd.bake_free()
+    select_only(arm)
+    assert bpy.ops.rigidbody.object_add() == {"FINISHED"}
+    if make_it_follow == "animated":
+        arm.rigid_body.kinematic = True
+    elif make_it_follow == "passive":
+        arm.rigid_body.type = "PASSIVE"
+    else:
+        bpy.context.scene.rigidbody_world.enabled = False
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    for frame, matrix in expected.items():
+        bpy.context.scene.frame_set(frame)
+        np.testing.assert_allclose(world(arm), matrix, atol=1e-6)
 
 
 def test_bad_rig_export_raises_rig_error_before_any_solver_work(addon):

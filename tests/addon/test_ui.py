@@ -10,7 +10,7 @@ import importlib.util
 
 import bpy
 import pytest
-from abd_rigs import hinge_rig, slider_rig
+from abd_rigs import hinge_rig, select_only, slider_rig
 
 
 class RecordingLayout:
@@ -88,3 +88,14 @@ def test_solver_panel_warns_when_the_gpu_device_lacks_cupy(addon):
     world.device = "CUPY"
     calls = draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
     assert (warning in calls) == (importlib.util.find_spec("cupy") is None)
+
+
+def test_body_panel_warns_about_an_active_blender_rigid_body(addon):
+    base, slider, joint = slider_rig(frame_end=8)
+    warning = ("label", "Also an active Blender rigid body: remove it or tick Animated")
+    select_only(slider)
+    assert warning not in draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert bpy.ops.rigidbody.object_add() == {"FINISHED"}
+    assert warning in draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    slider.rigid_body.kinematic = True
+    assert warning not in draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
