@@ -33,7 +33,7 @@ from typing import Callable, Optional
 
 import bpy
 import numpy as np
-from mathutils import Matrix
+from mathutils import Euler, Matrix, Quaternion
 
 from .export import Export, export_scene, rigid_transforms
 
@@ -119,6 +119,9 @@ def local_matrices(export: Export, worlds: dict) -> dict:
 def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
     """Decompose ``matrix_basis`` values (N, 4, 4) into location / rotation / scale keys.
 
+    ``matrix_basis`` includes the object's (static) delta transforms: Blender composes it as
+    T(location + delta_location) R(delta_rotation) R(rotation) S(scale * delta_scale)
+    (``BKE_object_to_mat4``), so the keys are what is left after taking the deltas out.
     The rotation follows ``ob.rotation_mode``: quaternions keep the sign of the previous frame's
     (q and -q are the same rotation, the smaller step is taken); Euler angles are made
     compatible with the previous frame's (no 360 degree jumps), starting from the object's
@@ -130,15 +133,21 @@ def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
     mode = ob.rotation_mode
     if mode == "QUATERNION":
         path, rotation = "rotation_quaternion", np.empty((count, 4))
-    elif mode == "AXIS_ANGLE":
+        delta_rotation = ob.delta_rotation_quaternion.normalized()
+    elif mode == "AXIS_ANGLE":  # Blender has no delta axis-angle rotation in its Python API
         path, rotation = "rotation_axis_angle", np.empty((count, 4))
+        delta_rotation = Quaternion()
     else:
         path, rotation = "rotation_euler", np.empty((count, 3))
+        delta_rotation = Euler(ob.delta_rotation_euler, mode).to_quaternion()
+    undo_delta_rotation = delta_rotation.inverted()
+    delta_location, delta_scale = np.array(ob.delta_location), np.array(ob.delta_scale)
     previous_quaternion = None
     previous_euler = ob.rotation_euler.copy()
     for frame, values in enumerate(matrices):
         loc, quaternion, size = Matrix(values.tolist()).decompose()
-        location[frame], scale[frame] = loc, size
+        location[frame], scale[frame] = np.array(loc) - delta_location, np.array(size) / delta_scale
+        quaternion = undo_delta_rotation @ quaternion
         if previous_quaternion is not None and quaternion.dot(previous_quaternion) < 0.0:
             quaternion.negate()
         previous_quaternion = quaternion

@@ -71,6 +71,32 @@ def test_rotation_modes(addon, rotation_mode):
     assert joint["abd_angle"] == pytest.approx(angle[-1], abs=TOLERANCE)
 
 
+@pytest.mark.parametrize("rotation_mode, deltas", [
+    ("XYZ", {"delta_location": (0.1, -0.2, 0.3)}),
+    ("ZXY", {"delta_rotation_euler": (0.2, 0.3, -0.1)}),
+    ("QUATERNION", {"delta_rotation_quaternion": (math.cos(0.2), 0.0, math.sin(0.2), 0.0)}),
+    ("XYZ", {"delta_scale": (1.0, 1.2, 0.9), "delta_rotation_euler": (0.0, 0.0, 0.4)}),
+    ("AXIS_ANGLE", {"delta_location": (0.0, 0.0, 0.3), "delta_scale": (1.1, 1.0, 1.0)}),
+], ids=["location", "euler ZXY", "quaternion", "scale and rotation", "axis-angle with location and scale"])
+def test_delta_transforms_are_kept_out_of_the_keys(addon, rotation_mode, deltas):
+    """A body and its joint Empty with delta transforms play back the trajectory (the deltas
+    still apply on top of the keys, which leave them out), from where they stood before."""
+    base, arm, joint = hinge_rig(frame_end=24, rotation_mode=rotation_mode)
+    for ob in (arm, joint):
+        for name, value in deltas.items():
+            setattr(ob, name, value)
+    bpy.context.view_layer.update()
+    before = {ob.name: world(ob) for ob in (arm, joint)}
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert_body_follows(arm, export, trajectory, rigid, (1, 5, 13, 24))
+    bpy.context.scene.frame_set(1)
+    for ob in (arm, joint):
+        np.testing.assert_allclose(world(ob), before[ob.name], atol=TOLERANCE, err_msg=ob.name)
+    for name, value in deltas.items():
+        assert tuple(getattr(arm, name)) == pytest.approx(value)
+
+
 def test_quaternion_sign_and_euler_continuity(addon):
     base, arm, joint = hinge_rig(frame_end=24, rotation_mode="QUATERNION")
     arm.abd_body.angular_velocity = (0.0, 40.0, 0.0)  # several turns
