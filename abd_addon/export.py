@@ -205,17 +205,38 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     return bodies, joints
 
 
-def moved_by_blender_rigid_body(ob: bpy.types.Object, scene: bpy.types.Scene) -> bool:
-    """Whether Blender's own rigid-body simulation (Bullet) sets ``ob``'s transform on playback.
+#: Transform properties of an object whose drivers would override a bake's keys (the bake keys
+#: location, rotation and scale, and leaves the delta transforms as they are).
+TRANSFORM_PATHS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
+                   "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
 
-    True for an Active rigid body without its Animated option (``rigid_body.kinematic``) in the
-    scene's enabled rigid body world: Blender then replaces the object's animation, baked keys
-    included, with its own simulation (Passive and Animated rigid bodies follow the animation).
+
+def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool) -> tuple[str, str] | None:
+    """What would make ``ob`` play back something other than the bake, as (what, how to fix), or None.
+
+    - Any affine body: an Active Blender rigid body without its Animated option
+      (``rigid_body.kinematic``) in the scene's enabled rigid body world; Bullet's own simulation
+      then replaces the object's animation on playback (Passive and Animated rigid bodies follow it).
+    - An object the bake keys (``keyed``: a dynamic body or a joint Empty): an object constraint
+      that is on (not muted, influence above 0), or a driver (not muted) on one of
+      :data:`TRANSFORM_PATHS`: both act after the keyframes.
     """
     rigid_body, world = ob.rigid_body, scene.rigidbody_world
-    return (rigid_body is not None and rigid_body.type == "ACTIVE" and not rigid_body.kinematic
+    if (rigid_body is not None and rigid_body.type == "ACTIVE" and not rigid_body.kinematic
             and world is not None and world.enabled and world.collection is not None
-            and world.collection.objects.get(ob.name) == ob)
+            and world.collection.objects.get(ob.name) == ob):
+        return ("active Blender rigid body",
+                "remove its Rigid Body (Physics properties) or tick the rigid body's Animated option")
+    if not keyed:
+        return None
+    for constraint in ob.constraints:
+        if not constraint.mute and constraint.influence > 0.0:
+            return f"constraint '{constraint.name}'", "mute or delete the constraint (Object Constraint properties)"
+    drivers = ob.animation_data.drivers if ob.animation_data is not None else ()
+    for fcurve in drivers:
+        if not fcurve.mute and fcurve.data_path in TRANSFORM_PATHS:
+            return f"driver on {fcurve.data_path}[{fcurve.array_index}]", "delete or mute the driver"
+    return None
 
 
 class _Sampler:
@@ -297,13 +318,6 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     start, end = frame_range(scene)
     if end <= start:
         raise RigError(f"Scene '{scene.name}': the bake's frame range {start}..{end} is empty: the end must be after the start")
-    for ob in bodies:
-        if moved_by_blender_rigid_body(ob, scene):
-            raise RigError(
-                f"Object '{ob.name}' is an affine body and also an active Blender rigid body, whose own "
-                "simulation would replace the bake on playback: remove its Rigid Body (Physics properties) "
-                "or tick the rigid body's Animated option"
-            )
     settings = settings_from_scene(scene)
     frames = end - start + 1
 
@@ -315,6 +329,11 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
 
     keyed = [ob for ob in bodies if ob.abd_body.motion == "DYNAMIC"] + joints
     keyed_names = {ob.name_full for ob in keyed}
+    for ob in bodies + joints:
+        override = playback_override(ob, scene, ob.name_full in keyed_names)
+        if override is not None:
+            what, fix = override
+            raise RigError(f"Object '{ob.name}': its {what} would override the bake on playback: {fix}")
     parented = [ob for ob in keyed if ob.parent is not None and ob.parent.name_full not in keyed_names]
     sampler = _Sampler(frames, bodies, joints, parented)
     meshes = {}

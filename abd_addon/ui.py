@@ -10,7 +10,7 @@ import importlib.util
 from bpy.types import Panel
 
 from .bake import baked_objects
-from .export import moved_by_blender_rigid_body
+from .export import playback_override
 
 
 class _PhysicsPanel:
@@ -29,6 +29,14 @@ def _body(context):
 def _joint(context):
     ob = context.object
     return ob.abd_joint if ob is not None and ob.type == "EMPTY" else None
+
+
+def _override_warning(layout, context, keyed: bool) -> None:
+    """An error line when something would override the context object's bake on playback
+    (:func:`abd_addon.export.playback_override`; the bake refuses it)."""
+    override = playback_override(context.object, context.scene, keyed)
+    if override is not None:
+        layout.label(text=f"Its {override[0]} would override the bake", icon="ERROR")
 
 
 class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
@@ -55,8 +63,8 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         else:
             row.operator("abd.body_add", icon="ADD")
         row.operator("abd.connect", icon="CONSTRAINT")
-        if body.enabled and moved_by_blender_rigid_body(context.object, context.scene):
-            layout.label(text="Also an active Blender rigid body: remove it or tick Animated", icon="ERROR")
+        if body.enabled:
+            _override_warning(layout, context, body.motion == "DYNAMIC")
         layout.use_property_split = True
         layout.active = body.enabled
         layout.prop(body, "motion")
@@ -145,6 +153,8 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         layout.use_property_split = True
         joint = context.object.abd_joint
         layout.active = joint.enabled
+        if joint.enabled:
+            _override_warning(layout, context, True)
         layout.prop(joint, "type")
         col = layout.column(align=True)
         col.prop(joint, "l_body", text="Parent")

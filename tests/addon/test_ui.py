@@ -90,12 +90,16 @@ def test_solver_panel_warns_when_the_gpu_device_lacks_cupy(addon):
     assert (warning in calls) == (importlib.util.find_spec("cupy") is None)
 
 
-def test_body_panel_warns_about_an_active_blender_rigid_body(addon):
+def test_panels_warn_about_what_would_override_the_bake(addon):
     base, slider, joint = slider_rig(frame_end=8)
-    warning = ("label", "Also an active Blender rigid body: remove it or tick Animated")
+    warning = ("label", "Its active Blender rigid body would override the bake")
     select_only(slider)
     assert warning not in draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
     assert bpy.ops.rigidbody.object_add() == {"FINISHED"}
     assert warning in draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
     slider.rigid_body.kinematic = True
     assert warning not in draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    select_only(joint)
+    joint.constraints.new("CHILD_OF")
+    assert ("label", "Its constraint 'Child Of' would override the bake") in draw_panel(
+        addon.ui.PHYSICS_PT_abd_joint, bpy.context)
