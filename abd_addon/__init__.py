@@ -68,7 +68,7 @@ def register() -> None:
             bpy.utils.register_class(cls)
             _registered.append(cls)
     for owner, name, group in properties.POINTERS:
-        setattr(owner, name, bpy.props.PointerProperty(type=group))
+        setattr(owner, name, bpy.props.PointerProperty(type=group, override=properties.OVERRIDABLE))
     urdf_import.register_menu()
     overlay.register()
 

@@ -330,6 +330,12 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     keyed = [ob for ob in bodies if ob.abd_body.motion == "DYNAMIC"] + joints
     keyed_names = {ob.name_full for ob in keyed}
     for ob in bodies + joints:
+        if ob.library is not None and ob.name_full in keyed_names:
+            raise RigError(
+                f"Object '{ob.name}' is linked from the library '{ob.library.filepath}', so its bake would not "
+                "be saved with this file: make it local (Object > Relations > Make Local) or give it a "
+                "library override (Object > Library Override > Make)"
+            )
         override = playback_override(ob, scene, ob.name_full in keyed_names)
         if override is not None:
             what, fix = override

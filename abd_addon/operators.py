@@ -22,7 +22,7 @@ from ..solver.scene import SceneError
 from . import bake as bake_module
 from . import extension_package, extension_root, warmup
 from .export import RigError, export_scene
-from .properties import JOINT_TYPE_ITEMS
+from .properties import JOINT_TYPE_ITEMS, store_groups
 
 #: Exceptions that mean "the user's rig or settings are wrong" (reported without a traceback).
 USER_ERRORS = (RigError, SceneError)
@@ -72,6 +72,7 @@ class ABD_OT_body_add(Operator):
             return {"CANCELLED"}
         for ob in meshes:
             ob.abd_body.enabled = True
+            store_groups(ob)
         skipped = len(context.selected_objects) - len(meshes)
         message = f"{len(meshes)} affine bod{'y' if len(meshes) == 1 else 'ies'} added"
         self.report({"WARNING"} if skipped else {"INFO"}, message + (f"; {skipped} non-mesh object(s) skipped" if skipped else ""))
@@ -178,6 +179,7 @@ class ABD_OT_connect(Operator):
         joint.type = self.type
         joint.l_body = parent
         joint.r_body = child
+        store_groups(empty)
         for ob in context.selected_objects:
             ob.select_set(False)
         empty.select_set(True)

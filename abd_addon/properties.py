@@ -21,6 +21,11 @@ from bpy.types import PropertyGroup
 #: Options of a property that is read once (not sampled per frame).
 STATIC = set()
 
+#: Every property here may differ on a library override of its object (or scene) and is saved with
+#: it: the settings, so that a shot can tweak a linked rig, and the bake state, so that Free Bake
+#: works on an override's bake.
+OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
+
 MOTION_ITEMS = (
     ("DYNAMIC", "Dynamic", "Simulated: moved by gravity, joints and the soft transform"),
     ("FIXED", "Fixed", "Never moves: stays at its pose of the first frame"),
@@ -51,23 +56,23 @@ def _is_mesh_object(self, ob: bpy.types.Object) -> bool:
 class ABDSoftTransformProperties(PropertyGroup):
     """Soft Transform Constraint (#16): pull the body towards a target pose."""
 
-    is_constrained: BoolProperty(
+    is_constrained: BoolProperty(override=OVERRIDABLE,
         name="Soft Transform",
         description="Pull the body towards the target pose (animatable: is_constrained per frame)",
         default=False,
     )
-    strength_ratio_p: FloatProperty(
+    strength_ratio_p: FloatProperty(override=OVERRIDABLE,
         name="Translation (η_p)",
         description="η_p: strength of the pull on the centre of mass, relative to the mass (keep within 0 to 100)",
         default=100.0, min=0.0, soft_max=100.0,
     )
-    strength_ratio_a: FloatProperty(
+    strength_ratio_a: FloatProperty(override=OVERRIDABLE,
         name="Rotation (η_a)",
         description="η_a: strength of the pull on the rotation, relative to the inertia (keep within 0 to 100)",
         default=100.0, min=0.0, soft_max=100.0,
     )
-    target: EnumProperty(name="Target", items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC)
-    target_object: PointerProperty(
+    target: EnumProperty(override=OVERRIDABLE, name="Target", items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC)
+    target_object: PointerProperty(override=OVERRIDABLE,
         name="Target Object", type=bpy.types.Object,
         description="The object whose world transform (rotation and location) is the target pose",
         options=STATIC,
@@ -77,52 +82,52 @@ class ABDSoftTransformProperties(PropertyGroup):
 class ABDBodyProperties(PropertyGroup):
     """Affine body settings of a mesh object (``Object.abd_body``)."""
 
-    enabled: BoolProperty(name="Affine Body", description="Simulate this mesh as an affine body", default=False, options=STATIC)
-    motion: EnumProperty(name="Motion", items=MOTION_ITEMS, default="DYNAMIC", options=STATIC)
-    mass_mode: EnumProperty(name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC)
-    mass_density: FloatProperty(
+    enabled: BoolProperty(override=OVERRIDABLE, name="Affine Body", description="Simulate this mesh as an affine body", default=False, options=STATIC)
+    motion: EnumProperty(override=OVERRIDABLE, name="Motion", items=MOTION_ITEMS, default="DYNAMIC", options=STATIC)
+    mass_mode: EnumProperty(override=OVERRIDABLE, name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC)
+    mass_density: FloatProperty(override=OVERRIDABLE,
         name="Density", description="Mass density in kg/m³", default=1000.0, min=1e-6, soft_max=20000.0,
         precision=1, options=STATIC,
     )
-    mass: FloatProperty(
+    mass: FloatProperty(override=OVERRIDABLE,
         name="Mass", description="Total mass in kg (the density is mass / mesh volume)", default=1.0, min=1e-9,
         unit="MASS", options=STATIC,
     )
-    use_inertia: BoolProperty(
+    use_inertia: BoolProperty(override=OVERRIDABLE,
         name="Explicit Inertia",
         description=("Use the centre of mass and inertia tensor below with the mass, instead of spreading the mass "
                      "uniformly over the mesh volume (as a URDF <inertial> gives them)"),
         default=False, options=STATIC,
     )
-    mass_center: FloatVectorProperty(
+    mass_center: FloatVectorProperty(override=OVERRIDABLE,
         name="Centre of Mass", description="Centre of mass in the object's local coordinates",
         size=3, subtype="TRANSLATION", unit="LENGTH", options=STATIC,
     )
-    inertia: FloatVectorProperty(
+    inertia: FloatVectorProperty(override=OVERRIDABLE,
         name="Inertia",
         description=("Inertia tensor about the centre of mass in the object's local axes, kg m², "
                      "as Ixx, Ixy, Ixz, Iyy, Iyz, Izz (the URDF order)"),
         size=6, default=(1.0, 0.0, 0.0, 1.0, 0.0, 1.0), precision=6, options=STATIC,
     )
-    precise: StringProperty(
+    precise: StringProperty(override=OVERRIDABLE,
         name="Precise Values", options=STATIC | {"HIDDEN"},
         description=("Double-precision copies (JSON) of mass, mass_center and inertia as an importer wrote them; "
                      "used while a field still shows the same single-precision value"),
     )
-    kappa: FloatProperty(
+    kappa: FloatProperty(override=OVERRIDABLE,
         name="Stiffness (κ)",
         description="κ: stiffness of the orthogonality potential that keeps the body rigid, in Pa",
         default=1e8, min=1.0, soft_min=1e4, soft_max=1e11, precision=0, options=STATIC,
     )
-    linear_velocity: FloatVectorProperty(
+    linear_velocity: FloatVectorProperty(override=OVERRIDABLE,
         name="Linear Velocity", description="Initial velocity of the centre of mass (world axes)",
         size=3, subtype="VELOCITY", unit="VELOCITY", options=STATIC,
     )
-    angular_velocity: FloatVectorProperty(
+    angular_velocity: FloatVectorProperty(override=OVERRIDABLE,
         name="Angular Velocity", description="Initial angular velocity in rad/s (world axes)",
         size=3, subtype="XYZ", options=STATIC,
     )
-    soft_transform: PointerProperty(type=ABDSoftTransformProperties)
+    soft_transform: PointerProperty(override=OVERRIDABLE, type=ABDSoftTransformProperties)
 
 
 def set_precise(group, **values) -> None:
@@ -171,16 +176,16 @@ def get_precise(group, name: str):
 class ABDLimitProperties(PropertyGroup):
     """Joint limit: Prismatic Joint Limit (#669) or Revolute Joint Limit (#670). Animatable."""
 
-    use: BoolProperty(name="Limit", description="Keep the joint between lower and upper", default=False)
-    lower: FloatProperty(name="Lower", description="Lower limit of the distance along Z", default=-1.0, unit="LENGTH")
-    upper: FloatProperty(name="Upper", description="Upper limit of the distance along Z", default=1.0, unit="LENGTH")
-    lower_angle: FloatProperty(
+    use: BoolProperty(override=OVERRIDABLE, name="Limit", description="Keep the joint between lower and upper", default=False)
+    lower: FloatProperty(override=OVERRIDABLE, name="Lower", description="Lower limit of the distance along Z", default=-1.0, unit="LENGTH")
+    upper: FloatProperty(override=OVERRIDABLE, name="Upper", description="Upper limit of the distance along Z", default=1.0, unit="LENGTH")
+    lower_angle: FloatProperty(override=OVERRIDABLE,
         name="Lower", description="Lower limit of the angle about Z", default=-math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
     )
-    upper_angle: FloatProperty(
+    upper_angle: FloatProperty(override=OVERRIDABLE,
         name="Upper", description="Upper limit of the angle about Z", default=math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
     )
-    strength: FloatProperty(
+    strength: FloatProperty(override=OVERRIDABLE,
         name="Strength", description="Strength of the cubic penalty beyond the limits", default=1.0, min=0.0, soft_max=100.0,
     )
 
@@ -188,15 +193,15 @@ class ABDLimitProperties(PropertyGroup):
 class ABDDriveProperties(PropertyGroup):
     """Driving Prismatic Joint (#21): drive the joint to ``aim_distance``. Animatable."""
 
-    is_constrained: BoolProperty(name="Drive", description="Drive the joint (is_constrained)", default=False)
-    is_passive: BoolProperty(
+    is_constrained: BoolProperty(override=OVERRIDABLE, name="Drive", description="Drive the joint (is_constrained)", default=False)
+    is_passive: BoolProperty(override=OVERRIDABLE,
         name="Passive", description="Lock the joint at its current distance instead of driving it to the aim", default=False,
     )
-    aim_distance: FloatProperty(
+    aim_distance: FloatProperty(override=OVERRIDABLE,
         name="Aim Distance", description="Target distance, in the same frame as the reported distance", default=0.0,
         unit="LENGTH",
     )
-    strength_ratio: FloatProperty(
+    strength_ratio: FloatProperty(override=OVERRIDABLE,
         name="Strength Ratio", description="γ in K = γ (m_l + m_r)", default=100.0, min=0.0, soft_max=1000.0,
     )
 
@@ -204,61 +209,61 @@ class ABDDriveProperties(PropertyGroup):
 class ABDJointProperties(PropertyGroup):
     """A joint on an Empty (``Object.abd_joint``): origin = anchor, local Z = axis."""
 
-    enabled: BoolProperty(name="ABD Joint", description="This Empty is an affine-body joint", default=False, options=STATIC)
-    type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC)
-    l_body: PointerProperty(
+    enabled: BoolProperty(override=OVERRIDABLE, name="ABD Joint", description="This Empty is an affine-body joint", default=False, options=STATIC)
+    type: EnumProperty(override=OVERRIDABLE, name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC)
+    l_body: PointerProperty(override=OVERRIDABLE,
         name="Parent", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
         description="Parent body (l): the joint Empty follows it after the bake",
     )
-    r_body: PointerProperty(name="Child", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
+    r_body: PointerProperty(override=OVERRIDABLE, name="Child", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
                             description="Child body (r)")
-    strength_ratio: FloatProperty(
+    strength_ratio: FloatProperty(override=OVERRIDABLE,
         name="Strength Ratio", description="γ in K = γ (m_l + m_r): how stiffly the joint holds",
         default=100.0, min=0.0, soft_max=1000.0, options=STATIC,
     )
-    init_distance: FloatProperty(
+    init_distance: FloatProperty(override=OVERRIDABLE,
         name="Init Distance", description="Reported distance at the first frame (offset of abd_distance)",
         default=0.0, unit="LENGTH", options=STATIC,
     )
-    init_angle: FloatProperty(
+    init_angle: FloatProperty(override=OVERRIDABLE,
         name="Init Angle", description="Reported angle at the first frame (offset of abd_angle)",
         default=0.0, subtype="ANGLE", unit="ROTATION", options=STATIC,
     )
-    limit: PointerProperty(type=ABDLimitProperties)
-    drive: PointerProperty(type=ABDDriveProperties)
+    limit: PointerProperty(override=OVERRIDABLE, type=ABDLimitProperties)
+    drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
 
 
 class ABDWorldProperties(PropertyGroup):
     """Scene settings of the solver (``Scene.abd_world``)."""
 
-    substeps: IntProperty(name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
-    use_scene_frame_range: BoolProperty(
+    substeps: IntProperty(override=OVERRIDABLE, name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
+    use_scene_frame_range: BoolProperty(override=OVERRIDABLE,
         name="Scene Frame Range", description="Bake the scene's frame range", default=True, options=STATIC,
     )
-    frame_start: IntProperty(name="Start", description="First frame of the bake", default=1, min=0, options=STATIC)
-    frame_end: IntProperty(name="End", description="Last frame of the bake", default=250, min=0, options=STATIC)
-    use_scene_gravity: BoolProperty(
+    frame_start: IntProperty(override=OVERRIDABLE, name="Start", description="First frame of the bake", default=1, min=0, options=STATIC)
+    frame_end: IntProperty(override=OVERRIDABLE, name="End", description="Last frame of the bake", default=250, min=0, options=STATIC)
+    use_scene_gravity: BoolProperty(override=OVERRIDABLE,
         name="Scene Gravity", description="Use the scene's gravity (Scene properties)", default=True, options=STATIC,
     )
-    gravity: FloatVectorProperty(
+    gravity: FloatVectorProperty(override=OVERRIDABLE,
         name="Gravity", size=3, subtype="ACCELERATION", unit="ACCELERATION", default=(0.0, 0.0, -9.81), options=STATIC,
     )
-    max_iterations: IntProperty(
+    max_iterations: IntProperty(override=OVERRIDABLE,
         name="Max Iterations", description="Newton iteration cap per time step", default=100, min=1, soft_max=1000, options=STATIC,
     )
-    velocity_tol: FloatProperty(
+    velocity_tol: FloatProperty(override=OVERRIDABLE,
         name="Velocity Tolerance", description="Newton convergence: largest vertex velocity change, m/s",
         default=0.05, min=1e-9, precision=4, options=STATIC,
     )
-    transrate_tol: FloatProperty(
+    transrate_tol: FloatProperty(override=OVERRIDABLE,
         name="Transrate Tolerance", description="Newton convergence: largest change of the affine rate, 1/s",
         default=0.1, min=1e-9, precision=4, options=STATIC,
     )
-    line_search_max_iterations: IntProperty(
+    line_search_max_iterations: IntProperty(override=OVERRIDABLE,
         name="Line Search Steps", description="Halvings of the backtracking line search", default=8, min=0, max=100,
         options=STATIC,
     )
-    device: EnumProperty(
+    device: EnumProperty(override=OVERRIDABLE,
         name="Device", description="Where the solver's Newton systems are solved (the same result within round-off)",
         items=(
             ("CPU", "CPU", "Banded Cholesky or sparse LU on the CPU"),
@@ -272,19 +277,46 @@ class ABDWorldProperties(PropertyGroup):
 class ABDBakeState(PropertyGroup):
     """What a bake replaced on one object, so Free Bake can put it back (``Object.abd_bake``)."""
 
-    is_baked: BoolProperty(default=False, options=STATIC)
-    action: PointerProperty(type=bpy.types.Action, options=STATIC, description="The baked action")
-    previous_action: PointerProperty(type=bpy.types.Action, options=STATIC, description="The action before the bake")
-    previous_slot: StringProperty(options=STATIC, description="Identifier of the action slot before the bake")
-    had_animation_data: BoolProperty(default=False, options=STATIC)
-    previous_influence: FloatProperty(default=1.0, options=STATIC)
-    previous_blend_type: StringProperty(default="REPLACE", options=STATIC)
-    previous_extrapolation: StringProperty(default="HOLD", options=STATIC)
-    previous_location: FloatVectorProperty(size=3, options=STATIC)
-    previous_rotation_euler: FloatVectorProperty(size=3, options=STATIC)
-    previous_rotation_quaternion: FloatVectorProperty(size=4, default=(1.0, 0.0, 0.0, 0.0), options=STATIC)
-    previous_rotation_axis_angle: FloatVectorProperty(size=4, default=(0.0, 0.0, 1.0, 0.0), options=STATIC)
-    previous_scale: FloatVectorProperty(size=3, default=(1.0, 1.0, 1.0), options=STATIC)
+    is_baked: BoolProperty(override=OVERRIDABLE, default=False, options=STATIC)
+    action: PointerProperty(override=OVERRIDABLE, type=bpy.types.Action, options=STATIC, description="The baked action")
+    previous_action: PointerProperty(override=OVERRIDABLE, type=bpy.types.Action, options=STATIC, description="The action before the bake")
+    previous_slot: StringProperty(override=OVERRIDABLE, options=STATIC, description="Identifier of the action slot before the bake")
+    had_animation_data: BoolProperty(override=OVERRIDABLE, default=False, options=STATIC)
+    previous_influence: FloatProperty(override=OVERRIDABLE, default=1.0, options=STATIC)
+    previous_blend_type: StringProperty(override=OVERRIDABLE, default="REPLACE", options=STATIC)
+    previous_extrapolation: StringProperty(override=OVERRIDABLE, default="HOLD", options=STATIC)
+    previous_location: FloatVectorProperty(override=OVERRIDABLE, size=3, options=STATIC)
+    previous_rotation_euler: FloatVectorProperty(override=OVERRIDABLE, size=3, options=STATIC)
+    previous_rotation_quaternion: FloatVectorProperty(override=OVERRIDABLE, size=4, default=(1.0, 0.0, 0.0, 0.0), options=STATIC)
+    previous_rotation_axis_angle: FloatVectorProperty(override=OVERRIDABLE, size=4, default=(0.0, 0.0, 1.0, 0.0), options=STATIC)
+    previous_scale: FloatVectorProperty(override=OVERRIDABLE, size=3, default=(1.0, 1.0, 1.0), options=STATIC)
+
+
+def store_groups(ob: bpy.types.Object) -> None:
+    """Write every ABD property group of ``ob`` (``abd_body``, ``abd_joint``, ``abd_bake`` and the
+    groups inside them) into its stored ID properties, each property at its current value.
+
+    Blender 5.0 cannot override a property of a group that the linked object never stored: its
+    override diff then replaces the whole group, which fails when the shot is reopened, and the
+    overridden values are lost (4.2 to 4.5 override such properties one by one). Add Affine Body
+    and Connect store every group of the objects they make, so that a library made with them can
+    be overridden in a shot on 5.0 too, its bake and Free Bake's record of it included.
+    """
+    for owner, name, _group in POINTERS:
+        if owner is bpy.types.Object:
+            _store(getattr(ob, name))
+
+
+def _store(group) -> None:
+    """Set every writable property of ``group`` to its own value, nested groups recursively."""
+    for prop in group.bl_rna.properties:
+        if prop.identifier in ("rna_type", "name") or prop.is_readonly and prop.type != "POINTER":
+            continue
+        value = getattr(group, prop.identifier)
+        if isinstance(value, PropertyGroup):
+            _store(value)
+        else:
+            setattr(group, prop.identifier, value)
 
 
 #: Registration order: nested groups before the groups that point to them.

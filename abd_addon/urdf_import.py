@@ -42,7 +42,7 @@ from mathutils import Matrix, Vector
 from ..solver.mass import mesh_volume
 from ..solver.urdf import DEFAULT_LIMIT_STRENGTH, DEFAULT_STRENGTH_RATIO, UrdfError, UrdfWarning, import_urdf
 from .operators import joint_matrix
-from .properties import set_precise
+from .properties import set_precise, store_groups
 
 #: Python packages the URDF reader needs (bundled as wheels in the extension zip).
 REQUIRED_PACKAGES = ("yourdfpy", "trimesh", "lxml")
@@ -193,6 +193,7 @@ def build_rig(result, parent: bpy.types.Collection, name: str | None = None) -> 
             if colour is not None:
                 ob.color = colour
             _setup_body(ob, body)
+            store_groups(ob)
         corners = [
             np.asarray(b.mesh.vertices) @ np.asarray(b.transform)[:3, :3].T + np.asarray(b.transform)[:3, 3]
             for b in scene.bodies
@@ -209,6 +210,7 @@ def build_rig(result, parent: bpy.types.Collection, name: str | None = None) -> 
             axis = np.asarray(joint.position1, dtype=np.float64) - position0
             empty.matrix_world = joint_matrix(Vector(position0.tolist()), Vector(axis.tolist()))
             _setup_joint(empty, joint, rig.bodies)
+            store_groups(empty)
     except BaseException:
         _remove(rig, meshes)
         raise

@@ -184,3 +184,29 @@ def test_unexpected_error_is_reported_without_traceback(addon, monkeypatch, caps
     assert "unexpected ZeroDivisionError" in message and "Traceback" not in message
     assert "Traceback" in capsys.readouterr().err  # the details go to the console
     assert scene_snapshot() == before
+
+
+def test_linked_objects_are_refused_and_local_ones_keep_their_bake(tmp_path):
+    """A rig linked from a library: its bake would be lost when the file is saved (linked data is
+    not saved with it), so it is refused, naming the object and the library; made local, the rig
+    bakes and the bake survives saving and reopening."""
+    hinge_rig(frame_end=8)
+    library = tmp_path / "library.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    bpy.ops.wm.read_homefile(app_template="")
+    for ob in list(bpy.data.objects):
+        bpy.data.objects.remove(ob)
+    with bpy.data.libraries.load(str(library), link=True) as (data_from, data_to):
+        data_to.objects = list(data_from.objects)
+    for ob in data_to.objects:
+        bpy.context.scene.collection.objects.link(ob)
+    before = scene_snapshot()
+    with pytest.raises(RuntimeError, match="'Arm' is linked from the library '.*library.blend'"):
+        bpy.ops.abd.bake()
+    assert scene_snapshot() == before
+    assert bpy.ops.object.make_local(type="ALL") == {"FINISHED"}
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    shot = tmp_path / "shot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(shot))
+    bpy.ops.wm.open_mainfile(filepath=str(shot))
+    assert bpy.data.objects["Arm"].abd_bake.is_baked

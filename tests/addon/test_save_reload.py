@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
-from abd_rigs import add_box, scene_snapshot, select_only, slider_rig, world
+from abd_rigs import add_box, hinge_rig, scene_snapshot, select_only, slider_rig, world
 
 
 def _settings(group) -> dict:
@@ -79,3 +79,37 @@ def test_save_reload_bake_again_is_identical(addon, tmp_blend):
     slider = bpy.data.objects["Slider"]
     assert not slider.abd_bake.is_baked and slider.animation_data is None
     np.testing.assert_allclose(world(slider)[:3, 3], (0.0, 0.0, -1.2), atol=1e-6)
+
+
+def test_library_override_keeps_its_settings_and_its_bake(tmp_path):
+    """A rig linked from a library and overridden in a shot (a studio's usual set-up): a changed
+    setting, the bake and Free Bake's record of it are saved with the shot, so after reopening
+    it the bake plays back and Free Bake restores the linked pose."""
+    hinge_rig(frame_end=8)
+    library = tmp_path / "library.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    bpy.ops.wm.read_homefile(app_template="")
+    for ob in list(bpy.data.objects):
+        bpy.data.objects.remove(ob)
+    with bpy.data.libraries.load(str(library), link=True) as (data_from, data_to):
+        data_to.collections = list(data_from.collections)
+    data_to.collections[0].override_hierarchy_create(bpy.context.scene, bpy.context.view_layer,
+                                                     do_fully_editable=True)
+    arm, joint = bpy.context.scene.objects["Arm"], bpy.context.scene.objects["Joint_Base_Arm"]
+    assert arm.override_library is not None and arm.library is None
+    joint.abd_joint.strength_ratio = 250.0
+    rest = world(arm)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    bpy.context.scene.frame_set(8)
+    baked = world(arm)
+    assert np.abs(baked - rest).max() > 0.1  # it swung
+    shot = tmp_path / "shot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(shot))
+    bpy.ops.wm.open_mainfile(filepath=str(shot))
+    arm, joint = bpy.context.scene.objects["Arm"], bpy.context.scene.objects["Joint_Base_Arm"]
+    assert joint.abd_joint.strength_ratio == 250.0
+    assert arm.abd_bake.is_baked
+    bpy.context.scene.frame_set(8)
+    np.testing.assert_allclose(world(arm), baked, atol=1e-6)
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    np.testing.assert_allclose(world(arm), rest, atol=1e-6)
