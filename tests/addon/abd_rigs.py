@@ -106,6 +106,18 @@ def hinge_rig(frame_end: int = 12, rotation_mode: str = "XYZ"):
     return base, arm, joint
 
 
+def hinge_rig_library(folder) -> str:
+    """Save :func:`hinge_rig` (8 frames) as ``folder/library.blend`` and start an empty file to link
+    it into; returns the library's path."""
+    hinge_rig(frame_end=8)
+    library = str(folder / "library.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=library)
+    bpy.ops.wm.read_homefile(app_template="")
+    for ob in list(bpy.data.objects):
+        bpy.data.objects.remove(ob)
+    return library
+
+
 def world(ob) -> np.ndarray:
     """The object's evaluated world matrix as a (4, 4) float64 array."""
     return np.array(ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).matrix_world, dtype=np.float64)

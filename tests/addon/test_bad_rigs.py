@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import add_box, hinge_rig, scene_snapshot, select_only, slider_rig, world
+from abd_rigs import add_box, hinge_rig, hinge_rig_library, scene_snapshot, select_only, slider_rig, world
 
 
 def _delete_body_data(base, slider, joint):
@@ -190,13 +190,8 @@ def test_linked_objects_are_refused_and_local_ones_keep_their_bake(tmp_path):
     """A rig linked from a library: its bake would be lost when the file is saved (linked data is
     not saved with it), so it is refused, naming the object and the library; made local, the rig
     bakes and the bake survives saving and reopening."""
-    hinge_rig(frame_end=8)
-    library = tmp_path / "library.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(library))
-    bpy.ops.wm.read_homefile(app_template="")
-    for ob in list(bpy.data.objects):
-        bpy.data.objects.remove(ob)
-    with bpy.data.libraries.load(str(library), link=True) as (data_from, data_to):
+    library = hinge_rig_library(tmp_path)  # before naming bpy.data.libraries: it opens another file
+    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
         data_to.objects = list(data_from.objects)
     for ob in data_to.objects:
         bpy.context.scene.collection.objects.link(ob)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
-from abd_rigs import add_box, hinge_rig, scene_snapshot, select_only, slider_rig, world
+from abd_rigs import add_box, hinge_rig_library, scene_snapshot, select_only, slider_rig, world
 
 
 def _settings(group) -> dict:
@@ -85,13 +85,8 @@ def test_library_override_keeps_its_settings_and_its_bake(tmp_path):
     """A rig linked from a library and overridden in a shot (a studio's usual set-up): a changed
     setting, the bake and Free Bake's record of it are saved with the shot, so after reopening
     it the bake plays back and Free Bake restores the linked pose."""
-    hinge_rig(frame_end=8)
-    library = tmp_path / "library.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(library))
-    bpy.ops.wm.read_homefile(app_template="")
-    for ob in list(bpy.data.objects):
-        bpy.data.objects.remove(ob)
-    with bpy.data.libraries.load(str(library), link=True) as (data_from, data_to):
+    library = hinge_rig_library(tmp_path)  # before naming bpy.data.libraries: it opens another file
+    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
         data_to.collections = list(data_from.collections)
     data_to.collections[0].override_hierarchy_create(bpy.context.scene, bpy.context.view_layer,
                                                      do_fully_editable=True)
