@@ -10,7 +10,8 @@ Command line (from the repository root, with the ``bpy`` wheel installed)::
 It opens each file, bakes it through the same phases as the Bake operator
 (:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (one file), to
 ``--out-dir``/<file name> (any number) or over the input (``--in-place``); ``--trajectory`` /
-``--trajectory-dir``/<file stem>.npz also save the solver's trajectory. ``--device`` solves on
+``--trajectory-dir``/<file stem>.npz also save the solver's trajectory. ``--scene`` bakes that
+scene of each file instead of its active one. ``--device`` solves on
 that device instead of the file's ABD World setting (which is saved unchanged). Several files are
 baked one after the other in this one process, so the solver's kernels are loaded (or compiled)
 once; a file that fails is reported and the others are still baked. Prints one summary line per
@@ -56,7 +57,7 @@ class BatchError(RuntimeError):
 
 
 def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unconverged: bool = False,
-              trajectory_path: str | None = None, device: str | None = None) -> dict:
+              trajectory_path: str | None = None, device: str | None = None, scene_name: str | None = None) -> dict:
     """Open ``blend_path``, bake its scene, save to ``out_path``; return a summary dict.
 
     Runs inside a Blender process where this add-on is registered (the bpy module or
@@ -65,7 +66,9 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     ``allow_unconverged``. With ``trajectory_path`` the solver's
     :class:`~solver.trajectory.Trajectory` (poses, joint readouts, per-step Newton statistics) is
     also saved there (``.npz``). ``device`` (``"cpu"`` or ``"cupy"``) overrides the scene's ABD
-    World device for this bake only. Raises :class:`BatchError` on any failure; nothing is saved then.
+    World device for this bake only. ``scene_name`` bakes that scene instead of the file's active
+    one (which stays the active one in the saved file). Raises :class:`BatchError` on any failure
+    (a missing scene names the file's scenes); nothing is saved then.
     """
     import bpy
 
@@ -78,6 +81,15 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=False)
     except Exception as error:  # noqa: BLE001 - a broken or foreign file
         raise BatchError(f"{blend_path}: cannot open: {error}") from None
+    window = bpy.context.window
+    active = window.scene if window is not None else None
+    if scene_name is not None:
+        if bpy.data.scenes.get(scene_name) is None:
+            names = ", ".join(f"'{name}'" for name in bpy.data.scenes.keys())
+            raise BatchError(f"{blend_path}: no scene '{scene_name}' (its scenes: {names})")
+        if window is None:
+            raise BatchError(f"{blend_path}: cannot switch to scene '{scene_name}' in a process without a window")
+        window.scene = bpy.data.scenes[scene_name]
     scene = bpy.context.scene
     started = time.perf_counter()
 
@@ -97,6 +109,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         job.apply()
     except solver_errors() as error:
         raise BatchError(f"{blend_path}: bake failed: {error}") from None
+    if active is not None:
+        window.scene = active
     try:
         bpy.ops.wm.save_as_mainfile(filepath=str(out_path), compress=True)
     except Exception as error:  # noqa: BLE001
@@ -201,6 +215,7 @@ def main(argv=None) -> int:
                                                                 "(one input file)")
     trajectory.add_argument("--trajectory-dir", metavar="DIR",
                             help="also save each file's solver trajectory as DIR/<its stem>.npz")
+    parser.add_argument("--scene", metavar="NAME", help="bake this scene of each file instead of its active one")
     parser.add_argument("--device", choices=("cpu", "cupy"),  # solver.scene.DEVICES (not imported here: stdlib only)
                         help="solve on this device instead of the files' ABD World setting: cpu, or cupy "
                              "(an NVIDIA GPU through CuPy, which must be installed)")
@@ -211,7 +226,7 @@ def main(argv=None) -> int:
         plan = []
         if args.warm_up:
             if args.blend or args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir \
-                    or args.device:
+                    or args.device or args.scene:
                 parser.error("--warm-up takes no .blend file and no bake options")
         else:
             try:
@@ -242,7 +257,8 @@ def main(argv=None) -> int:
             try:
                 _print_summary(batch.bake_file(blend, out, progress=args.progress,
                                                allow_unconverged=args.allow_unconverged,
-                                               trajectory_path=trajectory_path, device=args.device))
+                                               trajectory_path=trajectory_path, device=args.device,
+                                               scene_name=args.scene))
             except Exception as error:  # noqa: BLE001 - one line for this file, then the next file
                 failures += 1
                 _print_error(error)

@@ -155,6 +155,28 @@ def test_batch_bakes_several_files_in_one_process_and_goes_on_past_a_failure(add
     assert any(ob.abd_bake.is_baked for ob in bpy.data.objects)
 
 
+def test_scene_option_bakes_that_scene_and_keeps_the_active_one(tmp_path):
+    """A file whose active scene ("Layout") has no rig and whose "Sim" scene has one: --scene Sim
+    bakes Sim and saves the file with Layout still active; without it the active scene is baked
+    (and fails: no bodies); an unknown scene is named with the file's scenes."""
+    slider_rig(frame_end=4)
+    bpy.context.scene.name = "Sim"
+    bpy.context.window.scene = bpy.data.scenes.new("Layout")
+    source, out = tmp_path / "shot.blend", tmp_path / "out.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", out, "--scene", "Sim")
+    assert result.returncode == 0, result.stderr
+    assert "scene=Sim" in result.stdout
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert bpy.context.scene.name == "Layout"
+    assert bpy.data.objects["Slider"].abd_bake.is_baked
+    result = run_batch(tmp_path, source, "--out", tmp_path / "other.blend")
+    assert result.returncode == 1 and "No affine bodies" in result.stderr
+    result = run_batch(tmp_path, source, "--out", tmp_path / "other.blend", "--scene", "Missing")
+    assert result.returncode == 1 and "no scene 'Missing'" in result.stderr and "'Layout', 'Sim'" in result.stderr
+    assert not (tmp_path / "other.blend").exists()
+
+
 def test_in_place_bakes_every_file_given(tmp_path):
     for name in ("one", "two"):
         slider_rig(frame_end=4)
