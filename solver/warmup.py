@@ -85,7 +85,6 @@ COMPILE_WEIGHTS = {
     "prismatic_group._gradient_hessian_kernel": 3.2,
     "revolute_joint_limit._gradient_hessian_kernel": 2.0,
     "ortho_potential._gradient_hessian_kernel": 1.1,
-    "revolute_joint._gradient_hessian_kernel": 0.85,
     "prismatic_group._energy_kernel": 0.65,
     "prismatic_group._gradient_kernel": 0.39,
     "prismatic_joint.distance_kernel": 0.2,

@@ -128,3 +128,15 @@ def test_parallel_compilation_falls_back_to_this_process_when_fork_fails(monkeyp
     monkeypatch.setattr(os, "fork", refuse)
     assert warmup.compile_in_parallel(tasks) == 0
     assert sorted(ran) == ["a", "b", "c"]
+
+
+def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
+    """The weights of the parallel split name kernels of :func:`compile_tasks` (the warm-up scene
+    uses every term): none is left over from a kernel that was removed or renamed."""
+    from solver import warmup
+    from solver.newton import IncrementalPotential
+
+    model = Model(validate_scene(warm_up_scene()))
+    tasks = warmup.compile_tasks(model, IncrementalPotential(model.terms, model.slot), model.q0)
+    names = {f"{task.kernel.py_func.__module__.rsplit('.', 1)[-1]}.{task.kernel.py_func.__name__}" for task in tasks}
+    assert set(warmup.COMPILE_WEIGHTS) <= names, set(warmup.COMPILE_WEIGHTS) - names
