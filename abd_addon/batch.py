@@ -116,6 +116,9 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     except Exception as error:  # noqa: BLE001
         raise BatchError(f"{out_path}: cannot save: {error}") from None
     trajectory = job.trajectory
+    warning = trajectory.fast_rotation_warning()
+    if warning is not None:
+        print(f"warning: {blend_path}: {warning}", file=sys.stderr, flush=True)
     if trajectory_path is not None:
         try:
             trajectory.save(trajectory_path)

@@ -241,8 +241,9 @@ class ABD_OT_bake(Operator):
         except Exception as error:  # noqa: BLE001
             return report_exception(self, error, "Bake failed")
         message = f"Baked {len(job.export.keyed_objects())} object(s), frames {job.export.frame_start}-{job.export.frame_end}"
-        if problem:
-            self.report({"WARNING"}, f"{message}; {problem}")
+        notes = [note for note in (problem, job.trajectory.fast_rotation_warning()) if note]
+        if notes:
+            self.report({"WARNING"}, "; ".join([message, *notes]))
         else:
             self.report({"INFO"}, message)
         return {"FINISHED"}

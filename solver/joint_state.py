@@ -47,7 +47,6 @@ class JointState:
         raw_angle: (joints,) raw accumulated revolute angle, rad (NaN for prismatic joints).
         sin, cos: (joints,) the unnormalised sin/cos expressions of seed 001 at the committed
             state (revolute joints; NaN otherwise), used by the revolute limit's increment.
-        fast_rotation_steps: steps in which a revolute joint turned more than 0.9 pi (aliasing risk).
     """
 
     def __init__(self, joint_count: int, init_distance: np.ndarray, init_angle: np.ndarray):
@@ -57,23 +56,26 @@ class JointState:
         self.raw_angle = np.full(joint_count, np.nan)
         self.sin = np.full(joint_count, np.nan)
         self.cos = np.full(joint_count, np.nan)
-        self.fast_rotation_steps = 0
 
     def reset(self, model, q: np.ndarray) -> None:
         """Set the state from q (bodies, 12) at frame 0: the raw angle is theta(q) itself."""
         self.raw_angle[model.revolute.joint_indices] = 0.0
         self.commit(model, q)
 
-    def commit(self, model, q: np.ndarray) -> None:
-        """Update the committed coordinates after a time step ended at q (bodies, 12)."""
+    def commit(self, model, q: np.ndarray) -> bool:
+        """Update the committed coordinates after a time step ended at q (bodies, 12). Returns
+        whether some revolute joint turned by more than 0.9 π since the last commit: the angle
+        is unwrapped by the increment nearest to zero, so a turn of π or more in one step is
+        counted the wrong way round (a readout off by 2π, and a revolute limit measuring from
+        there); more substeps avoid it."""
         prismatic = model.prismatic
         if len(prismatic.joint_indices):
             self.raw_distance[prismatic.joint_indices] = prismatic.base.distance(q)
         revolute = model.revolute
-        if len(revolute.joint_indices):
-            sine, cosine = revolute.base.sin_cos(q)
-            self.fast_rotation_steps += int(accumulate_angles(
-                sine, cosine, revolute.joint_indices, self.raw_angle, self.sin, self.cos))
+        if not len(revolute.joint_indices):
+            return False
+        sine, cosine = revolute.base.sin_cos(q)
+        return bool(accumulate_angles(sine, cosine, revolute.joint_indices, self.raw_angle, self.sin, self.cos))
 
     @property
     def distance(self) -> np.ndarray:

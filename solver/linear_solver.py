@@ -96,7 +96,8 @@ class LinearSolver:
         # The bodies' own order where it is as narrow as reverse Cuthill-McKee's (a chain built
         # end to end): the solves then permute nothing.
         own_band = int(np.max(np.abs(self.block_rows - self.block_columns), initial=0))
-        order = scipy.sparse.csgraph.reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
+        order = (scipy.sparse.csgraph.reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
+                 if block_count else np.zeros(0, dtype=np.int64))  # no dynamic body: nothing to order
         position = np.empty(block_count, dtype=np.int64)
         position[order] = np.arange(block_count)
         block_band = int(np.max(np.abs(position[self.block_rows] - position[self.block_columns]), initial=0))

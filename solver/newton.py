@@ -349,6 +349,8 @@ def solve_step(
         ValueError: on a wrong q or a term's invalid parameters (:meth:`IncrementalPotential.bind`).
     """
     potential.bind(q)
+    if not len(potential.dynamic_indices):  # only fixed and animated bodies: nothing to solve
+        return _result(potential, 0, 0, True, chord=False)
     dynamic = potential.dynamic_rows
     line_search_total = 0
     corners_dynamic = corners[dynamic]

@@ -75,6 +75,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     iterations = np.zeros(steps, dtype=np.int64)
     line_search = np.zeros(steps, dtype=np.int64)
     converged = np.zeros(steps, dtype=bool)
+    fast_rotation = np.zeros(steps, dtype=bool)
 
     transforms[0] = transform_from_q(stepper.q)
     distance[0], angle[0] = stepper.joints.distance, stepper.joints.angle
@@ -89,7 +90,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
                 potential.refresh_constant_hessian(stepper.q)
             for substep in range(1, settings.substeps + 1):
                 try:
-                    result = stepper.step(potential, frame, substep)
+                    result, fast_rotation[step] = stepper.step(potential, frame, substep)
                 except NewtonFailure as error:
                     raise SolverError(f"frame {frame}, step {substep}: {error}") from error
                 iterations[step], line_search[step], converged[step] = (
@@ -112,6 +113,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         newton_iterations=iterations,
         line_search_iterations=line_search,
         converged=converged,
+        fast_rotation=fast_rotation,
         frame_rate=float(settings.frame_rate),
         substeps=int(settings.substeps),
     )
@@ -187,7 +189,8 @@ class _Stepper:
                     or np.any(self.soft_active[:, frame] != self.soft_active[:, frame - 1]))
 
     def step(self, potential: IncrementalPotential, frame: int, substep: int):
-        """One implicit Euler step; returns the :class:`solver.newton.NewtonResult`."""
+        """One implicit Euler step; returns its :class:`solver.newton.NewtonResult` and whether a
+        revolute joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
         model, dt = self.model, self.dt
         if self.kinematic is not None:
             ratio = substep / self.settings.substeps
@@ -207,5 +210,4 @@ class _Stepper:
 
         result = solve_step(potential, self.q, model.corners, dt, self.settings)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
-        self.joints.commit(model, self.q)
-        return result
+        return result, self.joints.commit(model, self.q)

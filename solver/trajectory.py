@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
@@ -28,6 +28,10 @@ class Trajectory:
         line_search_iterations: (frame_count * substeps,) total line-search halvings per step.
         converged: (frame_count * substeps,) bool, whether each step met the tolerances
             within ``max_iterations``.
+        fast_rotation: (frame_count * substeps,) bool, whether some revolute joint turned by
+            more than 0.9 π (162°) in that step, where its unwrapped ``angle`` may have counted
+            a turn the wrong way round (:meth:`solver.joint_state.JointState.commit`; more
+            substeps avoid it). All False in files written before this field existed.
         frame_rate: frames per second, 1/s.
         substeps: time steps per frame.
     """
@@ -40,6 +44,7 @@ class Trajectory:
     newton_iterations: np.ndarray
     line_search_iterations: np.ndarray
     converged: np.ndarray
+    fast_rotation: np.ndarray
     frame_rate: float
     substeps: int
 
@@ -53,6 +58,16 @@ class Trajectory:
         """True when every time step converged."""
         return bool(np.all(self.converged))
 
+    def fast_rotation_warning(self) -> Optional[str]:
+        """A sentence saying in how many time steps a revolute joint turned by more than 0.9 π
+        (:attr:`fast_rotation`), or None when none did."""
+        count = int(np.count_nonzero(self.fast_rotation))
+        if count == 0:
+            return None
+        return (f"in {count} of {len(self.fast_rotation)} time steps a revolute joint turned by more than "
+                "0.9 pi (162 degrees): its angle readout and limit may have counted a turn the wrong way "
+                "round; raise the substeps")
+
     def save(self, path: Union[str, Path]) -> None:
         """Write every field to a compressed ``.npz`` file at ``path``."""
         np.savez_compressed(path, **{f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
@@ -61,7 +76,8 @@ class Trajectory:
     def load(cls, path: Union[str, Path]) -> "Trajectory":
         """Read a trajectory written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
-            values = {f.name: data[f.name] for f in fields(cls)}
+            values = {f.name: data[f.name] for f in fields(cls) if f.name in data or f.name != "fast_rotation"}
+        values.setdefault("fast_rotation", np.zeros(len(values["converged"]), dtype=bool))
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])
         return cls(**values)

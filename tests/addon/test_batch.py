@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import sys
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import ROOT, fcurves, hinge_rig, select_only, slider_rig, world
+from abd_rigs import ROOT, fcurves, hinge_rig, key_property, select_only, slider_rig, world
 
 TIMEOUT = 420  # s: the first run in a fresh checkout compiles the solver's Numba kernels
 
@@ -175,6 +176,24 @@ def test_scene_option_bakes_that_scene_and_keeps_the_active_one(tmp_path):
     result = run_batch(tmp_path, source, "--out", tmp_path / "other.blend", "--scene", "Missing")
     assert result.returncode == 1 and "no scene 'Missing'" in result.stderr and "'Layout', 'Sim'" in result.stderr
     assert not (tmp_path / "other.blend").exists()
+
+
+def test_a_joint_turning_near_half_a_turn_per_step_is_warned_about(tmp_path):
+    """An animated arm turning 1.05 pi per frame on a hinge, one step per frame: the bake is saved
+    (exit 0) with a warning that the angle readout may have counted turns the wrong way round."""
+    base, arm, joint = hinge_rig(frame_end=4)
+    arm.abd_body.motion = "ANIMATED"
+    key_property(arm, "rotation_euler", [(frame, (0.0, 1.05 * math.pi * (frame - 1), 0.0)) for frame in (1, 2, 3, 4)])
+    bpy.context.scene.abd_world.substeps = 1
+    source = tmp_path / "spin.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
+    assert result.returncode == 0, result.stderr
+    assert "warning: " in result.stderr and "in 3 of 3 time steps a revolute joint turned by more than 0.9 pi" in result.stderr
+    bpy.context.scene.abd_world.substeps = 10
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
 
 
 def test_in_place_bakes_every_file_given(tmp_path):

@@ -248,3 +248,21 @@ def test_cupy_reports_a_matrix_that_is_not_positive_definite():
     with pytest.raises(SingularSystem, match="not positive definite"):
         solver.factorize(blocks)
 
+
+
+def test_device_path_runs_a_scene_without_unknowns(cupy_on_numpy):
+    """Only a fixed and an animated body: no unknowns, so nothing reaches the device."""
+    from solver import Body, Joint, Scene, Settings
+    from solver.primitives import box_mesh
+
+    slide = 0.05 * np.arange(5)
+    poses = np.repeat(np.eye(4)[None], len(slide), axis=0)
+    poses[:, 0, 3] = slide
+    bodies = [Body(name="base", mesh=box_mesh([0.2, 0.2, 0.2]), motion="fixed"),
+              Body(name="carriage", mesh=box_mesh([0.3, 0.3, 0.3]), motion="animated", animated_transforms=poses)]
+    rail = Joint(name="rail", type="prismatic", l_body="base", r_body="carriage", position0=np.zeros(3),
+                 position1=np.array([1.0, 0.0, 0.0]))
+    trajectory = simulate(Scene(Settings(frame_count=len(slide) - 1, device="cupy"), bodies, [rail]))
+    assert trajectory.all_converged
+    np.testing.assert_allclose(trajectory.distance[:, 0], slide, atol=1e-12)
+    assert cupy_on_numpy["factorisations"] == 0 and not trajectory.newton_iterations.any()

@@ -195,6 +195,42 @@ def test_spinning_wheel_angle_passes_two_pi_without_wrapping():
     rotation = trajectory.transforms[:, 1, :3, :3]
     from_pose = np.unwrap(np.arctan2(rotation[:, 1, 0], rotation[:, 0, 0]))
     np.testing.assert_allclose(angle, from_pose, atol=1e-6)
+    assert not trajectory.fast_rotation.any() and trajectory.fast_rotation_warning() is None
+
+
+def test_a_scene_without_dynamic_bodies_follows_its_animation_and_reads_its_joints():
+    """Only fixed and animated bodies (an animated mechanism whose joint readouts are wanted): no
+    unknowns, every step trivially converged, the poses are the animation's and the prismatic
+    readout is the animated slide."""
+    frames = 8
+    slide = 0.05 * np.arange(frames + 1)
+    carriage = Body(name="carriage", mesh=box_mesh([0.3, 0.3, 0.3]), motion="animated",
+                    animated_transforms=np.array([pose(translation=(x, 0.0, 0.0)) for x in slide]))
+    rail = Joint(name="rail", type="prismatic", l_body="base", r_body="carriage", position0=np.zeros(3),
+                 position1=np.array([1.0, 0.0, 0.0]))
+    trajectory = simulate(Scene(Settings(frame_count=frames), [fixed_base(), carriage], [rail]))
+    assert trajectory.all_converged
+    np.testing.assert_allclose(trajectory.transforms[:, 1, 0, 3], slide, atol=1e-12)
+    np.testing.assert_allclose(trajectory.distance[:, 0], slide, atol=1e-12)
+
+
+@pytest.mark.parametrize("turn", [0.95 * np.pi, 1.05 * np.pi])
+def test_a_turn_of_more_than_0_9_pi_in_one_step_is_flagged(turn):
+    """An animated wheel turning by ``turn`` per frame, one step per frame: every step is flagged.
+    The angle is unwrapped by the increment nearest to zero, so 0.95 pi per step is still read
+    right, but 1.05 pi is read as -0.95 pi: the readout runs backwards, which is why turns near pi
+    are flagged (beyond 1.1 pi a turn reads as one below 0.9 pi the other way, which no readout
+    can tell apart). Only fixed and animated bodies: the run has no unknowns at all."""
+    frames = 6
+    spin = np.array([pose(rotation_z(turn * k)) for k in range(frames + 1)])
+    wheel = Body(name="wheel", mesh=box_mesh([0.6, 0.6, 0.1]), motion="animated", animated_transforms=spin)
+    axle = Joint(name="axle", type="revolute", l_body="base", r_body="wheel", position0=np.zeros(3),
+                 position1=np.array([0.0, 0.0, 1.0]))
+    trajectory = simulate(Scene(Settings(frame_count=frames, substeps=1, gravity=np.zeros(3)), [fixed_base(), wheel], [axle]))
+    assert trajectory.fast_rotation.all()
+    assert trajectory.fast_rotation_warning().startswith(f"in {frames} of {frames} time steps a revolute joint turned")
+    read = np.diff(trajectory.angle[:, 0])
+    np.testing.assert_allclose(read, turn if turn < np.pi else turn - 2 * np.pi, atol=1e-9)
 
 
 def test_soft_transform_follows_an_animated_aim():

@@ -594,6 +594,7 @@ def _fake_trajectory(scene: Scene, converged: np.ndarray) -> Trajectory:
         newton_iterations=np.ones(steps, dtype=np.int64),
         line_search_iterations=np.zeros(steps, dtype=np.int64),
         converged=converged,
+        fast_rotation=np.zeros(steps, dtype=bool),
         frame_rate=scene.settings.frame_rate,
         substeps=scene.settings.substeps,
     )
