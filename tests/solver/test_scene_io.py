@@ -628,6 +628,20 @@ def cli():
     return cli_module
 
 
+def test_trajectory_round_trips_and_files_from_before_fast_rotation_still_load(tmp_path):
+    scene = validate_scene(scene_from_dict(prismatic(frame_count=3, substeps=4)))
+    trajectory = _fake_trajectory(scene, np.ones(12, dtype=bool))
+    trajectory.fast_rotation[5] = True
+    trajectory.save(tmp_path / "new.npz")
+    loaded = Trajectory.load(tmp_path / "new.npz")
+    assert np.array_equal(loaded.fast_rotation, trajectory.fast_rotation) and loaded.substeps == 4
+    assert loaded.fast_rotation_warning().startswith("in 1 of 12 time steps")
+    with np.load(tmp_path / "new.npz") as data:
+        np.savez(tmp_path / "old.npz", **{key: data[key] for key in data.files if key != "fast_rotation"})
+    old = Trajectory.load(tmp_path / "old.npz")
+    assert old.fast_rotation.shape == (12,) and not old.fast_rotation.any()
+
+
 def test_cli_success_with_stand_in_solver(tmp_path, monkeypatch, capsys, cli):
     _fake_simulation(monkeypatch, "ok")
     scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))
