@@ -3,8 +3,10 @@
 Source: ``../shared/spec/libuipc_reference.md`` §2.1 (per-frame pipeline) and §3.10 (state
 tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate substeps):
 
-1. animated bodies move to lerp(q_anim[f-1], q_anim[f], s / substeps) (linear in q, which is
-   affine and therefore exact at the frame boundaries); fixed bodies stay at q0;
+1. animated bodies move to their pose at s / substeps of the way from frame f - 1 to f, the
+   rotation turning about a fixed axis and the stretch and origin changing linearly
+   (:class:`solver.affine_body.PoseInterpolation`; exact at the frame boundaries); fixed bodies
+   stay at q0;
 2. per-frame values of frame f are applied (drive stiffness and aim, limit bounds, soft-transform
    strengths and aim); per-step values are taken from the committed state (passive drive target,
    revolute limit's accumulated angle);
@@ -21,7 +23,7 @@ from typing import Callable, Optional
 import numpy as np
 import threadpoolctl
 
-from .affine_body import q_from_transform, transform_from_q
+from .affine_body import PoseInterpolation, q_from_transform, transform_from_q
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
@@ -144,6 +146,7 @@ class _Stepper:
         # their q0 and need no interpolation per step.
         moving = [b for b in np.flatnonzero(~model.dynamic) if np.any(model.animated_q[:, b] != model.animated_q[0, b])]
         self.kinematic = row_selector(np.array(moving, dtype=np.int64)) if moving else None
+        self.kinematic_poses = PoseInterpolation(model.animated_q[:, moving]) if moving else None
 
         driving = [joints[k].driving for k in model.driving.joint_indices]
         self.driving_series = {name: np.array([getattr(d, name) for d in driving], dtype=np.float64).reshape(len(driving), frames)
@@ -193,9 +196,7 @@ class _Stepper:
         revolute joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
         model, dt = self.model, self.dt
         if self.kinematic is not None:
-            ratio = substep / self.settings.substeps
-            self.q[self.kinematic] = ((1.0 - ratio) * model.animated_q[frame - 1, self.kinematic]
-                                      + ratio * model.animated_q[frame, self.kinematic])
+            self.q[self.kinematic] = self.kinematic_poses.at(frame, substep / self.settings.substeps)
         start = self.q[self.dynamic].copy()
         model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
         if len(model.driving.joint_indices):

@@ -129,3 +129,29 @@ def test_state_and_transform_round_trip_and_rigid_velocity():
     arm = rng.normal(size=3)
     expected = v + np.cross(omega, transform[:3, :3] @ (arm - center))
     np.testing.assert_allclose(point_jacobian(arm) @ dq, expected, atol=1e-12)
+
+
+def test_pose_interpolation_turns_rigidly_and_stretches_linearly():
+    """Between a pose and the same body turned by 0.8 pi about z, moved and stretched: midway it
+    is turned by 0.4 pi (a rotation times the stretch halfway, not a shrunken blend), its origin
+    halfway; at the frames exactly the given poses; a mirrored body stays mirrored."""
+    from solver.affine_body import PoseInterpolation
+
+    def turned(angle, position, stretch):
+        c, s = np.cos(angle), np.sin(angle)
+        transform = np.eye(4)
+        transform[:3, :3] = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ np.diag(stretch)
+        transform[:3, 3] = position
+        return transform
+
+    start, end = turned(0.1, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)), turned(0.1 + 0.8 * np.pi, (1.0, 2.0, 0.0), (1.2, 1.0, 1.0))
+    mirrored_start, mirrored_end = start @ np.diag([-1.0, 1.0, 1.0, 1.0]), end @ np.diag([-1.0, 1.0, 1.0, 1.0])
+    q = q_from_transform(np.array([[start, mirrored_start], [end, mirrored_end]]))
+    poses = PoseInterpolation(q)
+    np.testing.assert_array_equal(poses.at(1, 1.0), q[1])
+    np.testing.assert_allclose(poses.at(1, 0.0), q[0], atol=1e-12)
+    middle = transform_from_q(poses.at(1, 0.5))
+    np.testing.assert_allclose(middle[0], turned(0.1 + 0.4 * np.pi, (0.5, 1.0, 0.0), (1.1, 1.0, 1.0)), atol=1e-12)
+    np.testing.assert_allclose(middle[1], middle[0] @ np.diag([-1.0, 1.0, 1.0, 1.0]), atol=1e-12)
+    blend = transform_from_q(0.5 * (q[0, 0] + q[1, 0]))
+    assert abs(np.linalg.det(blend[:3, :3])) < 0.2  # what a linear blend of q gives instead
