@@ -218,8 +218,10 @@ def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool)
       (``rigid_body.kinematic``) in the scene's enabled rigid body world; Bullet's own simulation
       then replaces the object's animation on playback (Passive and Animated rigid bodies follow it).
     - An object the bake keys (``keyed``: a dynamic body or a joint Empty): an object constraint
-      that is on (not muted, influence above 0), or a driver (not muted) on one of
-      :data:`TRANSFORM_PATHS`: both act after the keyframes.
+      that is on (not muted, influence above 0), or a driver on one of :data:`TRANSFORM_PATHS`:
+      both act after the keyframes. A driver counts even when muted: with one on an element of
+      ``location`` the baked value of another element was once played back stale (a test run,
+      not reproduced), so only no driver there is known to be safe.
     """
     rigid_body, world = ob.rigid_body, scene.rigidbody_world
     if (rigid_body is not None and rigid_body.type == "ACTIVE" and not rigid_body.kinematic
@@ -234,8 +236,8 @@ def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool)
             return f"constraint '{constraint.name}'", "mute or delete the constraint (Object Constraint properties)"
     drivers = ob.animation_data.drivers if ob.animation_data is not None else ()
     for fcurve in drivers:
-        if not fcurve.mute and fcurve.data_path in TRANSFORM_PATHS:
-            return f"driver on {fcurve.data_path}[{fcurve.array_index}]", "delete or mute the driver"
+        if fcurve.data_path in TRANSFORM_PATHS:
+            return f"driver on {fcurve.data_path}[{fcurve.array_index}]", "delete the driver (Drivers editor)"
     return None
 
 
