@@ -35,7 +35,7 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
-from .export import Export, export_scene, rigid_transforms
+from .export import TRANSFORM_PROPERTIES, Export, export_scene, rigid_transforms
 
 #: Custom properties the bake writes on joint Empties, per joint type.
 READOUT_PROPERTIES = {"prismatic": "abd_distance", "revolute": "abd_angle"}
@@ -45,9 +45,6 @@ KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_", '["abd_distance"]'
 
 #: Interpolation enum value of LINEAR for ``keyframe_points.foreach_set("interpolation", ...)``.
 INTERPOLATION_LINEAR = 1
-
-#: Static transform properties saved before a bake (and put back by Free Bake).
-STATIC_TRANSFORM = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
 
 #: Keyframe point attributes copied from a previous action's F-curves: (name, dtype, values per key).
 KEYFRAME_ATTRIBUTES = (
@@ -265,7 +262,7 @@ class _Snapshot:
         self.action = ad.action if ad else None
         self.slot = slot_identifier(ad)
         self.blend = (ad.action_influence, ad.action_blend_type, ad.action_extrapolation) if ad else None
-        self.transform = {name: tuple(getattr(ob, name)) for name in STATIC_TRANSFORM}
+        self.transform = {name: tuple(getattr(ob, name)) for name in TRANSFORM_PROPERTIES}
         self.custom = {key: ob[key] for key in READOUT_PROPERTIES.values() if key in ob.keys()}
         state = ob.abd_bake
         self.state = {prop.identifier: _copy_value(getattr(state, prop.identifier))
@@ -309,7 +306,7 @@ def _record_previous(ob: bpy.types.Object) -> None:
         state.previous_influence = ad.action_influence
         state.previous_blend_type = ad.action_blend_type
         state.previous_extrapolation = ad.action_extrapolation
-    for name in STATIC_TRANSFORM:
+    for name in TRANSFORM_PROPERTIES:
         setattr(state, "previous_" + name, getattr(ob, name))
 
 
@@ -322,7 +319,7 @@ def _apply_previous(ob: bpy.types.Object) -> None:
         ad.action_influence = state.previous_influence
         ad.action_blend_type = state.previous_blend_type
         ad.action_extrapolation = state.previous_extrapolation
-    for name in STATIC_TRANSFORM:
+    for name in TRANSFORM_PROPERTIES:
         setattr(ob, name, getattr(state, "previous_" + name))
 
 

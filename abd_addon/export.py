@@ -205,10 +205,13 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     return bodies, joints
 
 
-#: Transform properties of an object whose drivers would override a bake's keys (the bake keys
-#: location, rotation and scale, and leaves the delta transforms as they are).
-TRANSFORM_PATHS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
-                   "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
+#: An object's transform properties: what a bake keys (and saves before, for Free Bake).
+TRANSFORM_PROPERTIES = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
+
+#: Properties whose drivers would override a bake's keys: the transform and its deltas (which
+#: the bake leaves as they are).
+TRANSFORM_PATHS = TRANSFORM_PROPERTIES + ("delta_location", "delta_rotation_euler", "delta_rotation_quaternion",
+                                          "delta_scale")
 
 
 def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool) -> tuple[str, str] | None:
@@ -332,13 +335,14 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     keyed = [ob for ob in bodies if ob.abd_body.motion == "DYNAMIC"] + joints
     keyed_names = {ob.name_full for ob in keyed}
     for ob in bodies + joints:
-        if ob.library is not None and ob.name_full in keyed_names:
+        is_keyed = ob.name_full in keyed_names
+        if is_keyed and ob.library is not None:
             raise RigError(
                 f"Object '{ob.name}' is linked from the library '{ob.library.filepath}', so its bake would not "
                 "be saved with this file: make it local (Object > Relations > Make Local) or give it a "
                 "library override (Object > Library Override > Make)"
             )
-        override = playback_override(ob, scene, ob.name_full in keyed_names)
+        override = playback_override(ob, scene, is_keyed)
         if override is not None:
             what, fix = override
             raise RigError(f"Object '{ob.name}': its {what} would override the bake on playback: {fix}")

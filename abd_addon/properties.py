@@ -56,23 +56,27 @@ def _is_mesh_object(self, ob: bpy.types.Object) -> bool:
 class ABDSoftTransformProperties(PropertyGroup):
     """Soft Transform Constraint (#16): pull the body towards a target pose."""
 
-    is_constrained: BoolProperty(override=OVERRIDABLE,
+    is_constrained: BoolProperty(
+        override=OVERRIDABLE,
         name="Soft Transform",
         description="Pull the body towards the target pose (animatable: is_constrained per frame)",
         default=False,
     )
-    strength_ratio_p: FloatProperty(override=OVERRIDABLE,
+    strength_ratio_p: FloatProperty(
+        override=OVERRIDABLE,
         name="Translation (η_p)",
         description="η_p: strength of the pull on the centre of mass, relative to the mass (keep within 0 to 100)",
         default=100.0, min=0.0, soft_max=100.0,
     )
-    strength_ratio_a: FloatProperty(override=OVERRIDABLE,
+    strength_ratio_a: FloatProperty(
+        override=OVERRIDABLE,
         name="Rotation (η_a)",
         description="η_a: strength of the pull on the rotation, relative to the inertia (keep within 0 to 100)",
         default=100.0, min=0.0, soft_max=100.0,
     )
     target: EnumProperty(override=OVERRIDABLE, name="Target", items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC)
-    target_object: PointerProperty(override=OVERRIDABLE,
+    target_object: PointerProperty(
+        override=OVERRIDABLE,
         name="Target Object", type=bpy.types.Object,
         description="The object whose world transform (rotation and location) is the target pose",
         options=STATIC,
@@ -85,45 +89,54 @@ class ABDBodyProperties(PropertyGroup):
     enabled: BoolProperty(override=OVERRIDABLE, name="Affine Body", description="Simulate this mesh as an affine body", default=False, options=STATIC)
     motion: EnumProperty(override=OVERRIDABLE, name="Motion", items=MOTION_ITEMS, default="DYNAMIC", options=STATIC)
     mass_mode: EnumProperty(override=OVERRIDABLE, name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC)
-    mass_density: FloatProperty(override=OVERRIDABLE,
+    mass_density: FloatProperty(
+        override=OVERRIDABLE,
         name="Density", description="Mass density in kg/m³", default=1000.0, min=1e-6, soft_max=20000.0,
         precision=1, options=STATIC,
     )
-    mass: FloatProperty(override=OVERRIDABLE,
+    mass: FloatProperty(
+        override=OVERRIDABLE,
         name="Mass", description="Total mass in kg (the density is mass / mesh volume)", default=1.0, min=1e-9,
         unit="MASS", options=STATIC,
     )
-    use_inertia: BoolProperty(override=OVERRIDABLE,
+    use_inertia: BoolProperty(
+        override=OVERRIDABLE,
         name="Explicit Inertia",
         description=("Use the centre of mass and inertia tensor below with the mass, instead of spreading the mass "
                      "uniformly over the mesh volume (as a URDF <inertial> gives them)"),
         default=False, options=STATIC,
     )
-    mass_center: FloatVectorProperty(override=OVERRIDABLE,
+    mass_center: FloatVectorProperty(
+        override=OVERRIDABLE,
         name="Centre of Mass", description="Centre of mass in the object's local coordinates",
         size=3, subtype="TRANSLATION", unit="LENGTH", options=STATIC,
     )
-    inertia: FloatVectorProperty(override=OVERRIDABLE,
+    inertia: FloatVectorProperty(
+        override=OVERRIDABLE,
         name="Inertia",
         description=("Inertia tensor about the centre of mass in the object's local axes, kg m², "
                      "as Ixx, Ixy, Ixz, Iyy, Iyz, Izz (the URDF order)"),
         size=6, default=(1.0, 0.0, 0.0, 1.0, 0.0, 1.0), precision=6, options=STATIC,
     )
-    precise: StringProperty(override=OVERRIDABLE,
+    precise: StringProperty(
+        override=OVERRIDABLE,
         name="Precise Values", options=STATIC | {"HIDDEN"},
         description=("Double-precision copies (JSON) of mass, mass_center and inertia as an importer wrote them; "
                      "used while a field still shows the same single-precision value"),
     )
-    kappa: FloatProperty(override=OVERRIDABLE,
+    kappa: FloatProperty(
+        override=OVERRIDABLE,
         name="Stiffness (κ)",
         description="κ: stiffness of the orthogonality potential that keeps the body rigid, in Pa",
         default=1e8, min=1.0, soft_min=1e4, soft_max=1e11, precision=0, options=STATIC,
     )
-    linear_velocity: FloatVectorProperty(override=OVERRIDABLE,
+    linear_velocity: FloatVectorProperty(
+        override=OVERRIDABLE,
         name="Linear Velocity", description="Initial velocity of the centre of mass (world axes)",
         size=3, subtype="VELOCITY", unit="VELOCITY", options=STATIC,
     )
-    angular_velocity: FloatVectorProperty(override=OVERRIDABLE,
+    angular_velocity: FloatVectorProperty(
+        override=OVERRIDABLE,
         name="Angular Velocity", description="Initial angular velocity in rad/s (world axes)",
         size=3, subtype="XYZ", options=STATIC,
     )
@@ -179,13 +192,16 @@ class ABDLimitProperties(PropertyGroup):
     use: BoolProperty(override=OVERRIDABLE, name="Limit", description="Keep the joint between lower and upper", default=False)
     lower: FloatProperty(override=OVERRIDABLE, name="Lower", description="Lower limit of the distance along Z", default=-1.0, unit="LENGTH")
     upper: FloatProperty(override=OVERRIDABLE, name="Upper", description="Upper limit of the distance along Z", default=1.0, unit="LENGTH")
-    lower_angle: FloatProperty(override=OVERRIDABLE,
+    lower_angle: FloatProperty(
+        override=OVERRIDABLE,
         name="Lower", description="Lower limit of the angle about Z", default=-math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
     )
-    upper_angle: FloatProperty(override=OVERRIDABLE,
+    upper_angle: FloatProperty(
+        override=OVERRIDABLE,
         name="Upper", description="Upper limit of the angle about Z", default=math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
     )
-    strength: FloatProperty(override=OVERRIDABLE,
+    strength: FloatProperty(
+        override=OVERRIDABLE,
         name="Strength", description="Strength of the cubic penalty beyond the limits", default=1.0, min=0.0, soft_max=100.0,
     )
 
@@ -194,14 +210,17 @@ class ABDDriveProperties(PropertyGroup):
     """Driving Prismatic Joint (#21): drive the joint to ``aim_distance``. Animatable."""
 
     is_constrained: BoolProperty(override=OVERRIDABLE, name="Drive", description="Drive the joint (is_constrained)", default=False)
-    is_passive: BoolProperty(override=OVERRIDABLE,
+    is_passive: BoolProperty(
+        override=OVERRIDABLE,
         name="Passive", description="Lock the joint at its current distance instead of driving it to the aim", default=False,
     )
-    aim_distance: FloatProperty(override=OVERRIDABLE,
+    aim_distance: FloatProperty(
+        override=OVERRIDABLE,
         name="Aim Distance", description="Target distance, in the same frame as the reported distance", default=0.0,
         unit="LENGTH",
     )
-    strength_ratio: FloatProperty(override=OVERRIDABLE,
+    strength_ratio: FloatProperty(
+        override=OVERRIDABLE,
         name="Strength Ratio", description="γ in K = γ (m_l + m_r)", default=100.0, min=0.0, soft_max=1000.0,
     )
 
@@ -211,21 +230,25 @@ class ABDJointProperties(PropertyGroup):
 
     enabled: BoolProperty(override=OVERRIDABLE, name="ABD Joint", description="This Empty is an affine-body joint", default=False, options=STATIC)
     type: EnumProperty(override=OVERRIDABLE, name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC)
-    l_body: PointerProperty(override=OVERRIDABLE,
+    l_body: PointerProperty(
+        override=OVERRIDABLE,
         name="Parent", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
         description="Parent body (l): the joint Empty follows it after the bake",
     )
     r_body: PointerProperty(override=OVERRIDABLE, name="Child", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
                             description="Child body (r)")
-    strength_ratio: FloatProperty(override=OVERRIDABLE,
+    strength_ratio: FloatProperty(
+        override=OVERRIDABLE,
         name="Strength Ratio", description="γ in K = γ (m_l + m_r): how stiffly the joint holds",
         default=100.0, min=0.0, soft_max=1000.0, options=STATIC,
     )
-    init_distance: FloatProperty(override=OVERRIDABLE,
+    init_distance: FloatProperty(
+        override=OVERRIDABLE,
         name="Init Distance", description="Reported distance at the first frame (offset of abd_distance)",
         default=0.0, unit="LENGTH", options=STATIC,
     )
-    init_angle: FloatProperty(override=OVERRIDABLE,
+    init_angle: FloatProperty(
+        override=OVERRIDABLE,
         name="Init Angle", description="Reported angle at the first frame (offset of abd_angle)",
         default=0.0, subtype="ANGLE", unit="ROTATION", options=STATIC,
     )
@@ -237,33 +260,41 @@ class ABDWorldProperties(PropertyGroup):
     """Scene settings of the solver (``Scene.abd_world``)."""
 
     substeps: IntProperty(override=OVERRIDABLE, name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
-    use_scene_frame_range: BoolProperty(override=OVERRIDABLE,
+    use_scene_frame_range: BoolProperty(
+        override=OVERRIDABLE,
         name="Scene Frame Range", description="Bake the scene's frame range", default=True, options=STATIC,
     )
     frame_start: IntProperty(override=OVERRIDABLE, name="Start", description="First frame of the bake", default=1, min=0, options=STATIC)
     frame_end: IntProperty(override=OVERRIDABLE, name="End", description="Last frame of the bake", default=250, min=0, options=STATIC)
-    use_scene_gravity: BoolProperty(override=OVERRIDABLE,
+    use_scene_gravity: BoolProperty(
+        override=OVERRIDABLE,
         name="Scene Gravity", description="Use the scene's gravity (Scene properties)", default=True, options=STATIC,
     )
-    gravity: FloatVectorProperty(override=OVERRIDABLE,
+    gravity: FloatVectorProperty(
+        override=OVERRIDABLE,
         name="Gravity", size=3, subtype="ACCELERATION", unit="ACCELERATION", default=(0.0, 0.0, -9.81), options=STATIC,
     )
-    max_iterations: IntProperty(override=OVERRIDABLE,
+    max_iterations: IntProperty(
+        override=OVERRIDABLE,
         name="Max Iterations", description="Newton iteration cap per time step", default=100, min=1, soft_max=1000, options=STATIC,
     )
-    velocity_tol: FloatProperty(override=OVERRIDABLE,
+    velocity_tol: FloatProperty(
+        override=OVERRIDABLE,
         name="Velocity Tolerance", description="Newton convergence: largest vertex velocity change, m/s",
         default=0.05, min=1e-9, precision=4, options=STATIC,
     )
-    transrate_tol: FloatProperty(override=OVERRIDABLE,
+    transrate_tol: FloatProperty(
+        override=OVERRIDABLE,
         name="Transrate Tolerance", description="Newton convergence: largest change of the affine rate, 1/s",
         default=0.1, min=1e-9, precision=4, options=STATIC,
     )
-    line_search_max_iterations: IntProperty(override=OVERRIDABLE,
+    line_search_max_iterations: IntProperty(
+        override=OVERRIDABLE,
         name="Line Search Steps", description="Halvings of the backtracking line search", default=8, min=0, max=100,
         options=STATIC,
     )
-    device: EnumProperty(override=OVERRIDABLE,
+    device: EnumProperty(
+        override=OVERRIDABLE,
         name="Device", description="Where the solver's Newton systems are solved (the same result within round-off)",
         items=(
             ("CPU", "CPU", "Banded Cholesky or sparse LU on the CPU"),

@@ -76,8 +76,9 @@ class Trajectory:
     def load(cls, path: Union[str, Path]) -> "Trajectory":
         """Read a trajectory written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
-            values = {f.name: data[f.name] for f in fields(cls) if f.name in data or f.name != "fast_rotation"}
-        values.setdefault("fast_rotation", np.zeros(len(values["converged"]), dtype=bool))
+            stored = {name: data[name] for name in data.files}
+        stored.setdefault("fast_rotation", np.zeros(len(stored["converged"]), dtype=bool))  # files from before it
+        values = {f.name: stored[f.name] for f in fields(cls)}
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])
         return cls(**values)
