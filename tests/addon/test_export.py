@@ -87,6 +87,30 @@ def test_animated_values_are_sampled_once_per_frame(addon):
     assert scene.frame_current == 7  # the scene is back at its frame
 
 
+def test_driven_values_are_sampled_like_keyed_ones(addon):
+    """A driver on an animatable setting (a control object's keyed X location driving the aim,
+    the usual rigging pattern) is sampled per frame as keys are."""
+    base, slider, joint = slider_rig(frame_end=20)
+    joint.animation_data_clear()  # the rig's aim keys: the driver alone sets the aim
+    control = bpy.data.objects.new("Control", None)
+    bpy.context.scene.collection.objects.link(control)
+    for frame, x in ((1, 0.0), (20, -1.2)):
+        control.location.x = x
+        control.keyframe_insert("location", index=0, frame=frame)
+    driver = joint.abd_joint.drive.driver_add("aim_distance").driver
+    driver.type = "SCRIPTED"
+    variable = driver.variables.new()
+    variable.name, variable.type = "x", "TRANSFORMS"
+    variable.targets[0].id = control
+    variable.targets[0].transform_type = "LOC_X"
+    driver.expression = "x * 0.5"  # a simple expression: no Python auto-run needed
+    (location_x,) = fcurves(control)
+    exported = _export(addon).scene.joints[0]
+    expected = [0.5 * location_x.evaluate(frame) for frame in range(1, 21)]
+    np.testing.assert_allclose(exported.driving.aim_distance, expected, atol=1e-6)
+    assert exported.driving.aim_distance[-1] == pytest.approx(-0.6, abs=1e-6)
+
+
 def test_frame_is_restored_even_when_export_fails(addon):
     clear_objects()
     scene = bpy.context.scene
