@@ -379,16 +379,17 @@ class ABD_OT_export_scene(Operator, ExportHelper):
     filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
 
     def execute(self, context):
-        """Export the rig and write the solver's JSON scene file to ``filepath``."""
+        """Export the rig and write the solver's JSON scene file to ``filepath`` (meshes of more than
+        1000 vertices to ``<stem>_meshes.npz`` beside it, :func:`solver.scene_io.save_scene`)."""
         from ..solver.scene_io import save_scene
 
         try:
             with bake_module.original_animation(context.scene):
                 export = export_scene(context.scene, context.evaluated_depsgraph_get())
-            save_scene(export.scene, self.filepath)
+            arrays_path = save_scene(export.scene, self.filepath)
         except Exception as error:  # noqa: BLE001
             return report_exception(self, error, "Export failed")
-        self.report({"INFO"}, f"Wrote {self.filepath}")
+        self.report({"INFO"}, f"Wrote {self.filepath}" + (f" and its big meshes to {arrays_path}" if arrays_path else ""))
         return {"FINISHED"}
 
 

@@ -6,6 +6,12 @@ keys, per-type keys) and builds the :mod:`solver.scene` dataclasses with the raw
 :func:`solver.scene.validate_scene` checks every value and normalises it. Every problem with the
 input is reported as :class:`~solver.scene.SceneError`, whose message names the body or joint
 and the field.
+
+Big meshes (more than :data:`INLINE_VERTEX_LIMIT` vertices) are written by :func:`save_scene` to
+a NumPy ``.npz`` file beside the JSON file (``<stem>_meshes.npz``, named by the top-level key
+``"arrays"``), and the mesh's ``vertices`` and ``triangles`` are then the names of its arrays
+there, not lists: 5 bodies of 41 000 vertices took 28.6 MB of JSON, 4.5 s to write and 1.2 s to
+read inline (docs/scene_format.md, "arrays").
 """
 
 from __future__ import annotations
@@ -24,8 +30,13 @@ from .scene import (
 
 FORMAT = "abd-scene"
 VERSION = 1
+#: Meshes with more vertices than this go to the arrays file beside the scene file (:func:`save_scene`).
+INLINE_VERTEX_LIMIT = 1000
+#: The arrays file's name: the scene file's stem with this suffix (not ``<stem>.npz``, which is
+#: where ``python -m solver run`` writes the trajectory by default).
+ARRAYS_SUFFIX = "_meshes.npz"
 
-_TOP_KEYS = ("format", "version", "settings", "bodies", "joints")
+_TOP_KEYS = ("format", "version", "arrays", "settings", "bodies", "joints")
 _SETTINGS_KEYS = (
     "frame_rate", "substeps", "frame_count", "gravity", "max_iterations", "min_iterations", "velocity_tol",
     "transrate_tol", "line_search_max_iterations", "device",
@@ -85,7 +96,19 @@ def _settings_from_dict(data: Any) -> Settings:
     return Settings(**{key: data[key] for key in _SETTINGS_KEYS if key in data})
 
 
-def _body_from_dict(data: Any, index: int) -> Body:
+def _mesh_array(value: Any, arrays, where: str, field_name: str):
+    """A mesh field's value: the inline list itself, or the array a string names in ``arrays``."""
+    if not isinstance(value, str):
+        return value
+    if arrays is None:
+        raise SceneError(f"{where}: mesh.{field_name}: names the array {value!r:.60}, but the scene has no "
+                         f'"arrays" file (give the list itself, or "arrays": "<file>.npz" at the top level)')
+    if value not in arrays:
+        raise SceneError(f"{where}: mesh.{field_name}: no array {value!r:.60} in the arrays file")
+    return arrays[value]
+
+
+def _body_from_dict(data: Any, index: int, arrays=None) -> Body:
     if not isinstance(data, dict):
         raise SceneError(f"body #{index}: must be an object {{...}}, got {_json_type(data)}")
     name = data.get("name")
@@ -93,7 +116,8 @@ def _body_from_dict(data: Any, index: int) -> Body:
     _check_keys(data, where, "", _BODY_KEYS, ("name", "mesh"))
     mesh = _object(data["mesh"], where, "mesh")
     _check_keys(mesh, where, "mesh.", _MESH_KEYS, _MESH_KEYS)
-    kwargs: dict = {"name": name, "mesh": Mesh(vertices=mesh["vertices"], triangles=mesh["triangles"])}
+    kwargs: dict = {"name": name, "mesh": Mesh(vertices=_mesh_array(mesh["vertices"], arrays, where, "vertices"),
+                                                triangles=_mesh_array(mesh["triangles"], arrays, where, "triangles"))}
     for key in ("transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity",
                 "animated_transforms"):
         kwargs.update(_optional(data, key))
@@ -137,13 +161,16 @@ def _joint_from_dict(data: Any, index: int) -> Joint:
     return Joint(**kwargs)
 
 
-def scene_from_dict(data: dict) -> Scene:
+def scene_from_dict(data: dict, arrays=None) -> Scene:
     """Build and validate a :class:`~solver.scene.Scene` from a parsed scene document.
 
     Args:
         data: the JSON document as Python objects (dicts, lists, str, numbers, bool, None):
             ``{"format": "abd-scene", "version": 1, "settings": {...}, "bodies": [...],
             "joints": [...]}``; ``settings`` and ``joints`` are optional.
+        arrays: the arrays that a mesh's ``vertices`` or ``triangles`` may name instead of
+            listing them (a mapping of name to array: the opened arrays file, see
+            :func:`load_scene`), or None.
 
     Returns:
         The normalised scene returned by :func:`solver.scene.validate_scene` (arrays float64,
@@ -171,7 +198,7 @@ def scene_from_dict(data: dict) -> Scene:
         raise SceneError(f"scene: joints: must be a list of joint objects, got {_json_type(joints)}")
     scene = Scene(
         settings=settings,
-        bodies=[_body_from_dict(body, index) for index, body in enumerate(bodies)],
+        bodies=[_body_from_dict(body, index, arrays) for index, body in enumerate(bodies)],
         joints=[_joint_from_dict(joint, index) for index, joint in enumerate(joints)],
     )
     return validate_scene(scene)
@@ -187,17 +214,20 @@ def _reject_duplicate_keys(pairs: list) -> dict:
 
 
 def load_scene(path: Union[str, Path]) -> Scene:
-    """Read, check and normalise a JSON scene file.
+    """Read, check and normalise a JSON scene file (and the arrays file it names, if any).
 
     Args:
-        path: the ``.json`` scene file (UTF-8).
+        path: the ``.json`` scene file (UTF-8). Its top-level ``"arrays"``, when present, is the
+            file name of a NumPy ``.npz`` in the same folder holding the arrays its meshes name.
 
     Returns:
         The validated :class:`~solver.scene.Scene` (see :func:`solver.scene.validate_scene`).
 
     Raises:
         SceneError: when the file cannot be read, is not valid JSON (also: duplicate keys in an
-            object), or is not a valid scene (see :func:`scene_from_dict`).
+            object), or is not a valid scene (see :func:`scene_from_dict`); when ``"arrays"`` is
+            not a file name in the scene file's folder, or that file cannot be read as an
+            ``.npz`` of plain arrays.
     """
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -209,7 +239,18 @@ def load_scene(path: Union[str, Path]) -> Scene:
         raise SceneError(f"{path}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
     except (ValueError, RecursionError) as error:  # e.g. an integer literal with too many digits
         raise SceneError(f"{path}: not a readable JSON document: {error}") from None
-    return scene_from_dict(data)
+    if not isinstance(data, dict) or data.get("arrays") is None:
+        return scene_from_dict(data)
+    name = data["arrays"]
+    if not isinstance(name, str) or not name.endswith(".npz") or Path(name).name != name:
+        raise SceneError(f'scene: arrays: must be the name of a .npz file in the scene file\'s folder, got {name!r:.60}')
+    arrays_path = Path(path).parent / name
+    try:
+        with np.load(arrays_path, allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (OSError, ValueError, EOFError) as error:  # missing, not a zip of .npy files, or object arrays
+        raise SceneError(f"{arrays_path}: cannot read the scene's arrays file: {error}") from None
+    return scene_from_dict(data, arrays)
 
 
 def _plain(array: np.ndarray, flag: bool = False):
@@ -226,12 +267,20 @@ def _series_value(series: np.ndarray, flag: bool = False):
     return _plain(series, flag)
 
 
-def scene_to_dict(scene: Scene) -> dict:
+def scene_to_dict(scene: Scene, arrays: dict | None = None) -> dict:
     """The JSON document (plain dicts, lists, str, float, int) of a scene.
 
     The scene is validated first; every field is written explicitly, optional sub-objects that
     are None are left out, and a per-frame series whose frames are all equal is written as one
     value. ``scene_from_dict(scene_to_dict(s))`` equals ``validate_scene(s)``.
+
+    Args:
+        scene: the scene.
+        arrays: None (every mesh inline), or a dict that receives the vertices ((V, 3) float64,
+            m) and triangles ((T, 3) int64) of each mesh with more than
+            :data:`INLINE_VERTEX_LIMIT` vertices, under the names the document gives them
+            (``body<index>_vertices``, ``body<index>_triangles``); the caller writes them to the
+            arrays file and sets the document's ``"arrays"``.
 
     Raises:
         SceneError: if the scene is not valid.
@@ -256,10 +305,16 @@ def scene_to_dict(scene: Scene) -> dict:
         "bodies": [],
         "joints": [],
     }
-    for body in scene.bodies:
+    for index, body in enumerate(scene.bodies):
+        mesh = {"vertices": _plain(body.mesh.vertices), "triangles": body.mesh.triangles.tolist()} if (
+            arrays is None or len(body.mesh.vertices) <= INLINE_VERTEX_LIMIT) else None
+        if mesh is None:
+            mesh = {"vertices": f"body{index}_vertices", "triangles": f"body{index}_triangles"}
+            arrays[mesh["vertices"]] = np.asarray(body.mesh.vertices, dtype=np.float64)
+            arrays[mesh["triangles"]] = np.asarray(body.mesh.triangles, dtype=np.int64)
         entry: dict = {
             "name": body.name,
-            "mesh": {"vertices": _plain(body.mesh.vertices), "triangles": body.mesh.triangles.tolist()},
+            "mesh": mesh,
             "transform": _plain(body.transform),
             "mass_density": body.mass_density,
             "kappa": body.kappa,
@@ -323,16 +378,39 @@ def dumps_scene(scene: Scene) -> str:
     Raises:
         SceneError: if the scene is not valid.
     """
-    text = json.dumps(scene_to_dict(scene), indent=2, allow_nan=False)
+    return _document_text(scene_to_dict(scene))
+
+
+def _document_text(document: dict) -> str:
+    """Indented JSON with each innermost list of numbers on one line."""
+    text = json.dumps(document, indent=2, allow_nan=False)
     return _NUMBER_LIST.sub(lambda match: "[" + ", ".join(re.split(r",\s+", match.group(1))) + "]", text) + "\n"
 
 
-def save_scene(scene: Scene, path: Union[str, Path]) -> None:
+def save_scene(scene: Scene, path: Union[str, Path]) -> Path | None:
     """Validate ``scene`` and write it to ``path`` as a JSON scene file (UTF-8).
+
+    Meshes with more than :data:`INLINE_VERTEX_LIMIT` vertices are written to the arrays file
+    ``<stem>_meshes.npz`` beside it (compressed NumPy arrays, named by the document's
+    ``"arrays"``), before the JSON file, so that a scene file never names an arrays file that is
+    not there.
+
+    Returns:
+        The arrays file's path when one was written, else None.
 
     Raises:
         SceneError: if the scene is not valid (nothing is written).
-        OSError: if the file cannot be written.
+        OSError: if a file cannot be written.
     """
-    text = dumps_scene(scene)
-    Path(path).write_text(text, encoding="utf-8")
+    path = Path(path)
+    arrays: dict = {}
+    document = scene_to_dict(scene, arrays)
+    arrays_path = None
+    if arrays:
+        arrays_path = path.with_name(path.stem + ARRAYS_SUFFIX)
+        document = {"format": document.pop("format"), "version": document.pop("version"),
+                    "arrays": arrays_path.name, **document}
+        with open(arrays_path, "wb") as stream:  # a file object: savez would append ".npz" to a name
+            np.savez_compressed(stream, **arrays)
+    path.write_text(_document_text(document), encoding="utf-8")
+    return arrays_path

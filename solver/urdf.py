@@ -1096,13 +1096,14 @@ def run_command(args: argparse.Namespace) -> int:
     for message in result.warnings:
         print(f"warning: {message}", file=sys.stderr, flush=True)
     try:
-        save_scene(result.scene, out)
+        arrays_path = save_scene(result.scene, out)
     except OSError as problem:
         return error(f"cannot write {str(out)!r}: {problem}")
     if not args.quiet:
         scene = result.scene
         fixed = [b.name for b in scene.bodies if b.motion == "fixed"]
-        print(f"wrote {out}: {len(scene.bodies)} bodies ({len(fixed)} fixed), {len(scene.joints)} joints",
+        meshes = f" (big meshes in {arrays_path})" if arrays_path else ""
+        print(f"wrote {out}{meshes}: {len(scene.bodies)} bodies ({len(fixed)} fixed), {len(scene.joints)} joints",
               file=sys.stderr, flush=True)
     return 0
 

@@ -99,3 +99,22 @@ def test_export_scene_file_round_trips(tmp_path, solver):
     aim = np.asarray(scene.joints[0].driving.aim_distance, dtype=float)
     assert aim.shape == (24,) and aim[0] == pytest.approx(0.0) and aim[11] == pytest.approx(-0.5)
     assert math.isclose(float(np.asarray(scene.joints[0].limit.lower)[0]), -0.8, abs_tol=1e-6)
+
+
+def test_export_scene_file_writes_big_meshes_beside_it(tmp_path, solver):
+    base, slider, joint = slider_rig()
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=64, ring_count=32, radius=0.3, location=(2.0, 0.0, 0.0))
+    ball = bpy.context.active_object  # 1986 vertices: more than the 1000 a scene file keeps inline
+    ball.name = "Ball"
+    select_only(ball)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    path = tmp_path / "rig.json"
+    assert bpy.ops.abd.export_scene(filepath=str(path)) == {"FINISHED"}
+    assert (tmp_path / "rig_meshes.npz").is_file()
+    scene = solver.load_scene(path)
+    sphere = next(body for body in scene.bodies if body.name == "Ball")
+    assert sphere.mesh.vertices.shape == (len(ball.data.vertices), 3)
+    assert sphere.mesh.triangles.shape == (2 * len(ball.data.vertices) - 4, 3)  # a closed genus-0 triangulation
+    box = next(body for body in scene.bodies if body.name == "Slider")
+    assert box.mesh.vertices.shape == (8, 3)  # small meshes stay inline
+    assert '"vertices": [' in path.read_text() and '"arrays": "rig_meshes.npz"' in path.read_text()

@@ -7,6 +7,7 @@ import copy
 import importlib.util
 import json
 import math
+import re
 import subprocess
 import sys
 import types
@@ -388,6 +389,62 @@ def test_round_trip(tmp_path, document):
     assert_scenes_equal(first, second)
     assert scene_from_dict(json.loads(json.dumps(scene_to_dict(second)))) is not None
     assert dumps_scene(second) == path.read_text(encoding="utf-8")
+
+
+def test_big_meshes_go_to_an_arrays_file_beside_the_scene_file(tmp_path, monkeypatch):
+    from solver import scene_io
+
+    scene = load_scene(_write(tmp_path, prismatic()))  # two boxes of 8 vertices
+    path = tmp_path / "saved.json"
+    assert save_scene(scene, path) is None and not list(tmp_path.glob("*.npz"))  # small meshes stay inline
+    inline_text = path.read_text(encoding="utf-8")
+    monkeypatch.setattr(scene_io, "INLINE_VERTEX_LIMIT", 7)  # now every box is "big"
+    arrays_path = save_scene(scene, path)
+    assert arrays_path == tmp_path / "saved_meshes.npz" and arrays_path.is_file()
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert list(written)[:3] == ["format", "version", "arrays"] and written["arrays"] == "saved_meshes.npz"
+    assert written["bodies"][1]["mesh"] == {"vertices": "body1_vertices", "triangles": "body1_triangles"}
+    with np.load(arrays_path) as arrays:
+        np.testing.assert_array_equal(arrays["body1_vertices"], scene.bodies[1].mesh.vertices)
+        assert arrays["body1_triangles"].dtype == np.int64
+    # The pair moves together: the scene file names its arrays file relative to its own folder.
+    moved = tmp_path / "farm"
+    moved.mkdir()
+    for name in ("saved.json", "saved_meshes.npz"):
+        (tmp_path / name).rename(moved / name)
+    loaded = load_scene(moved / "saved.json")
+    assert_scenes_equal(scene, loaded)
+    assert dumps_scene(loaded) == inline_text  # the same scene as the inline file
+
+
+def _arrays_case(tmp_path: Path, arrays_name, mesh_field, arrays: dict | None) -> Path:
+    """The prismatic scene with the slider's vertices named ``mesh_field`` in ``arrays_name``
+    (``arrays`` written there as an .npz when given)."""
+    document = prismatic()
+    if arrays_name is not None:
+        document["arrays"] = arrays_name
+    body(document, "slider")["mesh"]["vertices"] = mesh_field
+    if arrays is not None:
+        np.savez(tmp_path / "scene_meshes.npz", **arrays)
+    return _write(tmp_path, document)
+
+
+@pytest.mark.parametrize("arrays_name, mesh_field, arrays, expected", [
+    pytest.param(None, "body1_vertices", None, "body 'slider': mesh.vertices: names the array 'body1_vertices', "
+                 'but the scene has no "arrays" file', id="no-arrays-file"),
+    pytest.param("scene_meshes.npz", "body1_vertices", None, "cannot read the scene's arrays file", id="missing-file"),
+    pytest.param("../scene_meshes.npz", "body1_vertices", {}, "arrays: must be the name of a .npz file", id="a-path"),
+    pytest.param("scene_meshes.json", "body1_vertices", {}, "arrays: must be the name of a .npz file", id="not-npz"),
+    pytest.param("scene_meshes.npz", "body1_vertices", {"other": np.zeros((8, 3))},
+                 "body 'slider': mesh.vertices: no array 'body1_vertices' in the arrays file", id="missing-array"),
+    pytest.param("scene_meshes.npz", "body1_vertices", {"body1_vertices": np.array([None] * 8, dtype=object)},
+                 "cannot read the scene's arrays file", id="object-array"),
+    pytest.param("scene_meshes.npz", "body1_vertices", {"body1_vertices": np.zeros((8, 2))},
+                 "body 'slider': mesh.vertices", id="wrong-shape"),
+])
+def test_arrays_file_problems_are_scene_errors(tmp_path, arrays_name, mesh_field, arrays, expected):
+    with pytest.raises(SceneError, match=re.escape(expected)):
+        load_scene(_arrays_case(tmp_path, arrays_name, mesh_field, arrays))
 
 
 def test_round_trip_of_per_frame_series(tmp_path):
