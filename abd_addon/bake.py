@@ -496,9 +496,11 @@ def convergence_problem(trajectory) -> Optional[str]:
     """A sentence saying how many time steps did not converge, or None when all did."""
     if trajectory.all_converged:
         return None
-    missed = int(np.count_nonzero(~np.asarray(trajectory.converged, dtype=bool)))
-    return (f"{missed} of {len(trajectory.converged)} time steps did not converge "
-            "(raise Max Iterations or Substeps in ABD World)")
+    unconverged = ~np.asarray(trajectory.converged, dtype=bool)
+    worst = float(np.max(trajectory.residual[unconverged]))
+    return (f"{int(np.count_nonzero(unconverged))} of {len(trajectory.converged)} time steps did not converge "
+            f"(the worst ended with a Newton step {worst:.3g} times the tolerance; raise Max Iterations or "
+            "Substeps in ABD World)")
 
 
 def bake(scene: bpy.types.Scene, depsgraph=None, progress=None) -> BakeJob:

@@ -86,7 +86,8 @@ def _run(args: argparse.Namespace) -> int:
         substeps = int(trajectory.substeps)
         _error(
             f"time step {step} (frame {step // substeps + 1}, substep {step % substeps + 1} of {substeps}) "
-            f"was the first that did not converge within max_iterations = {scene.settings.max_iterations}; "
+            f"was the first that did not converge within max_iterations = {scene.settings.max_iterations} "
+            f"(its last Newton step was {float(trajectory.residual[step]):.3g} times the tolerance); "
             f"the trajectory was saved to {str(out)!r} anyway"
         )
         return EXIT_SOLVER_FAILED

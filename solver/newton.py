@@ -145,11 +145,17 @@ class NewtonResult:
         iterations: Newton iterations taken; the chord steps that end a step count as one more.
         line_search_iterations: halvings summed over the iterations.
         converged: whether the tolerances were met within ``max_iterations``.
+        residual: the size of the step's last Newton (or chord) direction relative to the
+            tolerance, max(corner displacement / (velocity_tol dt), affine change /
+            (transrate_tol dt)) (dimensionless, the convergence test of reference §2.5): at most
+            1 on a converged step, how far from converged an unconverged one ended; 0 where no
+            body is dynamic.
     """
 
     iterations: int
     line_search_iterations: int
     converged: bool
+    residual: float
 
 
 class IncrementalPotential:
@@ -350,11 +356,13 @@ def solve_step(
     """
     potential.bind(q)
     if not len(potential.dynamic_indices):  # only fixed and animated bodies: nothing to solve
-        return _result(potential, 0, 0, True, chord=False)
+        return _result(potential, 0, 0, True, chord=False, residual=0.0)
     dynamic = potential.dynamic_rows
     line_search_total = 0
     corners_dynamic = corners[dynamic]
     solver = potential.linear_solver
+    tolerances = (settings.velocity_tol * dt, settings.transrate_tol * dt)
+    last_size = [(np.inf, np.inf)]  # the latest direction's size, for the step's residual
 
     def newton_direction(gradient: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
         """The direction (dynamic, 12) for ``gradient`` with the current factorisation, and its
@@ -365,7 +373,13 @@ def solve_step(
             if not np.all(np.isfinite(gradient)):
                 raise NewtonFailure("the gradient is not finite")
             raise NewtonFailure("the Newton direction is not finite")
+        last_size[0] = size
         return direction, size
+
+    def result(iterations: int, converged: bool, chord: bool) -> NewtonResult:
+        size = last_size[0]
+        return _result(potential, iterations, line_search_total, converged, chord,
+                       max(size[0] / tolerances[0], size[1] / tolerances[1]))
 
     def small(size: tuple[float, float], fraction: float = 1.0) -> bool:
         displacement, affine = size
@@ -411,7 +425,7 @@ def solve_step(
                 q[dynamic] += chord
                 if chords_converge(max(size), REUSED_ERROR_FRACTION, REUSED_CHORDS_MAX):
                     potential.reuse_backoff.record(True)
-                    return _result(potential, 2, 0, True, chord=True)
+                    return result(2, True, chord=True)
         except NewtonFailure:
             q[dynamic] = start  # solved afresh below, which names what is not finite if it is the state itself
         potential.reuse_backoff.record(False)
@@ -427,7 +441,7 @@ def solve_step(
         if small(size):
             q[dynamic] = start + direction
             if iteration >= settings.min_iterations:
-                return _result(potential, iteration, line_search_total, True, chord=False)
+                return result(iteration, True, chord=False)
             continue
         energy0 = potential.energy(q)
         if not np.isfinite(energy0):
@@ -463,14 +477,14 @@ def solve_step(
                 converged = chords_converge(max(size), CHORD_ERROR_FRACTION, 1)
             potential.chord_backoff.record(converged)
             if converged:
-                return _result(potential, iteration + 1, line_search_total, True, chord=True)
-    return _result(potential, settings.max_iterations, line_search_total, False, chord=False)
+                return result(iteration + 1, True, chord=True)
+    return result(settings.max_iterations, False, chord=False)
 
 
 def _result(potential: IncrementalPotential, iterations: int, line_search: int, converged: bool,
-            chord: bool) -> NewtonResult:
+            chord: bool, residual: float) -> NewtonResult:
     """The step's :class:`NewtonResult`. The step's last factorisation may start the next step
     only if this one ended through the chord test (``chord``): where chord steps do not
     contract within a step, a lagged Hessian would not either."""
     potential.factorization_reusable = chord
-    return NewtonResult(iterations, line_search, converged)
+    return NewtonResult(iterations, line_search, converged, float(residual))

@@ -78,6 +78,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     line_search = np.zeros(steps, dtype=np.int64)
     converged = np.zeros(steps, dtype=bool)
     fast_rotation = np.zeros(steps, dtype=bool)
+    residual = np.zeros(steps)
 
     transforms[0] = transform_from_q(stepper.q)
     distance[0], angle[0] = stepper.joints.distance, stepper.joints.angle
@@ -95,8 +96,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
                     result, fast_rotation[step] = stepper.step(potential, frame, substep)
                 except NewtonFailure as error:
                     raise SolverError(f"frame {frame}, step {substep}: {error}") from error
-                iterations[step], line_search[step], converged[step] = (
-                    result.iterations, result.line_search_iterations, result.converged
+                iterations[step], line_search[step], converged[step], residual[step] = (
+                    result.iterations, result.line_search_iterations, result.converged, result.residual
                 )
                 step += 1
             if not np.all(np.isfinite(stepper.q)):
@@ -116,6 +117,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         line_search_iterations=line_search,
         converged=converged,
         fast_rotation=fast_rotation,
+        residual=residual,
         frame_rate=float(settings.frame_rate),
         substeps=int(settings.substeps),
     )

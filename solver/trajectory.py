@@ -32,6 +32,10 @@ class Trajectory:
             more than 0.9 π (162°) in that step, where its unwrapped ``angle`` may have counted
             a turn the wrong way round (:meth:`solver.joint_state.JointState.commit`; more
             substeps avoid it). All False in files written before this field existed.
+        residual: (frame_count * substeps,) the last Newton direction's size relative to the
+            tolerance in each step (:attr:`solver.newton.NewtonResult.residual`): at most 1 where
+            the step converged, how far from converged it ended where not. NaN in files
+            written before this field existed.
         frame_rate: frames per second, 1/s.
         substeps: time steps per frame.
     """
@@ -45,6 +49,7 @@ class Trajectory:
     line_search_iterations: np.ndarray
     converged: np.ndarray
     fast_rotation: np.ndarray
+    residual: np.ndarray
     frame_rate: float
     substeps: int
 
@@ -77,7 +82,9 @@ class Trajectory:
         """Read a trajectory written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
             stored = {name: data[name] for name in data.files}
-        stored.setdefault("fast_rotation", np.zeros(len(stored["converged"]), dtype=bool))  # files from before it
+        steps = len(stored["converged"])  # files from before the last two fields:
+        stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
+        stored.setdefault("residual", np.full(steps, np.nan))
         values = {f.name: stored[f.name] for f in fields(cls)}
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])

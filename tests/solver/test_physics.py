@@ -444,6 +444,23 @@ def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatc
     assert counted["factorisations"] == len(trajectory.newton_iterations)
 
 
+def test_each_step_reports_its_last_direction_relative_to_the_tolerance():
+    """Trajectory.residual: in (0, 1] where a step converged; where a tolerance no step can meet
+    stops every step after one iteration, above 1 and, times that tolerance, the size of a
+    physical step's motion."""
+    scene = prismatic_chain_scene(3, seconds=0.25)
+    trajectory = simulate(scene)
+    assert trajectory.all_converged
+    assert np.all(trajectory.residual > 0.0) and np.all(trajectory.residual <= 1.0)
+    settings = scene.settings
+    settings.max_iterations, settings.velocity_tol, settings.transrate_tol = 1, 1e-9, 1e-9
+    unconverged = simulate(scene)
+    assert not unconverged.converged.any()
+    dt = 1.0 / (settings.frame_rate * settings.substeps)
+    motion = unconverged.residual * 1e-9 * dt  # the largest of a corner's move (m) and an affine change
+    assert np.all(unconverged.residual > 1.0) and np.all(motion < 0.05) and np.max(motion) > 1e-6
+
+
 @pytest.mark.parametrize("broken", ["gradient", "direction"])
 def test_non_finite_newton_quantities_are_named(broken):
     """A NaN in the gradient, or a direction beyond any float, stops the step with a NewtonFailure

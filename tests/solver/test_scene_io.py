@@ -652,6 +652,7 @@ def _fake_trajectory(scene: Scene, converged: np.ndarray) -> Trajectory:
         line_search_iterations=np.zeros(steps, dtype=np.int64),
         converged=converged,
         fast_rotation=np.zeros(steps, dtype=bool),
+        residual=np.where(converged, 0.25, 3.5),
         frame_rate=scene.settings.frame_rate,
         substeps=scene.settings.substeps,
     )
@@ -685,18 +686,21 @@ def cli():
     return cli_module
 
 
-def test_trajectory_round_trips_and_files_from_before_fast_rotation_still_load(tmp_path):
+def test_trajectory_round_trips_and_files_from_before_its_newer_fields_still_load(tmp_path):
     scene = validate_scene(scene_from_dict(prismatic(frame_count=3, substeps=4)))
     trajectory = _fake_trajectory(scene, np.ones(12, dtype=bool))
     trajectory.fast_rotation[5] = True
+    trajectory.residual[3] = 0.75
     trajectory.save(tmp_path / "new.npz")
     loaded = Trajectory.load(tmp_path / "new.npz")
     assert np.array_equal(loaded.fast_rotation, trajectory.fast_rotation) and loaded.substeps == 4
+    np.testing.assert_array_equal(loaded.residual, trajectory.residual)
     assert loaded.fast_rotation_warning().startswith("in 1 of 12 time steps")
     with np.load(tmp_path / "new.npz") as data:
-        np.savez(tmp_path / "old.npz", **{key: data[key] for key in data.files if key != "fast_rotation"})
+        np.savez(tmp_path / "old.npz", **{key: data[key] for key in data.files if key not in ("fast_rotation", "residual")})
     old = Trajectory.load(tmp_path / "old.npz")
     assert old.fast_rotation.shape == (12,) and not old.fast_rotation.any()
+    assert old.residual.shape == (12,) and np.isnan(old.residual).all()
 
 
 def test_cli_success_with_stand_in_solver(tmp_path, monkeypatch, capsys, cli):
@@ -717,7 +721,7 @@ def test_cli_not_converged_saves_and_exits_1(tmp_path, monkeypatch, capsys, cli)
     out = tmp_path / "result.npz"
     assert cli.main(["run", str(scene_path), "--out", str(out), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "time step 7 (frame 2, substep 4 of 4)" in err
+    assert "time step 7 (frame 2, substep 4 of 4)" in err and "its last Newton step was 3.5 times the tolerance" in err
     assert out.exists()
 
 
