@@ -2,7 +2,10 @@
 
 :func:`bake` = :meth:`BakeJob.prepare` (export) -> :meth:`BakeJob.simulate` -> :meth:`BakeJob.apply`
 (write keyframes). The modal Bake operator runs the same three phases, the middle one in a
-worker thread; the batch entry point calls :func:`bake`. There is one code path.
+worker thread; the batch entry point calls :func:`bake`. There is one code path. A trajectory
+computed elsewhere (``python -m solver run`` on the exported scene file, on a render farm) takes
+the place of the middle phase through :meth:`BakeJob.load_trajectory`, which first checks that it
+was computed for this rig.
 
 Writing keyframes:
 
@@ -36,6 +39,16 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
 from .export import TRANSFORM_PROPERTIES, Export, export_scene, rigid_transforms
+
+class TrajectoryFileError(ValueError):
+    """A trajectory file that cannot be read, or was not computed for the rig it is applied to;
+    the message says which and why."""
+
+
+#: How far (m, and rad of rotation) a body's first pose in a trajectory file may be from the
+#: rig's for the file to count as computed for this rig (the poses round-trip exactly through the
+#: scene file; the tolerance only absorbs float32 storage in Blender).
+START_POSE_TOLERANCE = 1e-5
 
 #: Custom properties the bake writes on joint Empties, per joint type.
 READOUT_PROPERTIES = {"prismatic": "abd_distance", "revolute": "abd_angle"}
@@ -485,11 +498,58 @@ class BakeJob:
         self.trajectory = simulate(self.export.scene, progress)
         return self.trajectory
 
+    def load_trajectory(self, path) -> object:
+        """Instead of :meth:`simulate`: read a solver result (``.npz`` of ``python -m solver run``
+        or ``Trajectory.save``) computed for this export's scene file.
+
+        Raises:
+            TrajectoryFileError: when the file cannot be read as a trajectory, or its bodies,
+                joints, frame count or frame rate are not this export's, or a body's first pose
+                is not where the rig has it (nothing is changed).
+        """
+        from ..solver.trajectory import Trajectory
+
+        try:
+            trajectory = Trajectory.load(path)
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as error:  # missing, not an .npz, a field missing
+            raise TrajectoryFileError(f"{path}: not a readable trajectory file ({type(error).__name__}: {error})") from None
+        problem = trajectory_mismatch(self.export, trajectory)
+        if problem:
+            raise TrajectoryFileError(f"{path} was not computed for this rig: {problem}")
+        self.trajectory = trajectory
+        return trajectory
+
     def apply(self) -> list:
         """Compute every key, then write them all (atomically); returns the keyed objects."""
         keys = compute_keys(self.export, self.trajectory)
         write_bake(self.scene, keys, self.export.frame_start)
         return [k.ob for k in keys]
+
+
+def trajectory_mismatch(export: Export, trajectory) -> Optional[str]:
+    """Why ``trajectory`` was not computed for ``export``'s scene, or None: its body or joint
+    names (in order), its frame count or frame rate differ, or a body's first pose is more than
+    :data:`START_POSE_TOLERANCE` (m, rad) from the rig's pose at the first frame."""
+    scene = export.scene
+    bodies = [body.name for body in scene.bodies]
+    joints = [joint.name for joint in scene.joints]
+    if [str(name) for name in trajectory.body_names] != bodies:
+        return f"its bodies are {[str(name) for name in trajectory.body_names]}, the rig's {bodies}"
+    if [str(name) for name in trajectory.joint_names] != joints:
+        return f"its joints are {[str(name) for name in trajectory.joint_names]}, the rig's {joints}"
+    if trajectory.frame_count != export.frame_count:
+        return (f"it has {trajectory.frame_count + 1} frames, the bake {export.frame_count + 1} "
+                f"(frames {export.frame_start}-{export.frame_end})")
+    if not np.isclose(trajectory.frame_rate, scene.settings.frame_rate, rtol=1e-9):
+        return f"it was computed at {trajectory.frame_rate:g} fps, the scene runs at {scene.settings.frame_rate:g} fps"
+    start = rigid_transforms(np.asarray(trajectory.transforms[:1], dtype=np.float64))[0]
+    for body, pose in zip(scene.bodies, start):
+        offset = float(np.linalg.norm(pose[:3, 3] - body.transform[:3, 3]))
+        turn = float(np.arccos(np.clip((np.trace(pose[:3, :3].T @ body.transform[:3, :3]) - 1.0) / 2.0, -1.0, 1.0)))
+        if offset > START_POSE_TOLERANCE or turn > START_POSE_TOLERANCE:
+            return (f"body '{body.name}' starts {offset:.3g} m and {np.degrees(turn):.3g} degrees away from its pose "
+                    f"at frame {export.frame_start} (was the rig changed after the scene file was exported?)")
+    return None
 
 
 def convergence_problem(trajectory) -> Optional[str]:

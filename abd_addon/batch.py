@@ -5,12 +5,16 @@ Command line (from the repository root, with the ``bpy`` wheel installed)::
     python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz] [--device {cpu,cupy}]
     python -m abd_addon.batch shot_*.blend --out-dir baked/ [--trajectory-dir results/]
     python -m abd_addon.batch shot_*.blend --in-place
+    python -m abd_addon.batch shot_*.blend --out-dir baked/ --from-trajectory-dir results/
     python -m abd_addon.batch --warm-up
 
 It opens each file, bakes it through the same phases as the Bake operator
 (:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (one file), to
 ``--out-dir``/<file name> (any number) or over the input (``--in-place``); ``--trajectory`` /
-``--trajectory-dir``/<file stem>.npz also save the solver's trajectory. ``--scene`` bakes that
+``--trajectory-dir``/<file stem>.npz also save the solver's trajectory; ``--from-trajectory`` /
+``--from-trajectory-dir``/<file stem>.npz bake from a trajectory computed elsewhere instead of
+simulating (``python -m solver run`` on the file's exported scene file, on a render farm: the
+keys of the Apply Trajectory File operator, refused for another rig). ``--scene`` bakes that
 scene of each file instead of its active one. ``--device`` solves on
 that device instead of the file's ABD World setting (which is saved unchanged). Several files are
 baked one after the other in this one process, so the solver's kernels are loaded (or compiled)
@@ -57,7 +61,8 @@ class BatchError(RuntimeError):
 
 
 def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unconverged: bool = False,
-              trajectory_path: str | None = None, device: str | None = None, scene_name: str | None = None) -> dict:
+              trajectory_path: str | None = None, device: str | None = None, scene_name: str | None = None,
+              from_trajectory: str | None = None) -> dict:
     """Open ``blend_path``, bake its scene, save to ``out_path``; return a summary dict.
 
     Runs inside a Blender process where this add-on is registered (the bpy module or
@@ -67,8 +72,11 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     :class:`~solver.trajectory.Trajectory` (poses, joint readouts, per-step Newton statistics) is
     also saved there (``.npz``). ``device`` (``"cpu"`` or ``"cupy"``) overrides the scene's ABD
     World device for this bake only. ``scene_name`` bakes that scene instead of the file's active
-    one (which stays the active one in the saved file). Raises :class:`BatchError` on any failure
-    (a missing scene names the file's scenes); nothing is saved then.
+    one (which stays the active one in the saved file). ``from_trajectory`` bakes from that
+    trajectory file instead of simulating (:meth:`abd_addon.bake.BakeJob.load_trajectory`: it must
+    have been computed for this rig). Raises :class:`BatchError` on any failure (a missing scene
+    names the file's scenes; a trajectory file for another rig says how it differs); nothing is
+    saved then.
     """
     import bpy
 
@@ -102,7 +110,10 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         job.prepare()
         if device is not None:
             job.export.scene.settings.device = device
-        job.simulate(report)
+        if from_trajectory is not None:
+            job.load_trajectory(from_trajectory)
+        else:
+            job.simulate(report)
         problem = bake.convergence_problem(job.trajectory)
         if problem and not allow_unconverged:
             raise BatchError(f"{blend_path}: bake failed: {problem} (or pass --allow-unconverged)")
@@ -162,36 +173,49 @@ def load_addon():
 
 
 def bake_plan(blends: list, out: str | None = None, out_dir: str | None = None, in_place: bool = False,
-              trajectory: str | None = None, trajectory_dir: str | None = None) -> list:
-    """Where each input's bake and trajectory go: [(blend, out, trajectory or None), ...].
+              trajectory: str | None = None, trajectory_dir: str | None = None, from_trajectory: str | None = None,
+              from_trajectory_dir: str | None = None) -> list:
+    """Where each input's bake and trajectory go, and what it bakes from:
+    [(blend, out, trajectory to save or None, trajectory to apply or None), ...].
 
     Exactly one of ``out`` (one input only), ``out_dir`` (``out_dir/<input's file name>``) or
     ``in_place`` (the input itself); optionally ``trajectory`` (one input only) or
-    ``trajectory_dir`` (``trajectory_dir/<input's stem>.npz``).
+    ``trajectory_dir`` (``trajectory_dir/<input's stem>.npz``) to save the solver's result, or
+    ``from_trajectory`` (one input only) or ``from_trajectory_dir``
+    (``from_trajectory_dir/<input's stem>.npz``) to bake from a result computed elsewhere.
 
     Raises:
         ValueError: no input, a missing or ambiguous destination, a one-file option with several
-            inputs, or two inputs (or an input and another's output) that would write one file.
+            inputs, a trajectory both saved and applied, or two inputs (or an input and another's
+            output) that would write one file.
     """
     if not blends:
         raise ValueError("a .blend file is required")
     if sum((out is not None, out_dir is not None, bool(in_place))) != 1:
         raise ValueError("one of --out, --out-dir or --in-place is required")
-    if len(blends) > 1 and (out is not None or trajectory is not None):
-        raise ValueError("--out and --trajectory take one .blend file; for several use --out-dir and --trajectory-dir")
+    if len(blends) > 1 and (out is not None or trajectory is not None or from_trajectory is not None):
+        raise ValueError("--out, --trajectory and --from-trajectory take one .blend file; for several use --out-dir, "
+                         "--trajectory-dir and --from-trajectory-dir")
     if trajectory is not None and trajectory_dir is not None:
         raise ValueError("--trajectory and --trajectory-dir exclude each other")
+    if from_trajectory is not None and from_trajectory_dir is not None:
+        raise ValueError("--from-trajectory and --from-trajectory-dir exclude each other")
+    if {trajectory, trajectory_dir} != {None} and {from_trajectory, from_trajectory_dir} != {None}:
+        raise ValueError("a bake from a trajectory file saves no trajectory: leave out --trajectory and --trajectory-dir")
+
+    def per_input(one: str | None, folder: str | None, name: Path) -> str | None:
+        return one if one is not None else str(Path(folder) / f"{name.stem}.npz") if folder is not None else None
+
     plan = []
     for blend in blends:
         name = Path(blend)
         target = out if out is not None else str(Path(out_dir) / name.name) if out_dir is not None else blend
-        saved = trajectory if trajectory is not None else (
-            str(Path(trajectory_dir) / f"{name.stem}.npz") if trajectory_dir is not None else None)
-        plan.append((blend, target, saved))
+        plan.append((blend, target, per_input(trajectory, trajectory_dir, name),
+                     per_input(from_trajectory, from_trajectory_dir, name)))
     inputs = [os.path.abspath(blend) for blend in blends]
     if len(set(inputs)) != len(inputs):
         raise ValueError("the same .blend file is given twice")
-    written = [os.path.abspath(path) for _, target, saved in plan for path in (target, saved) if path is not None]
+    written = [os.path.abspath(path) for _, target, saved, _ in plan for path in (target, saved) if path is not None]
     if len(set(written)) != len(written):
         raise ValueError("two files would be written to the same path (inputs with the same name in --out-dir?)")
     if not in_place and set(written) & set(inputs):
@@ -218,6 +242,12 @@ def main(argv=None) -> int:
                                                                 "(one input file)")
     trajectory.add_argument("--trajectory-dir", metavar="DIR",
                             help="also save each file's solver trajectory as DIR/<its stem>.npz")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--from-trajectory", metavar="NPZ",
+                        help="bake from this trajectory file instead of simulating (python -m solver run on the "
+                             "file's exported scene file; one input file)")
+    source.add_argument("--from-trajectory-dir", metavar="DIR",
+                        help="bake each file from DIR/<its stem>.npz instead of simulating")
     parser.add_argument("--scene", metavar="NAME", help="bake this scene of each file instead of its active one")
     parser.add_argument("--device", choices=("cpu", "cupy"),  # solver.scene.DEVICES (not imported here: stdlib only)
                         help="solve on this device instead of the files' ABD World setting: cpu, or cupy "
@@ -227,14 +257,17 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
         plan = []
+        applying = args.from_trajectory is not None or args.from_trajectory_dir is not None
         if args.warm_up:
             if args.blend or args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir \
-                    or args.device or args.scene:
+                    or args.device or args.scene or applying:
                 parser.error("--warm-up takes no .blend file and no bake options")
         else:
+            if applying and args.device:
+                parser.error("--device chooses where to simulate: a bake from a trajectory file simulates nothing")
             try:
                 plan = bake_plan(args.blend, args.out, args.out_dir, args.in_place, args.trajectory,
-                                 args.trajectory_dir)
+                                 args.trajectory_dir, args.from_trajectory, args.from_trajectory_dir)
             except ValueError as error:
                 parser.error(str(error))
     except SystemExit as exit_:
@@ -256,12 +289,12 @@ def main(argv=None) -> int:
             if folder:
                 os.makedirs(folder, exist_ok=True)
         batch = importlib.import_module(addon.__name__ + ".batch")
-        for blend, out, trajectory_path in plan:
+        for blend, out, trajectory_path, source in plan:
             try:
                 _print_summary(batch.bake_file(blend, out, progress=args.progress,
                                                allow_unconverged=args.allow_unconverged,
                                                trajectory_path=trajectory_path, device=args.device,
-                                               scene_name=args.scene))
+                                               scene_name=args.scene, from_trajectory=source))
             except Exception as error:  # noqa: BLE001 - one line for this file, then the next file
                 failures += 1
                 _print_error(error)

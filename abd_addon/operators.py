@@ -1,4 +1,5 @@
-"""Operators: add/remove affine body, connect two bodies with a joint, bake, free bake, export.
+"""Operators: add/remove affine body, connect two bodies with a joint, bake, free bake, export,
+apply a trajectory file.
 
 Every failure is reported with ``self.report({'ERROR'}, ...)`` naming the object, returns
 ``{'CANCELLED'}`` and changes nothing; no traceback reaches the user (unexpected exceptions are
@@ -15,7 +16,7 @@ import traceback
 import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy.types import Operator
-from bpy_extras.io_utils import ExportHelper
+from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Matrix, Vector
 
 from ..solver.scene import SceneError
@@ -24,8 +25,8 @@ from . import extension_package, extension_root, warmup
 from .export import RigError, export_scene
 from .properties import JOINT_TYPE_ITEMS, store_groups
 
-#: Exceptions that mean "the user's rig or settings are wrong" (reported without a traceback).
-USER_ERRORS = (RigError, SceneError)
+#: Exceptions that mean "the user's rig, settings or files are wrong" (reported without a traceback).
+USER_ERRORS = (RigError, SceneError, bake_module.TrajectoryFileError)
 
 
 def solver_errors() -> tuple:
@@ -188,6 +189,26 @@ class ABD_OT_connect(Operator):
         return {"FINISHED"}
 
 
+def write_keys(operator: Operator, job, require_converged: bool) -> set:
+    """Write the keys of a job whose trajectory is ready (simulated or loaded), unless
+    convergence is required and some step missed it; report on ``operator``."""
+    problem = bake_module.convergence_problem(job.trajectory)
+    if problem and require_converged:
+        operator.report({"ERROR"}, f"Bake failed: {problem}; nothing was changed")
+        return {"CANCELLED"}
+    try:
+        job.apply()
+    except Exception as error:  # noqa: BLE001
+        return report_exception(operator, error, "Bake failed")
+    message = f"Baked {len(job.export.keyed_objects())} object(s), frames {job.export.frame_start}-{job.export.frame_end}"
+    notes = [note for note in (problem, job.trajectory.fast_rotation_warning()) if note]
+    if notes:
+        operator.report({"WARNING"}, "; ".join([message, *notes]))
+    else:
+        operator.report({"INFO"}, message)
+    return {"FINISHED"}
+
+
 class ABD_OT_bake(Operator):
     """Simulate the affine bodies and bake their motion to keyframes (Esc cancels)"""
 
@@ -231,22 +252,7 @@ class ABD_OT_bake(Operator):
         return self._apply(job)
 
     def _apply(self, job) -> set:
-        """Write the keys of a simulated job (unless convergence is required and missing); report."""
-        problem = bake_module.convergence_problem(job.trajectory)
-        if problem and self.require_converged:
-            self.report({"ERROR"}, f"Bake failed: {problem}; nothing was changed")
-            return {"CANCELLED"}
-        try:
-            job.apply()
-        except Exception as error:  # noqa: BLE001
-            return report_exception(self, error, "Bake failed")
-        message = f"Baked {len(job.export.keyed_objects())} object(s), frames {job.export.frame_start}-{job.export.frame_end}"
-        notes = [note for note in (problem, job.trajectory.fast_rotation_warning()) if note]
-        if notes:
-            self.report({"WARNING"}, "; ".join([message, *notes]))
-        else:
-            self.report({"INFO"}, message)
-        return {"FINISHED"}
+        return write_keys(self, job, self.require_converged)
 
     # -- modal (INVOKE_DEFAULT from the UI): the solver runs in a worker thread ----------------
     def invoke(self, context, event):
@@ -393,6 +399,32 @@ class ABD_OT_export_scene(Operator, ExportHelper):
         return {"FINISHED"}
 
 
+class ABD_OT_apply_trajectory(Operator, ImportHelper):
+    """Bake from a trajectory file computed elsewhere (python -m solver run on this rig's exported scene file, on a render farm): keys as the Bake writes them"""
+
+    bl_idname = "abd.apply_trajectory"
+    bl_label = "Apply Trajectory File"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filename_ext = ".npz"
+    filter_glob: StringProperty(default="*.npz", options={"HIDDEN"})
+    require_converged: BoolProperty(
+        name="Require Convergence",
+        description="Refuse, changing nothing, a trajectory in which a time step did not converge",
+        default=True, options={"SKIP_SAVE"},
+    )
+
+    def execute(self, context):
+        """Export the rig, check that the file was computed for it, write its keys (as Bake)."""
+        job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
+        try:
+            job.prepare()
+            job.load_trajectory(self.filepath)
+        except Exception as error:  # noqa: BLE001 - reported, never raised at the user
+            return report_exception(self, error, "Bake failed")
+        return write_keys(self, job, self.require_converged)
+
+
 class ABD_OT_compile_solver(Operator):
     """Compile the solver's kernels into this machine's cache now, so that every bake loads them (for blender -b set-ups; an interactive session does it in the background)"""
 
@@ -420,5 +452,6 @@ CLASSES = (
     ABD_OT_bake,
     ABD_OT_bake_free,
     ABD_OT_export_scene,
+    ABD_OT_apply_trajectory,
     ABD_OT_compile_solver,
 )

@@ -307,7 +307,9 @@ def draw_bake(layout, scene) -> None:
     col.operator("abd.bake_free", icon="TRASH")
     baked = len(baked_objects(scene))
     layout.label(text=f"{baked} object(s) baked" if baked else "Not baked", icon="INFO")
-    layout.operator("abd.export_scene", icon="EXPORT")
+    row = layout.row(align=True)
+    row.operator("abd.export_scene", icon="EXPORT")
+    row.operator("abd.apply_trajectory", icon="IMPORT")
 
 
 class VIEW3D_PT_abd(Panel):

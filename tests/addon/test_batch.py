@@ -217,6 +217,9 @@ def test_in_place_bakes_every_file_given(tmp_path):
     (dict(blends=["a/shot.blend", "b/shot.blend"], out_dir="d"), "same path"),
     (dict(blends=["d/a.blend"], out_dir="d"), "overwrite an input"),
     (dict(blends=["a.blend"], out="a.blend"), "overwrite an input"),
+    (dict(blends=["a.blend", "b.blend"], out_dir="d", from_trajectory="t.npz"), "take one .blend file"),
+    (dict(blends=["a.blend"], out="x.blend", from_trajectory="t.npz", from_trajectory_dir="d"), "exclude each other"),
+    (dict(blends=["a.blend"], out="x.blend", from_trajectory="t.npz", trajectory="u.npz"), "saves no trajectory"),
 ])
 def test_bake_plan_refuses_ambiguous_destinations(addon, arguments, message):
     with pytest.raises(ValueError, match=message):
@@ -225,15 +228,51 @@ def test_bake_plan_refuses_ambiguous_destinations(addon, arguments, message):
 
 def test_bake_plan_names_outputs_after_the_inputs(addon):
     plan = addon.batch.bake_plan(["shots/a.blend", "other/b.blend"], out_dir="baked", trajectory_dir="runs")
-    assert plan == [("shots/a.blend", os.path.join("baked", "a.blend"), os.path.join("runs", "a.npz")),
-                    ("other/b.blend", os.path.join("baked", "b.blend"), os.path.join("runs", "b.npz"))]
-    assert addon.batch.bake_plan(["a.blend"], in_place=True) == [("a.blend", "a.blend", None)]
+    assert plan == [("shots/a.blend", os.path.join("baked", "a.blend"), os.path.join("runs", "a.npz"), None),
+                    ("other/b.blend", os.path.join("baked", "b.blend"), os.path.join("runs", "b.npz"), None)]
+    assert addon.batch.bake_plan(["a.blend"], in_place=True) == [("a.blend", "a.blend", None, None)]
+    plan = addon.batch.bake_plan(["shots/a.blend", "b.blend"], in_place=True, from_trajectory_dir="farm")
+    assert [source for *_, source in plan] == [os.path.join("farm", "a.npz"), os.path.join("farm", "b.npz")]
 
 
 @pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"], ["--warm-up", "a.blend"],
                                   ["--warm-up", "--device", "cpu"], ["a.blend", "--out", "b.blend", "--device", "gpu"],
-                                  ["a.blend", "b.blend", "--out", "x.blend"], ["a.blend", "--out-dir", "d", "--in-place"]])
+                                  ["a.blend", "b.blend", "--out", "x.blend"], ["a.blend", "--out-dir", "d", "--in-place"],
+                                  ["a.blend", "--out", "b.blend", "--from-trajectory", "t.npz", "--device", "cpu"]])
 def test_bad_arguments_exit_nonzero(tmp_path, args):
     result = run_batch(tmp_path, *args)
     assert result.returncode in (1, 2)
     assert result.stderr.strip()
+
+
+def test_a_farm_result_bakes_as_the_simulation_would_and_another_rigs_is_refused(addon, solver, tmp_path):
+    """The render-farm round trip headless: the scene file solved without Blender, then
+    ``--from-trajectory`` bakes it into the .blend; a result for another frame range exits 1
+    and writes nothing."""
+    base, slider, joint = slider_rig(frame_end=10)
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    assert bpy.ops.abd.export_scene(filepath=str(tmp_path / "rig.json")) == {"FINISHED"}
+    simulation = importlib.import_module(solver.__name__ + ".simulation")
+    (tmp_path / "farm").mkdir()
+    simulation.simulate(solver.load_scene(tmp_path / "rig.json")).save(tmp_path / "farm" / "rig.npz")
+    simulated, applied = tmp_path / "simulated.blend", tmp_path / "applied" / "rig.blend"
+    assert run_batch(tmp_path, source, "--out", simulated).returncode == 0
+    result = run_batch(tmp_path, source, "--out-dir", tmp_path / "applied", "--from-trajectory-dir", tmp_path / "farm")
+    assert result.returncode == 0, result.stderr
+    poses = {}
+    for path in (simulated, applied):
+        bpy.ops.wm.open_mainfile(filepath=str(path))
+        for frame in (1, 5, 10):
+            bpy.context.scene.frame_set(frame)
+            poses[path, frame] = world(bpy.data.objects["Slider"])
+    for frame in (1, 5, 10):
+        np.testing.assert_allclose(poses[applied, frame], poses[simulated, frame], atol=1e-6)
+
+    bpy.ops.wm.open_mainfile(filepath=str(source))
+    bpy.context.scene.frame_end = 12  # the farm's result has 10 frames
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    refused = run_batch(tmp_path, source, "--out", tmp_path / "refused.blend", "--from-trajectory",
+                        tmp_path / "farm" / "rig.npz")
+    assert refused.returncode == 1 and "was not computed for this rig: it has 10 frames, the bake 12" in refused.stderr
+    assert not (tmp_path / "refused.blend").exists()
