@@ -5,7 +5,8 @@ Command line (from the repository root, with the ``bpy`` wheel installed)::
     python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz] [--device {cpu,cupy}]
     python -m abd_addon.batch shot_*.blend --out-dir baked/ [--trajectory-dir results/]
     python -m abd_addon.batch shot_*.blend --in-place
-    python -m abd_addon.batch shot_*.blend --out-dir baked/ --from-trajectory-dir results/
+    python -m abd_addon.batch shot_*.blend --export-scene-dir farm/
+    python -m abd_addon.batch shot_*.blend --out-dir baked/ --from-trajectory-dir farm/
     python -m abd_addon.batch --warm-up
 
 It opens each file, bakes it through the same phases as the Bake operator
@@ -14,7 +15,8 @@ It opens each file, bakes it through the same phases as the Bake operator
 ``--trajectory-dir``/<file stem>.npz also save the solver's trajectory; ``--from-trajectory`` /
 ``--from-trajectory-dir``/<file stem>.npz bake from a trajectory computed elsewhere instead of
 simulating (``python -m solver run`` on the file's exported scene file, on a render farm: the
-keys of the Apply Trajectory File operator, refused for another rig). ``--scene`` bakes that
+keys of the Apply Trajectory File operator, refused for another rig); ``--export-scene-dir``
+bakes nothing and writes those scene files, <file stem>.json. ``--scene`` bakes that
 scene of each file instead of its active one. ``--device`` solves on
 that device instead of the file's ABD World setting (which is saved unchanged). Several files are
 baked one after the other in this one process, so the solver's kernels are loaded (or compiled)
@@ -83,21 +85,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     from . import bake
     from .operators import solver_errors
 
-    if not os.path.isfile(blend_path):
-        raise BatchError(f"{blend_path}: no such file")
-    try:
-        bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=False)
-    except Exception as error:  # noqa: BLE001 - a broken or foreign file
-        raise BatchError(f"{blend_path}: cannot open: {error}") from None
-    window = bpy.context.window
-    active = window.scene if window is not None else None
-    if scene_name is not None:
-        if bpy.data.scenes.get(scene_name) is None:
-            names = ", ".join(f"'{name}'" for name in bpy.data.scenes.keys())
-            raise BatchError(f"{blend_path}: no scene '{scene_name}' (its scenes: {names})")
-        if window is None:
-            raise BatchError(f"{blend_path}: cannot switch to scene '{scene_name}' in a process without a window")
-        window.scene = bpy.data.scenes[scene_name]
+    window, active = _open(blend_path, scene_name)
     scene = bpy.context.scene
     started = time.perf_counter()
 
@@ -148,6 +136,61 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     }
 
 
+def _open(blend_path: str, scene_name: str | None):
+    """Open ``blend_path`` and make ``scene_name`` (if given) the context's scene; returns the
+    window and the file's active scene (None without a window), to put back before saving.
+
+    Raises:
+        BatchError: no such file, a file Blender cannot open, or no such scene.
+    """
+    import bpy
+
+    if not os.path.isfile(blend_path):
+        raise BatchError(f"{blend_path}: no such file")
+    try:
+        bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=False)
+    except Exception as error:  # noqa: BLE001 - a broken or foreign file
+        raise BatchError(f"{blend_path}: cannot open: {error}") from None
+    window = bpy.context.window
+    active = window.scene if window is not None else None
+    if scene_name is not None:
+        if bpy.data.scenes.get(scene_name) is None:
+            names = ", ".join(f"'{name}'" for name in bpy.data.scenes.keys())
+            raise BatchError(f"{blend_path}: no scene '{scene_name}' (its scenes: {names})")
+        if window is None:
+            raise BatchError(f"{blend_path}: cannot switch to scene '{scene_name}' in a process without a window")
+        window.scene = bpy.data.scenes[scene_name]
+    return window, active
+
+
+def export_file(blend_path: str, scene_path: str, scene_name: str | None = None) -> dict:
+    """Open ``blend_path`` and write its rig's solver scene file to ``scene_path`` (what *Export
+    Scene File* writes: big meshes to ``<stem>_meshes.npz`` beside it); return a summary dict.
+    The .blend is not saved.
+
+    Raises:
+        BatchError: the file cannot be opened, has no such scene, its rig is invalid, or the scene
+            file cannot be written.
+    """
+    import bpy
+
+    from . import bake
+    from ..solver.scene_io import save_scene
+    from .operators import solver_errors
+
+    _open(blend_path, scene_name)
+    scene = bpy.context.scene
+    try:
+        job = bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
+        export = job.prepare()
+        arrays_path = save_scene(export.scene, scene_path)
+    except solver_errors() as error:
+        raise BatchError(f"{blend_path}: export failed: {error}") from None
+    return {"file": str(blend_path), "scene_file": str(scene_path), "arrays": str(arrays_path) if arrays_path else "-",
+            "scene": scene.name, "frames": [export.frame_start, export.frame_end], "bodies": len(export.bodies),
+            "joints": len(export.joints)}
+
+
 def load_addon():
     """The registered ``abd_addon`` package: the enabled extension's, or the repository's own.
 
@@ -170,6 +213,22 @@ def load_addon():
         spec.loader.exec_module(module)
         module.register()
     return importlib.import_module(STANDALONE_PACKAGE + ".abd_addon")
+
+
+def export_plan(blends: list, folder: str) -> list:
+    """Where each input's scene file goes: [(blend, folder/<its stem>.json), ...].
+
+    Raises:
+        ValueError: no input, the same input twice, or two inputs with the same stem.
+    """
+    if not blends:
+        raise ValueError("a .blend file is required")
+    if len({os.path.abspath(blend) for blend in blends}) != len(blends):
+        raise ValueError("the same .blend file is given twice")
+    plan = [(blend, str(Path(folder) / f"{Path(blend).stem}.json")) for blend in blends]
+    if len({target for _, target in plan}) != len(plan):
+        raise ValueError("two inputs have the same file name: their scene files would be written to the same path")
+    return plan
 
 
 def bake_plan(blends: list, out: str | None = None, out_dir: str | None = None, in_place: bool = False,
@@ -233,6 +292,10 @@ def main(argv=None) -> int:
     target.add_argument("--out", help="where to save the baked .blend (one input file)")
     target.add_argument("--out-dir", metavar="DIR", help="save each baked file as DIR/<its file name>")
     target.add_argument("--in-place", action="store_true", help="save over the input files")
+    parser.add_argument("--export-scene-dir", metavar="DIR",
+                        help="instead of baking, write each file's solver scene file as DIR/<its stem>.json (solve it "
+                             "with python -m solver run, which writes DIR/<stem>.npz, and bake that in with "
+                             "--from-trajectory-dir DIR)")
     parser.add_argument("--warm-up", action="store_true",
                         help="instead of baking, compile the solver's kernels into the cache that later bakes "
                              "load (once per machine and solver version)")
@@ -256,12 +319,20 @@ def main(argv=None) -> int:
                         help="save a bake even when some time step did not converge (default: that file fails)")
     try:
         args = parser.parse_args(argv)
-        plan = []
+        plan, exports = [], []
         applying = args.from_trajectory is not None or args.from_trajectory_dir is not None
         if args.warm_up:
             if args.blend or args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir \
                     or args.device or args.scene or applying:
                 parser.error("--warm-up takes no .blend file and no bake options")
+        elif args.export_scene_dir is not None:
+            if args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir or args.device \
+                    or applying or args.allow_unconverged:
+                parser.error("--export-scene-dir writes scene files only: it takes no bake options")
+            try:
+                exports = export_plan(args.blend, args.export_scene_dir)
+            except ValueError as error:
+                parser.error(str(error))
         else:
             if applying and args.device:
                 parser.error("--device chooses where to simulate: a bake from a trajectory file simulates nothing")
@@ -285,10 +356,16 @@ def main(argv=None) -> int:
             cache = importlib.import_module(addon.__name__ + ".warmup").warm_up_here(
                 addon.extension_package(), addon.extension_root())
             _print_summary({"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"})
-        for folder in (args.out_dir, args.trajectory_dir):
+        for folder in (args.out_dir, args.trajectory_dir, args.export_scene_dir):
             if folder:
                 os.makedirs(folder, exist_ok=True)
         batch = importlib.import_module(addon.__name__ + ".batch")
+        for blend, scene_path in exports:
+            try:
+                _print_summary(batch.export_file(blend, scene_path, scene_name=args.scene))
+            except Exception as error:  # noqa: BLE001 - one line for this file, then the next file
+                failures += 1
+                _print_error(error)
         for blend, out, trajectory_path, source in plan:
             try:
                 _print_summary(batch.bake_file(blend, out, progress=args.progress,
@@ -309,6 +386,8 @@ def main(argv=None) -> int:
                 pass
     if len(plan) > 1:
         print(f"baked {len(plan) - failures} of {len(plan)} files", file=sys.stderr)
+    if len(exports) > 1:
+        print(f"exported {len(exports) - failures} of {len(exports)} files", file=sys.stderr)
     return 1 if failures else 0
 
 

@@ -22,7 +22,7 @@ from mathutils import Matrix, Vector
 from ..solver.scene import SceneError
 from . import bake as bake_module
 from . import extension_package, extension_root, warmup
-from .export import RigError, export_scene
+from .export import RigError
 from .properties import JOINT_TYPE_ITEMS, store_groups
 
 #: Exceptions that mean "the user's rig, settings or files are wrong" (reported without a traceback).
@@ -390,8 +390,7 @@ class ABD_OT_export_scene(Operator, ExportHelper):
         from ..solver.scene_io import save_scene
 
         try:
-            with bake_module.original_animation(context.scene):
-                export = export_scene(context.scene, context.evaluated_depsgraph_get())
+            export = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get()).prepare()
             arrays_path = save_scene(export.scene, self.filepath)
         except Exception as error:  # noqa: BLE001
             return report_exception(self, error, "Export failed")

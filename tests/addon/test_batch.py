@@ -75,6 +75,9 @@ def test_bad_rig_exits_nonzero_naming_the_object(tmp_path):
     assert result.returncode == 1
     assert "Suzanne" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out.blend").exists()
+    exported = run_batch(tmp_path, source, "--export-scene-dir", tmp_path / "farm")
+    assert exported.returncode == 1 and "export failed" in exported.stderr and "Suzanne" in exported.stderr
+    assert not (tmp_path / "farm" / "bad.json").exists()
 
 
 def test_unconverged_bake_exits_nonzero_unless_allowed(tmp_path):
@@ -238,27 +241,32 @@ def test_bake_plan_names_outputs_after_the_inputs(addon):
 @pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"], ["--warm-up", "a.blend"],
                                   ["--warm-up", "--device", "cpu"], ["a.blend", "--out", "b.blend", "--device", "gpu"],
                                   ["a.blend", "b.blend", "--out", "x.blend"], ["a.blend", "--out-dir", "d", "--in-place"],
-                                  ["a.blend", "--out", "b.blend", "--from-trajectory", "t.npz", "--device", "cpu"]])
+                                  ["a.blend", "--out", "b.blend", "--from-trajectory", "t.npz", "--device", "cpu"],
+                                  ["a.blend", "--export-scene-dir", "d", "--out", "b.blend"]])
 def test_bad_arguments_exit_nonzero(tmp_path, args):
     result = run_batch(tmp_path, *args)
     assert result.returncode in (1, 2)
     assert result.stderr.strip()
 
 
-def test_a_farm_result_bakes_as_the_simulation_would_and_another_rigs_is_refused(addon, solver, tmp_path):
-    """The render-farm round trip headless: the scene file solved without Blender, then
-    ``--from-trajectory`` bakes it into the .blend; a result for another frame range exits 1
-    and writes nothing."""
+def test_the_render_farm_round_trip_bakes_as_a_bake_here_and_refuses_another_rigs_result(tmp_path):
+    """Headless, three commands: --export-scene-dir writes the scene files, ``python -m solver run``
+    solves one without Blender (its result beside it), --from-trajectory-dir bakes it in; the
+    keys are those of a plain batch bake. A result for another frame range exits 1 and writes
+    nothing."""
     base, slider, joint = slider_rig(frame_end=10)
     source = tmp_path / "rig.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
-    assert bpy.ops.abd.export_scene(filepath=str(tmp_path / "rig.json")) == {"FINISHED"}
-    simulation = importlib.import_module(solver.__name__ + ".simulation")
-    (tmp_path / "farm").mkdir()
-    simulation.simulate(solver.load_scene(tmp_path / "rig.json")).save(tmp_path / "farm" / "rig.npz")
+    farm = tmp_path / "farm"
+    exported = run_batch(tmp_path, source, "--export-scene-dir", farm)
+    assert exported.returncode == 0, exported.stderr
+    assert "scene_file=" in exported.stdout and "bodies=2 joints=1" in exported.stdout
+    solved = subprocess.run([sys.executable, "-m", "solver", "run", str(farm / "rig.json"), "--quiet"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert solved.returncode == 0, solved.stderr
     simulated, applied = tmp_path / "simulated.blend", tmp_path / "applied" / "rig.blend"
     assert run_batch(tmp_path, source, "--out", simulated).returncode == 0
-    result = run_batch(tmp_path, source, "--out-dir", tmp_path / "applied", "--from-trajectory-dir", tmp_path / "farm")
+    result = run_batch(tmp_path, source, "--out-dir", tmp_path / "applied", "--from-trajectory-dir", farm)
     assert result.returncode == 0, result.stderr
     poses = {}
     for path in (simulated, applied):
@@ -272,7 +280,15 @@ def test_a_farm_result_bakes_as_the_simulation_would_and_another_rigs_is_refused
     bpy.ops.wm.open_mainfile(filepath=str(source))
     bpy.context.scene.frame_end = 12  # the farm's result has 10 frames
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
-    refused = run_batch(tmp_path, source, "--out", tmp_path / "refused.blend", "--from-trajectory",
-                        tmp_path / "farm" / "rig.npz")
+    refused = run_batch(tmp_path, source, "--out", tmp_path / "refused.blend", "--from-trajectory", farm / "rig.npz")
     assert refused.returncode == 1 and "was not computed for this rig: it has 10 frames, the bake 12" in refused.stderr
     assert not (tmp_path / "refused.blend").exists()
+
+
+def test_export_plan_names_scene_files_after_the_inputs(addon):
+    assert addon.batch.export_plan(["shots/a.blend", "b.blend"], "farm") == [
+        ("shots/a.blend", os.path.join("farm", "a.json")), ("b.blend", os.path.join("farm", "b.json"))]
+    with pytest.raises(ValueError, match="same file name"):
+        addon.batch.export_plan(["x/a.blend", "y/a.blend"], "farm")
+    with pytest.raises(ValueError, match="required"):
+        addon.batch.export_plan([], "farm")
