@@ -26,6 +26,7 @@ Frame ``f`` of the solver is Blender frame ``frame_start + f``. Lengths are take
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import bpy
@@ -34,7 +35,7 @@ import numpy as np
 from ..solver.affine_body import nearest_rotation
 from ..solver.mass import mesh_volume
 from ..solver.scene import (
-    Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, Settings, SoftTransform, validate_scene,
+    Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
 )
 from .properties import get_precise
 
@@ -314,7 +315,8 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
 
     Raises:
         RigError: the rig is not valid (names the object).
-        solver.scene.SceneError: the solver's own validation failed (names the body or joint).
+        solver.scene.SceneError: the solver's own validation failed (names the body or joint, and
+            the Blender frame of a per-frame value).
     """
     if depsgraph is None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -361,7 +363,11 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     result = Export(scene=None, frame_start=start, frame_end=end, bodies=bodies, joints=joints, keyed=keyed)
     solver_bodies = [_body(ob, sampler, meshes[ob.name_full], result) for ob in bodies]
     solver_joints = [_joint(ob, sampler, result) for ob in joints]
-    result.scene = validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
+    try:
+        result.scene = validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
+    except SceneError as error:  # its frames count from 0 at the bake's first frame: name Blender's
+        raise SceneError(re.sub(r"\bat frame (\d+)", lambda match: f"at frame {start + int(match.group(1))}",
+                                str(error))) from None
     result.parent_matrix = sampler.parent_matrix
     return result
 

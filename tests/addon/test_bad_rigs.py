@@ -5,7 +5,9 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import add_box, hinge_rig, hinge_rig_library, scene_snapshot, select_only, slider_rig, world
+from abd_rigs import (
+    add_box, hinge_rig, hinge_rig_library, key_property, scene_snapshot, select_only, slider_rig, world,
+)
 
 
 def _delete_body_data(base, slider, joint):
@@ -62,6 +64,13 @@ def _not_a_body(base, slider, joint):
     return "Slider"
 
 
+def _absurd_animated_value(base, slider, joint):
+    joint.animation_data_clear()  # (Blender clamps an infinite key to the largest float32)
+    key_property(joint.abd_joint.drive, "aim_distance", ((1, 0.0), (5, 1e15)), interpolation="CONSTANT")
+    # The solver counts frames from 0 at the bake's first frame; the message names Blender's.
+    return f"joint '{joint.name}': driving.aim_distance: magnitude must be at most 1e+12 (check the units), got 1e+15 at frame 5"
+
+
 def _active_blender_rigid_body(base, slider, joint):
     select_only(slider)
     assert bpy.ops.rigidbody.object_add() == {"FINISHED"}
@@ -97,6 +106,7 @@ BREAKERS = {
     "open mesh (Suzanne)": _open_mesh,
     "zero scale": _zero_scale,
     "limit lower above upper": _crossed_limit,
+    "absurd animated value": _absurd_animated_value,
     "joint to an object that is no body": _not_a_body,
     "also an active Blender rigid body": _active_blender_rigid_body,
     "constraint on a dynamic body": _constraint_on_dynamic_body,
