@@ -31,6 +31,7 @@ Free Bake (the action before the bake, its slot, the static transform) is kept i
 from __future__ import annotations
 
 import contextlib
+import zipfile
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -39,6 +40,7 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
 from .export import TRANSFORM_PROPERTIES, Export, export_scene, rigid_transforms
+
 
 class TrajectoryFileError(ValueError):
     """A trajectory file that cannot be read, or was not computed for the rig it is applied to;
@@ -511,7 +513,7 @@ class BakeJob:
 
         try:
             trajectory = Trajectory.load(path)
-        except (OSError, ValueError, KeyError, TypeError, EOFError) as error:  # missing, not an .npz, a field missing
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:  # missing, not an .npz, a field missing
             raise TrajectoryFileError(f"{path}: not a readable trajectory file ({type(error).__name__}: {error})") from None
         problem = trajectory_mismatch(self.export, trajectory)
         if problem:

@@ -323,7 +323,7 @@ def main(argv=None) -> int:
         applying = args.from_trajectory is not None or args.from_trajectory_dir is not None
         if args.warm_up:
             if args.blend or args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir \
-                    or args.device or args.scene or applying:
+                    or args.device or args.scene or applying or args.export_scene_dir is not None:
                 parser.error("--warm-up takes no .blend file and no bake options")
         elif args.export_scene_dir is not None:
             if args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir or args.device \

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import zipfile
 from pathlib import Path
 from typing import Any, Union
 
@@ -248,7 +249,7 @@ def load_scene(path: Union[str, Path]) -> Scene:
     try:
         with np.load(arrays_path, allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError, EOFError) as error:  # missing, not a zip of .npy files, or object arrays
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:  # missing, not a zip of .npy files, object arrays
         raise SceneError(f"{arrays_path}: cannot read the scene's arrays file: {error}") from None
     return scene_from_dict(data, arrays)
 

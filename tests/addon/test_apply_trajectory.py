@@ -80,7 +80,9 @@ def test_an_unreadable_file_is_refused_and_nothing_changes(tmp_path, solver):
     before = scene_snapshot()
     not_a_trajectory = tmp_path / "notes.npz"
     np.savez(not_a_trajectory, transforms=np.zeros((7, 2, 4, 4)))  # an .npz, but no trajectory
-    for path in (tmp_path / "missing.npz", not_a_trajectory):
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(b"PK\x03\x04 a zip file cut short")
+    for path in (tmp_path / "missing.npz", not_a_trajectory, truncated):
         with pytest.raises(RuntimeError, match="not a readable trajectory file"):
             bpy.ops.abd.apply_trajectory(filepath=str(path))
     assert scene_snapshot() == before

@@ -419,12 +419,14 @@ def test_big_meshes_go_to_an_arrays_file_beside_the_scene_file(tmp_path, monkeyp
 
 def _arrays_case(tmp_path: Path, arrays_name, mesh_field, arrays: dict | None) -> Path:
     """The prismatic scene with the slider's vertices named ``mesh_field`` in ``arrays_name``
-    (``arrays`` written there as an .npz when given)."""
+    (``arrays`` written there as an .npz when a dict, as they are when bytes)."""
     document = prismatic()
     if arrays_name is not None:
         document["arrays"] = arrays_name
     body(document, "slider")["mesh"]["vertices"] = mesh_field
-    if arrays is not None:
+    if isinstance(arrays, bytes):
+        (tmp_path / "scene_meshes.npz").write_bytes(arrays)
+    elif arrays is not None:
         np.savez(tmp_path / "scene_meshes.npz", **arrays)
     return _write(tmp_path, document)
 
@@ -439,6 +441,8 @@ def _arrays_case(tmp_path: Path, arrays_name, mesh_field, arrays: dict | None) -
                  "body 'slider': mesh.vertices: no array 'body1_vertices' in the arrays file", id="missing-array"),
     pytest.param("scene_meshes.npz", "body1_vertices", {"body1_vertices": np.array([None] * 8, dtype=object)},
                  "cannot read the scene's arrays file", id="object-array"),
+    pytest.param("scene_meshes.npz", "body1_vertices", b"PK\x03\x04 a zip file cut short",
+                 "cannot read the scene's arrays file", id="truncated"),
     pytest.param("scene_meshes.npz", "body1_vertices", {"body1_vertices": np.zeros((8, 2))},
                  "body 'slider': mesh.vertices", id="wrong-shape"),
 ])
