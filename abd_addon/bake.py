@@ -530,8 +530,13 @@ class BakeJob:
 
 def trajectory_mismatch(export: Export, trajectory) -> Optional[str]:
     """Why ``trajectory`` was not computed for ``export``'s scene, or None: its body or joint
-    names (in order), its frame count or frame rate differ, or a body's first pose is more than
-    :data:`START_POSE_TOLERANCE` (m, rad) from the rig's pose at the first frame."""
+    names (in order), its frame count or frame rate differ, a body's first pose is more than
+    :data:`START_POSE_TOLERANCE` (m, rad) from the rig's pose at the first frame, or (where the
+    file records it, as ``python -m solver run`` does) the digest of the scene it was computed
+    for is not this scene's (:func:`solver.scene_io.scene_digest`: a mass, an aim curve, a
+    setting changed since the export)."""
+    from ..solver.scene_io import scene_digest
+
     scene = export.scene
     bodies = [body.name for body in scene.bodies]
     joints = [joint.name for joint in scene.joints]
@@ -551,6 +556,9 @@ def trajectory_mismatch(export: Export, trajectory) -> Optional[str]:
         if offset > START_POSE_TOLERANCE or turn > START_POSE_TOLERANCE:
             return (f"body '{body.name}' starts {offset:.3g} m and {np.degrees(turn):.3g} degrees away from its pose "
                     f"at frame {export.frame_start} (was the rig changed after the scene file was exported?)")
+    if trajectory.scene_digest and trajectory.scene_digest != scene_digest(scene):
+        return ("the rig, its animated settings or the ABD World settings changed after the scene file was "
+                "exported (its scene digest differs): export and solve it again, or Bake here")
     return None
 
 

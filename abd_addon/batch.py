@@ -119,6 +119,9 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     if warning is not None:
         print(f"warning: {blend_path}: {warning}", file=sys.stderr, flush=True)
     if trajectory_path is not None:
+        from ..solver.scene_io import scene_digest
+
+        trajectory.scene_digest = scene_digest(job.export.scene)  # as python -m solver run records it
         try:
             trajectory.save(trajectory_path)
         except OSError as error:

@@ -38,7 +38,7 @@ def _npz_path(out: str) -> Path:
 def _run(args: argparse.Namespace) -> int:
     """The ``run`` command: load, simulate, save. Returns the exit status."""
     from .scene import SceneError
-    from .scene_io import load_scene
+    from .scene_io import load_scene, scene_digest
 
     scene_path = Path(args.scene)
     out = _npz_path(args.out) if args.out else scene_path.with_suffix(".npz")
@@ -72,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
+    trajectory.scene_digest = scene_digest(scene)  # what Blender's Apply Trajectory File checks
 
     try:
         trajectory.save(out)

@@ -17,6 +17,7 @@ read inline (docs/scene_format.md, "Big meshes: the arrays file").
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import re
 import zipfile
@@ -268,7 +269,7 @@ def _series_value(series: np.ndarray, flag: bool = False):
     return _plain(series, flag)
 
 
-def scene_to_dict(scene: Scene, arrays: dict | None = None) -> dict:
+def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | None = None) -> dict:
     """The JSON document (plain dicts, lists, str, float, int) of a scene.
 
     The scene is validated first; every field is written explicitly, optional sub-objects that
@@ -278,10 +279,10 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None) -> dict:
     Args:
         scene: the scene.
         arrays: None (every mesh inline), or a dict that receives the vertices ((V, 3) float64,
-            m) and triangles ((T, 3) int64) of each mesh with more than
-            :data:`INLINE_VERTEX_LIMIT` vertices, under the names the document gives them
-            (``body<index>_vertices``, ``body<index>_triangles``); the caller writes them to the
-            arrays file and sets the document's ``"arrays"``.
+            m) and triangles ((T, 3) int64) of each mesh with more than ``inline_limit``
+            vertices (default :data:`INLINE_VERTEX_LIMIT`), under the names the document gives
+            them (``body<index>_vertices``, ``body<index>_triangles``); the caller writes them to
+            the arrays file and sets the document's ``"arrays"``.
 
     Raises:
         SceneError: if the scene is not valid.
@@ -306,9 +307,10 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None) -> dict:
         "bodies": [],
         "joints": [],
     }
+    limit = INLINE_VERTEX_LIMIT if inline_limit is None else inline_limit
     for index, body in enumerate(scene.bodies):
         mesh = {"vertices": _plain(body.mesh.vertices), "triangles": body.mesh.triangles.tolist()} if (
-            arrays is None or len(body.mesh.vertices) <= INLINE_VERTEX_LIMIT) else None
+            arrays is None or len(body.mesh.vertices) <= limit) else None
         if mesh is None:
             mesh = {"vertices": f"body{index}_vertices", "triangles": f"body{index}_triangles"}
             arrays[mesh["vertices"]] = np.asarray(body.mesh.vertices, dtype=np.float64)
@@ -386,6 +388,26 @@ def _document_text(document: dict) -> str:
     """Indented JSON with each innermost list of numbers on one line."""
     text = json.dumps(document, indent=2, allow_nan=False)
     return _NUMBER_LIST.sub(lambda match: "[" + ", ".join(re.split(r",\s+", match.group(1))) + "]", text) + "\n"
+
+
+def scene_digest(scene: Scene) -> str:
+    """SHA-256 (64 hex digits) of everything a simulation of ``scene`` reads: its scene file's
+    content (:func:`scene_to_dict`, every mesh as arrays) without the ``device`` setting, which
+    changes where the Newton systems are solved, not the motion. Equal for a scene and the scene
+    loaded back from its file; ``python -m solver run`` stores it in the trajectory
+    (``Trajectory.scene_digest``) so that a result can be matched to the rig it was computed for.
+
+    Raises:
+        SceneError: if the scene is not valid.
+    """
+    arrays: dict = {}
+    document = scene_to_dict(scene, arrays, inline_limit=0)  # every mesh as arrays: one form, and fast
+    del document["settings"]["device"]
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True, allow_nan=False).encode("utf-8"))
+    for name in sorted(arrays):
+        digest.update(name.encode("utf-8"))
+        digest.update(np.ascontiguousarray(arrays[name]).tobytes())
+    return digest.hexdigest()
 
 
 def save_scene(scene: Scene, path: Union[str, Path]) -> Path | None:

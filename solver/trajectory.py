@@ -36,6 +36,9 @@ class Trajectory:
             tolerance in each step (:attr:`solver.newton.NewtonResult.residual`): at most 1 where
             the step converged, how far from converged it ended where not. NaN in files
             written before this field existed.
+        scene_digest: :func:`solver.scene_io.scene_digest` of the scene it was computed for
+            (``python -m solver run`` sets it), or "" where unknown (a run in Blender, an
+            older file).
         frame_rate: frames per second, 1/s.
         substeps: time steps per frame.
     """
@@ -52,6 +55,7 @@ class Trajectory:
     residual: np.ndarray
     frame_rate: float
     substeps: int
+    scene_digest: str = ""
 
     @property
     def frame_count(self) -> int:
@@ -82,10 +86,12 @@ class Trajectory:
         """Read a trajectory written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
             stored = {name: data[name] for name in data.files}
-        steps = len(stored["converged"])  # files from before the last two fields:
+        steps = len(stored["converged"])  # files from before the newer fields:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))
+        stored.setdefault("scene_digest", "")
         values = {f.name: stored[f.name] for f in fields(cls)}
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])
+        values["scene_digest"] = str(values["scene_digest"])
         return cls(**values)

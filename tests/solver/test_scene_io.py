@@ -21,7 +21,7 @@ from solver import Trajectory
 from solver.scene import (
     Body, Driving, Joint, Limit, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
 )
-from solver.scene_io import dumps_scene, load_scene, save_scene, scene_from_dict, scene_to_dict
+from solver.scene_io import dumps_scene, load_scene, save_scene, scene_digest, scene_from_dict, scene_to_dict
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_SIMULATION = importlib.util.find_spec("solver.simulation") is not None
@@ -417,6 +417,29 @@ def test_big_meshes_go_to_an_arrays_file_beside_the_scene_file(tmp_path, monkeyp
     assert dumps_scene(loaded) == inline_text  # the same scene as the inline file
 
 
+def test_scene_digest_survives_the_file_and_follows_what_the_simulation_reads(tmp_path, monkeypatch):
+    from solver import scene_io
+
+    scene = load_scene(_write(tmp_path, prismatic()))
+    digest = scene_digest(scene)
+    assert len(digest) == 64 and int(digest, 16) >= 0
+    path = tmp_path / "saved.json"
+    save_scene(scene, path)
+    assert scene_digest(load_scene(path)) == digest
+    monkeypatch.setattr(scene_io, "INLINE_VERTEX_LIMIT", 7)  # the meshes in the arrays file
+    save_scene(scene, path)
+    assert scene_digest(load_scene(path)) == digest
+    moved = copy.deepcopy(scene)
+    moved.settings.device = "cupy"  # where the systems are solved, not what is solved
+    assert scene_digest(moved) == digest
+    for change in (lambda s: setattr(s.bodies[1], "mass_density", 1001.0),
+                   lambda s: s.joints[0].driving.aim_distance.__setitem__(5, 0.31),
+                   lambda s: setattr(s.settings, "substeps", s.settings.substeps + 1)):
+        changed = copy.deepcopy(scene)
+        change(changed)
+        assert scene_digest(changed) != digest
+
+
 def _arrays_case(tmp_path: Path, arrays_name, mesh_field, arrays: dict | None) -> Path:
     """The prismatic scene with the slider's vertices named ``mesh_field`` in ``arrays_name``
     (``arrays`` written there as an .npz when a dict, as they are when bytes)."""
@@ -695,16 +718,19 @@ def test_trajectory_round_trips_and_files_from_before_its_newer_fields_still_loa
     trajectory = _fake_trajectory(scene, np.ones(12, dtype=bool))
     trajectory.fast_rotation[5] = True
     trajectory.residual[3] = 0.75
+    trajectory.scene_digest = scene_digest(scene)
     trajectory.save(tmp_path / "new.npz")
     loaded = Trajectory.load(tmp_path / "new.npz")
     assert np.array_equal(loaded.fast_rotation, trajectory.fast_rotation) and loaded.substeps == 4
     np.testing.assert_array_equal(loaded.residual, trajectory.residual)
+    assert loaded.scene_digest == trajectory.scene_digest and isinstance(loaded.scene_digest, str)
     assert loaded.fast_rotation_warning().startswith("in 1 of 12 time steps")
     with np.load(tmp_path / "new.npz") as data:
-        np.savez(tmp_path / "old.npz", **{key: data[key] for key in data.files if key not in ("fast_rotation", "residual")})
+        np.savez(tmp_path / "old.npz", **{key: data[key] for key in data.files
+                                          if key not in ("fast_rotation", "residual", "scene_digest")})
     old = Trajectory.load(tmp_path / "old.npz")
     assert old.fast_rotation.shape == (12,) and not old.fast_rotation.any()
-    assert old.residual.shape == (12,) and np.isnan(old.residual).all()
+    assert old.residual.shape == (12,) and np.isnan(old.residual).all() and old.scene_digest == ""
 
 
 def test_cli_success_with_stand_in_solver(tmp_path, monkeypatch, capsys, cli):
@@ -762,6 +788,7 @@ def test_cli_runs_a_scene(tmp_path):
     assert "frame 2/2" in result.stderr
     trajectory = Trajectory.load(out)
     assert trajectory.transforms.shape == (3, 2, 4, 4)
+    assert trajectory.scene_digest == scene_digest(load_scene(scene_path))  # what Blender checks before applying it
 
 
 def test_documented_example_loads():
