@@ -21,10 +21,10 @@ scene of each file instead of its active one. ``--device`` solves on
 that device instead of the file's ABD World setting (which is saved unchanged). Several files are
 baked one after the other in this one process, so the solver's kernels are loaded (or compiled)
 once; a file that fails is reported and the others are still baked. Prints one summary line per
-baked file on stdout. Exit status: 0 when every file was baked, 1 when any file cannot be opened,
-its rig is invalid, the solver fails or a time step did not converge (unless
-``--allow-unconverged``), each with a one-line reason on stderr; 2 on bad arguments (nothing is
-baked then). ``--warm-up`` bakes nothing: it compiles the
+baked (or exported) file on stdout. Exit status: 0 when every file was baked (or exported), 1
+when any file cannot be opened, its rig is invalid, the solver fails, a time step did not converge
+(unless ``--allow-unconverged``) or a trajectory file to bake from is unreadable or for another
+rig, each with a one-line reason on stderr; 2 on bad arguments (nothing is baked then). ``--warm-up`` bakes nothing: it compiles the
 solver's Numba kernels into the cache that later bakes of this entry point load (once per
 machine and solver version, e.g. in a render-farm image; a first bake otherwise compiles the
 kernels its scene needs, several seconds). The process ends with
