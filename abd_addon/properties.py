@@ -91,12 +91,18 @@ class ABDBodyProperties(PropertyGroup):
     mass_mode: EnumProperty(override=OVERRIDABLE, name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC)
     mass_density: FloatProperty(
         override=OVERRIDABLE,
-        name="Density", description="Mass density in kg/m³", default=1000.0, min=1e-6, soft_max=20000.0,
+        name="Density",
+        description=("Mass density in kg/m³. On a fixed or animated body it only sets the stiffness of its joints, "
+                     "K = γ (m_l + m_r)"),
+        default=1000.0, min=1e-6, soft_max=20000.0,
         precision=1, options=STATIC,
     )
     mass: FloatProperty(
         override=OVERRIDABLE,
-        name="Mass", description="Total mass in kg (the density is mass / mesh volume)", default=1.0, min=1e-9,
+        name="Mass",
+        description=("Total mass in kg (the density is mass / mesh volume). On a fixed or animated body it only sets "
+                     "the stiffness of its joints, K = γ (m_l + m_r)"),
+        default=1.0, min=1e-9,
         unit="MASS", options=STATIC,
     )
     use_inertia: BoolProperty(

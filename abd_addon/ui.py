@@ -68,8 +68,10 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         layout.use_property_split = True
         layout.active = body.enabled
         layout.prop(body, "motion")
+        # A fixed or animated body's mass still counts: it sets the stiffness of its joints,
+        # K = strength_ratio (m_l + m_r) with m the total body mass (seeds 000 and 004, and
+        # libuipc_reference.md, "Stiffness"), so it stays editable.
         col = layout.column()
-        col.active = body.motion == "DYNAMIC"
         col.prop(body, "mass_mode")
         col.prop(body, "mass" if body.mass_mode == "MASS" else "mass_density")
         if body.mass_mode == "MASS":
@@ -77,7 +79,11 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
             if body.use_inertia:
                 col.prop(body, "mass_center")
                 col.prop(body, "inertia")
-        layout.prop(body, "kappa")
+        if body.motion != "DYNAMIC":
+            col.label(text="Mass sets only its joints' stiffness", icon="INFO")
+        kappa = layout.column()
+        kappa.active = body.motion == "DYNAMIC"  # the orthogonality potential acts on dynamic bodies only
+        kappa.prop(body, "kappa")
 
 
 class PHYSICS_PT_abd_body_velocity(_PhysicsPanel, Panel):

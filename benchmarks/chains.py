@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from solver import Body, Driving, Joint, Limit, Scene, Settings, simulate  # noqa: E402
+from solver import Body, Driving, Joint, Limit, MassOverride, Scene, Settings, simulate  # noqa: E402
 from solver.newton import IncrementalPotential  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
 from solver.scene import DEVICES  # noqa: E402
@@ -44,13 +44,17 @@ DENSITY = 1000.0
 
 
 def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int,
-                strength_ratio: float = 100.0, device: str = "cpu") -> Scene:
+                strength_ratio: float = 100.0, device: str = "cpu", anchor_mass: float = None) -> Scene:
     """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps;
     ``strength_ratio`` of every joint (100, libuipc's default, unless given); ``device`` the
-    settings' device (``"cpu"`` or ``"cupy"``)."""
+    settings' device (``"cpu"`` or ``"cupy"``); ``anchor_mass`` (kg) a mass override of the fixed
+    anchor, a 0.2 m cube of 8 kg by default: it enters only its joint's K = strength_ratio (m_i + m_j)."""
     anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-0.1, 0.0, 0.0)), motion="fixed")
+    if anchor_mass is not None:
+        anchor.mass = MassOverride(mass=anchor_mass, mass_center=np.array([-0.1, 0.0, 0.0]),
+                                   inertia=np.eye(3) * anchor_mass * 0.2**2 / 6)
     bodies, joints = [anchor], []
-    masses = [DENSITY * 0.2**3]  # kg, the anchor's mass enters its joint's K = strength_ratio (m_i + m_j)
+    masses = [DENSITY * 0.2**3 if anchor_mass is None else anchor_mass]  # kg, as the anchor's joint's K counts it
     for k in range(count):
         bodies.append(Body(name=f"box{k}", mesh=box_mesh([1.0, 0.2, 0.2], center=(k + 0.5, 0.0, 0.0))))
         masses.append(DENSITY * 1.0 * 0.2 * 0.2)
@@ -99,6 +103,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--strength-ratio", type=float, default=100.0,
                         help="strength_ratio of every joint (default 100, libuipc's default)")
+    parser.add_argument("--anchor-mass", type=float,
+                        help="mass override of the fixed anchor in kg (default: its 0.2 m cube's 8 kg); it sets "
+                             "only the stiffness of the first joint, K = strength_ratio (m_anchor + m_box)")
     parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="where the Newton systems are solved (cupy: an NVIDIA GPU, CuPy installed)")
     args = parser.parse_args()
@@ -119,7 +126,7 @@ def main() -> None:
     for kind in args.kinds:
         for count in args.sizes:
             scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame, args.strength_ratio,
-                                args.device)
+                                args.device, args.anchor_mass)
             stamps = {}
 
             def clock(frame: int, frame_count: int) -> None:

@@ -14,16 +14,22 @@ from abd_rigs import hinge_rig, select_only, slider_rig
 
 
 class RecordingLayout:
-    """Stands in for ``UILayout``: validates and records prop/operator/label calls."""
+    """Stands in for ``UILayout``: validates and records prop/operator/label calls, and also
+    records ``("inactive", name)`` for a property drawn greyed out (``active`` False on its
+    layout or on one it was made from, as Blender greys out a sub-layout's contents)."""
 
-    def __init__(self, calls):
+    def __init__(self, calls, parent=None):
         self.calls = calls
+        self.parent = parent
         self.use_property_split = False
         self.active = True
         self.enabled = True
 
     def _child(self, *args, **kwargs):
-        return RecordingLayout(self.calls)
+        return RecordingLayout(self.calls, self)
+
+    def _greyed(self) -> bool:
+        return not self.active or (self.parent is not None and self.parent._greyed())
 
     row = column = box = split = grid_flow = column_flow = _child
 
@@ -33,6 +39,8 @@ class RecordingLayout:
         else:
             assert name in data.bl_rna.properties, f"{type(data).__name__} has no property {name!r}"
         self.calls.append(("prop", name))
+        if self._greyed():
+            self.calls.append(("inactive", name))
 
     def operator(self, idname, **kwargs):
         module, name = idname.split(".")
@@ -103,3 +111,21 @@ def test_panels_warn_about_what_would_override_the_bake(addon):
     joint.constraints.new("CHILD_OF")
     assert ("label", "Its constraint 'Child Of' would override the bake") in draw_panel(
         addon.ui.PHYSICS_PT_abd_joint, bpy.context)
+
+
+def test_a_fixed_bodys_mass_stays_editable_as_it_sets_its_joints_stiffness(addon):
+    # K = strength_ratio (m_l + m_r) counts a fixed or animated body's mass too (seeds 000, 004):
+    # its mass settings must not look inert; the orthogonality stiffness kappa does not apply.
+    base, slider, joint = slider_rig(frame_end=8)
+    note = ("label", "Mass sets only its joints' stiffness")
+    for body, motion in ((base, "FIXED"), (base, "ANIMATED"), (slider, "DYNAMIC")):
+        body.abd_body.motion = motion
+        select_only(body)
+        calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+        assert ("prop", "mass_density") in calls and ("inactive", "mass_density") not in calls
+        assert (note in calls) == (motion != "DYNAMIC")
+        assert (("inactive", "kappa") in calls) == (motion != "DYNAMIC")
+    base.abd_body.mass_mode = "MASS"
+    select_only(base)
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert ("prop", "mass") in calls and ("inactive", "mass") not in calls

@@ -79,6 +79,31 @@ def upward_zero_crossings(times, values):
     return np.array(crossings)
 
 
+@pytest.mark.parametrize("base_mass", [None, 40.0])
+def test_hinge_sags_by_the_load_over_a_stiffness_that_counts_the_fixed_bodys_mass(base_mass):
+    """A box hanging still from a hinge: the joint point nearest its centre of mass carries its
+    weight, separating by f / K with f = m g dt² (incremental-potential units) and
+    K = strength_ratio (m_base + m_box), the fixed base's own mass included (reference
+    "Stiffness"; not dt²-scaled, so the physical stiffness is K / dt²); the far axis point carries
+    nothing. The 0.2 m base weighs 8 kg from its mesh, or 40 kg by a mass override."""
+    scene = pendulum_scene(0.0, 1.0, substeps=1)
+    if base_mass is not None:
+        scene.bodies[0].mass = MassOverride(mass=base_mass, mass_center=np.array([0.0, 0.0, 0.2]), inertia=np.eye(3))
+    trajectory = simulate(scene)
+    transforms = trajectory.transforms
+
+    def separation(point) -> float:  # the two bodies' copies of a world point of the first frame, at the end
+        point = np.append(point, 1.0)
+        copies = [transforms[-1, b] @ np.linalg.solve(transforms[0, b], point) for b in (0, 1)]
+        return float(np.linalg.norm((copies[1] - copies[0])[:3]))
+
+    m_base = 8.0 if base_mass is None else base_mass
+    expected = 40.0 * G * scene.settings.dt**2 / (100.0 * (m_base + 40.0))
+    assert separation(np.zeros(3)) == pytest.approx(expected, rel=1e-3)
+    assert separation(np.array([0.0, 1.0, 0.0])) < 1e-3 * expected
+    assert trajectory.all_converged
+
+
 def test_box_pendulum_swings_with_the_compound_pendulum_period():
     """T0 = 2 pi sqrt(I / (m g d)) = 1.64612 s, x (1 + theta0^2 / 16); BDF1 adds +0.008 % at 1/240."""
     theta0, seconds = 0.05, 10.0
