@@ -92,8 +92,16 @@ def driving_projected_hessian_F(F, stiffness, target):
     eigenvalues are ±r, so its PSD part is K |r|/2 [[I, σI], [σI, I]], σ = sign r. The sum is PSD,
     dominates the exact Hessian and equals it at the target (r = 0); no eigendecomposition.
     """
-    hessian = np.zeros((9, 9))  # element by element: compiles faster than block helpers
-    for block in (3, 6):  # t_i, then t_j; ∇r = [t; d] on the (d, t) blocks
+    hessian = np.zeros((9, 9))
+    add_driving_projected_hessian_F(F, stiffness, target, hessian)
+    return hessian
+
+
+@numba.njit(cache=True)
+def add_driving_projected_hessian_F(F, stiffness, target, hessian):
+    """Add :func:`driving_projected_hessian_F` to ``hessian`` (9, 9), without allocating."""
+    for block in (3, 6):  # t_i, then t_j; ∇r = [t; d] on the (d, t) blocks (element by element:
+        # compiles faster than block helpers)
         residual = F[block] * F[0] + F[block + 1] * F[1] + F[block + 2] * F[2] - target
         half = 0.5 * stiffness * abs(residual)
         signed = half if residual >= 0.0 else -half
@@ -104,7 +112,6 @@ def driving_projected_hessian_F(F, stiffness, target):
                 hessian[block + r, block + c] += stiffness * F[r] * F[c] + half * identity
                 hessian[r, block + c] += stiffness * F[block + r] * F[c] + signed * identity
                 hessian[block + r, c] += stiffness * F[r] * F[block + c] + signed * identity
-    return hessian
 
 
 @numba.njit(cache=True)

@@ -28,12 +28,18 @@ from ._kernels import (
     mapping_scratch,
     state_rows,
 )
-from .driving_prismatic_joint import DrivingPrismaticJoint, add_driving_gradient_F, driving_derivatives_F, driving_energy_F
+from .driving_prismatic_joint import (
+    DrivingPrismaticJoint,
+    add_driving_gradient_F,
+    add_driving_projected_hessian_F,
+    driving_derivatives_F,
+    driving_energy_F,
+)
 from .joint_limit_penalty import penalty
 from .prismatic_joint import PrismaticJoint, add_cross_terms_gradient_F, add_cross_terms_projected_hessian_F
 from .prismatic_joint import add_axis_transpose_into, add_distance_gradient_F, add_frame_terms, axis_F_into
 from .prismatic_joint import cross_terms_derivatives_F, cross_terms_energy_F, distance_F, frame_terms_into
-from .prismatic_joint_limit import PrismaticJointLimit, limit_derivatives_F
+from .prismatic_joint_limit import PrismaticJointLimit, add_limit_projected_derivatives_F, limit_derivatives_F
 
 
 @numba.njit(cache=True)
@@ -42,25 +48,32 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
     # Reused by every element.
     scratch = mapping_scratch(axis_jacobian.shape[1], axis_jacobian.shape[2])
     q_element, F, gradient_F, hessian_F = np.empty(24), np.empty(9), np.empty(9), np.empty((9, 9))
+    distance_gradient = np.empty(9)
     for e in range(bodies.shape[0]):
         gather_dofs_into(q, bodies[e], q_element)
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
         apply_jacobian_into(axis_jacobian[e], q_element, F)
-        if exact is None:  # the Newton loop's path, on the reused arrays
+        if exact is None:  # the Newton loop's path: added into the reused arrays, nothing allocated
             gradient_F[:] = 0.0
             hessian_F[:, :] = 0.0
             add_cross_terms_gradient_F(F, stiffness[e], gradient_F)
             add_cross_terms_projected_hessian_F(F, stiffness[e], hessian_F)
+            if drive_stiffness[e] != 0.0:  # driving present and enabled
+                add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], gradient_F)
+                add_driving_projected_hessian_F(F, drive_stiffness[e], drive_target[e], hessian_F)
+            if limited[e]:
+                add_limit_projected_derivatives_F(F, lower[e], upper[e], strength[e], distance_gradient,
+                                                  gradient_F, hessian_F)
         else:
             gradient_F, hessian_F = cross_terms_derivatives_F(F, stiffness[e], exact)
-        if drive_stiffness[e] != 0.0:  # driving present and enabled
-            drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e], exact)
-            add_derivatives(gradient_F, hessian_F, drive_gradient, drive_hessian)
-        if limited[e]:
-            active, limit_gradient, limit_hessian = limit_derivatives_F(F, lower[e], upper[e], strength[e], exact)
-            if active:
-                add_derivatives(gradient_F, hessian_F, limit_gradient, limit_hessian)
+            if drive_stiffness[e] != 0.0:
+                drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e], exact)
+                add_derivatives(gradient_F, hessian_F, drive_gradient, drive_hessian)
+            if limited[e]:
+                active, limit_gradient, limit_hessian = limit_derivatives_F(F, lower[e], upper[e], strength[e], exact)
+                if active:
+                    add_derivatives(gradient_F, hessian_F, limit_gradient, limit_hessian)
         add_mapped_derivatives_into(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e], scratch)
         add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 

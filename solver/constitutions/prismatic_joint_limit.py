@@ -34,7 +34,7 @@ from ._kernels import (
     state_rows,
 )
 from .joint_limit_penalty import penalty
-from .prismatic_joint import build_axis_jacobians, distance_F, distance_gradient_F, distance_kernel
+from .prismatic_joint import add_distance_gradient_F, build_axis_jacobians, distance_F, distance_gradient_F, distance_kernel
 
 
 @numba.njit(cache=True)
@@ -71,19 +71,41 @@ def limit_projected_hessian_F(first, second, gradient_x):
     penalty, so the Gauss-Newton part is PSD as it is (reference §3.5, bug #414: project the product).
     """
     hessian = np.zeros((9, 9))
+    add_limit_projected_hessian_F(first, second, gradient_x, hessian)
+    return hessian
+
+
+@numba.njit(cache=True)
+def add_limit_projected_hessian_F(first, second, gradient_x, hessian):
+    """Add :func:`limit_projected_hessian_F` to ``hessian`` (9, 9), without allocating."""
     magnitude = abs(first)
     signed = 0.25 * first
     diagonal_d = magnitude * np.sqrt(2.0) / 4.0
     diagonal_t = magnitude * np.sqrt(2.0) / 8.0
     for k in range(3):
-        hessian[k, k] = diagonal_d
+        hessian[k, k] += diagonal_d
         for side in (3, 6):
-            hessian[k, side + k] = signed
-            hessian[side + k, k] = signed
+            hessian[k, side + k] += signed
+            hessian[side + k, k] += signed
             for other in (3, 6):
-                hessian[side + k, other + k] = diagonal_t
+                hessian[side + k, other + k] += diagonal_t
     add_outer(hessian, second, gradient_x, gradient_x)
-    return hessian
+
+
+@numba.njit(cache=True)
+def add_limit_projected_derivatives_F(F, lower, upper, strength, gradient_x, gradient, hessian):
+    """Add the limit penalty's gradient and projected Hessian (:func:`limit_derivatives_F`) to
+    ``gradient`` (9,) and ``hessian`` (9, 9), nothing inside the window; ``gradient_x`` (9,) is
+    scratch (it ends as ∇x). Allocates nothing."""
+    _, first, second = penalty(distance_F(F), lower, upper, strength)
+    if first == 0.0 and second == 0.0:  # inside the window
+        return
+    for k in range(9):
+        gradient_x[k] = 0.0
+    add_distance_gradient_F(F, 1.0, gradient_x)
+    add_limit_projected_hessian_F(first, second, gradient_x, hessian)
+    for k in range(9):
+        gradient[k] += first * gradient_x[k]
 
 
 @numba.njit(cache=True)
