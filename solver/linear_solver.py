@@ -29,34 +29,18 @@ class SingularSystem(RuntimeError):
 
 
 @numba.njit(cache=True)
-def _fill_banded(blocks, block_offset, block_diagonal, banded):
-    """Write the lower triangle of the permuted block matrix, given by its BSR block values
-    (blocks, 12, 12), into LAPACK lower band storage.
-
-    ``banded`` is (bandwidth + 1, size) in Fortran order, so entry (row, column) of the matrix
-    lives at flat position (row - column) + (bandwidth + 1) column of its memory: BSR block k
-    starts at ``block_offset[k]`` (-1 for a block above the diagonal after the ordering, which
-    the band stores as its transpose's), and its column c at ``block_offset[k] + bandwidth c``,
-    contiguous in the row r (from r = c on in a diagonal block). The entries no block writes
-    (inside the band, outside the pattern) are zeroed first.
-    """
-    flat = banded.T.reshape(-1)  # the same memory, in order
-    flat[:] = 0.0
-    step = banded.shape[0] - 1
-    for index in range(blocks.shape[0]):
-        if block_offset[index] < 0:
-            continue
-        for c in range(12):
-            start = block_offset[index] + step * c
-            for r in range(c if block_diagonal[index] else 0, 12):
-                flat[start + r] = blocks[index, r, c]
-
-
-@numba.njit(cache=True)
 def _scatter_banded(hessian_elements, block_index, block_offset, block_diagonal, banded):
     """banded += the element Hessians (n, 12k, 12k), each element block (a, b) going to BSR block
-    ``block_index[e, a, b]`` (-1: none) and from there to the band as :func:`_fill_banded` puts
-    it."""
+    ``block_index[e, a, b]`` (-1: none), whose lower triangle in the permuted order the band holds.
+
+    ``banded`` is LAPACK lower band storage, (bandwidth + 1, size) in Fortran order, so entry
+    (row, column) of the matrix lives at flat position (row - column) + (bandwidth + 1) column of
+    its memory: BSR block k starts at ``block_offset[k]`` (-1 for a block above the diagonal after
+    the ordering, which the band stores as its transpose's), and its column c at
+    ``block_offset[k] + bandwidth c``, contiguous in the row r (from r = c on in a diagonal block).
+    BSR block values (blocks, 12, 12) are the elements of one block each (``block_index`` k for
+    element k), as :meth:`LinearSolver.factorize` and :meth:`LinearSolver.constant_band` pass them.
+    """
     flat = banded.T.reshape(-1)  # the same memory, in order
     step = banded.shape[0] - 1
     for e in range(block_index.shape[0]):
@@ -119,6 +103,7 @@ class LinearSolver:
             12 * (row_position - column_position) + (self.bandwidth + 1) * 12 * column_position, -1,
         ).astype(np.int64)
         self._block_diagonal = row_position == column_position
+        self._block_identity = None  # BSR block k as element k, made when first needed (_scatter_blocks)
         self._factor = None
 
     def factorize(self, blocks: np.ndarray) -> None:
@@ -130,7 +115,8 @@ class LinearSolver:
         if self.size == 0:
             return
         if self.method == "banded":
-            _fill_banded(blocks, self._block_offset, self._block_diagonal, self._banded)
+            self._banded.fill(0.0)
+            self._scatter_blocks(blocks, self._banded)
             self._factorize_band()
             return
         hessian = scipy.sparse.bsr_matrix((blocks, self.block_columns, self._indptr()), shape=(self.size, self.size))
@@ -145,8 +131,15 @@ class LinearSolver:
         """The band (bandwidth + 1, size) of the matrix given by BSR block values (blocks, 12, 12),
         a new array, for :meth:`factorize_sum` (banded path only)."""
         band = np.zeros_like(self._banded)
-        _fill_banded(blocks, self._block_offset, self._block_diagonal, band)
+        self._scatter_blocks(blocks, band)
         return band
+
+    def _scatter_blocks(self, blocks: np.ndarray, band: np.ndarray) -> None:
+        """band += the matrix of BSR block values (blocks, 12, 12): each block an element of its own
+        for :func:`_scatter_banded` (one kernel, and one compilation, for blocks and elements)."""
+        if self._block_identity is None:
+            self._block_identity = np.arange(len(self.block_rows), dtype=np.int64).reshape(-1, 1, 1)
+        _scatter_banded(blocks, self._block_identity, self._block_offset, self._block_diagonal, band)
 
     def factorize_sum(self, constant_band: np.ndarray, elements: list) -> None:
         """Factorise H = the matrix of ``constant_band`` (:meth:`constant_band`) + element

@@ -127,7 +127,7 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
     ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module where
     it has them, called through the term's methods; the terms with a constant Hessian form it in
-    NumPy); then the scatter of the assembly, the banded fill and scatter of the linear solver,
+    NumPy); then the scatter of the assembly, the banded scatter of the linear solver,
     the convergence measure and the joint readouts. The calls have no effect on the run: they
     read the terms' current parameters and write only scratch arrays.
     """
@@ -159,15 +159,7 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             blocks = np.zeros((len(solver.block_rows), 12, 12))
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
             return blocks
-        tasks.append(CompileTask(linear_solver._fill_banded, lambda: solver.factorize(identity_blocks())))
-        variable = [(np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])), index)
-                    for b, index, constant in zip(potential.element_bodies, potential.assembly.block_indices, potential.constant)
-                    if len(b) and not constant]
-
-        def factorize_identity_sum():  # an identity band plus zero element Hessians: what factorize_sum does
-            solver.factorize_sum(solver.constant_band(identity_blocks()), variable[:1])
-        if variable:
-            tasks.append(CompileTask(linear_solver._scatter_banded, factorize_identity_sum))
+        tasks.append(CompileTask(linear_solver._scatter_banded, lambda: solver.factorize(identity_blocks())))
     tasks.append(CompileTask(newton._direction_size,  # the corners selected as solve_step selects them
                              lambda: newton._direction_size(np.zeros((len(potential.dynamic_indices), 12)),
                                                             model.corners[potential.dynamic_rows])))

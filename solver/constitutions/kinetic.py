@@ -34,7 +34,8 @@ def _energy_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde):
         body = bodies[e, 0]
         for r in range(12):
             delta[r] = q[body, r] - q_tilde[e, r]
-        dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, product, 0)
+        # np.int64(0), not a literal 0: the gradient kernel's specialisation serves (one compilation)
+        dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, product, np.int64(0))
         element = 0.0
         for r in range(12):
             element += delta[r] * product[0, r]
