@@ -29,9 +29,10 @@ import numpy as np
 
 from ._kernels import (
     BoundTerm,
-    add_mapped_derivatives,
+    add_mapped_derivatives_into,
     add_outer,
     apply_jacobian,
+    apply_jacobian_into,
     as_bodies,
     as_float_array,
     as_float_view,
@@ -40,6 +41,8 @@ from ._kernels import (
     check_state,
     exact_argument,
     gather_dofs,
+    gather_dofs_into,
+    mapping_scratch,
     scalar_function_hessian_F,
     state_rows,
 )
@@ -85,17 +88,24 @@ def _energy_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, 
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, exact, gradient, hessian):
-    for e in numba.prange(bodies.shape[0]):
+    # Reused by every element (a per-element allocation, view or array expression is also a
+    # function more for Numba to compile).
+    scratch = mapping_scratch(jacobian.shape[1], jacobian.shape[2])
+    q_element, F = np.empty(24), np.empty(12)
+    for e in range(bodies.shape[0]):
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
-        F = apply_jacobian(jacobian[e], gather_dofs(q, bodies[e]))
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(jacobian[e], q_element, F)
         x = limit_angle_F(F, angle_t[e], sin_t[e], cos_t[e])
         _, first, second = penalty(x, lower[e], upper[e], strength[e])
         if first == 0.0 and second == 0.0:  # inside the window
             continue
         gradient_x, hessian_x = limit_angle_derivatives_F(F)
         hessian_F = scalar_function_hessian_F(first, second, gradient_x, hessian_x, exact)
-        add_mapped_derivatives(jacobian[e], first * gradient_x, hessian_F, gradient[e], hessian[e])
+        for r in range(12):  # the gradient f' ∇x, in place
+            gradient_x[r] *= first
+        add_mapped_derivatives_into(jacobian[e], gradient_x, hessian_F, gradient[e], hessian[e], scratch)
 
 
 @numba.njit(cache=True)
