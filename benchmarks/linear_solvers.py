@@ -3,7 +3,8 @@
 The CPU path (:class:`solver.linear_solver.LinearSolver`: banded Cholesky where the ordered
 matrix is narrow, SciPy's SuperLU otherwise) against the dense Cholesky of the GPU path
 (:class:`solver.device_solver.DeviceLinearSolver`), run on NumPy (the CPU, as a reference of its
-flop count) and on CuPy where CuPy and a CUDA device are present. The matrices have the block
+flop count) and on CuPy where CuPy and a CUDA device are present, and CHOLMOD's sparse Cholesky
+where scikit-sparse is installed (:class:`CholmodSolver`: built from source, for comparison). The matrices have the block
 pattern of two kinds of scene, 12x12 blocks per dynamic body:
 
 - ``chain``: N bodies each jointed to the next (``benchmarks/chains.py``'s chains);
@@ -69,6 +70,39 @@ def newton_system(edges, count: int, seed: int = 0, shift: float = 1.0):
     return assembly.indptr, assembly.indices, blocks
 
 
+class CholmodSolver:
+    """CHOLMOD's sparse Cholesky (scikit-sparse) behind :class:`LinearSolver`'s interface, for
+    comparison only: scikit-sparse has no wheel on PyPI, so it needs SuiteSparse's headers and a
+    build from source (Debian: ``apt-get install libsuitesparse-dev``, then ``pip install
+    scikit-sparse --no-build-isolation`` with Cython, setuptools and wheel installed), and the
+    extension could not ship it. The symbolic analysis (AMD ordering) is made once, as
+    LinearSolver chooses its ordering once.
+
+    Args:
+        indptr, indices: the BSR pattern (12x12 blocks). mode: ``"simplicial"`` or ``"supernodal"``.
+    """
+
+    def __init__(self, indptr, indices, mode: str, cholmod):
+        self.indptr, self.indices, self.size = indptr, indices, 12 * (len(indptr) - 1)
+        self._cholmod, self._mode, self._factor = cholmod, mode, None
+
+    def _matrix(self, blocks):
+        import scipy.sparse
+
+        return scipy.sparse.bsr_matrix((blocks, self.indices, self.indptr), shape=(self.size, self.size)).tocsc()
+
+    def factorize(self, blocks) -> None:
+        """Factorise the matrix of BSR block values (blocks, 12, 12)."""
+        matrix = self._matrix(blocks)
+        if self._factor is None:
+            self._factor = self._cholmod.analyze(matrix, mode=self._mode, ordering_method="amd")
+        self._factor.cholesky_inplace(matrix)
+
+    def solve_factorized(self, right_hand_side):
+        """x (size,) with H x = b (size,)."""
+        return self._factor(right_hand_side)
+
+
 def median_seconds(function, repetitions: int) -> float:
     """Median wall time of ``function()`` over ``repetitions`` calls, after one untimed call."""
     function()
@@ -113,6 +147,13 @@ def main() -> None:
                     solvers.append((name, DeviceLinearSolver(indptr, indices, backend)))
                 except DeviceUnavailable as error:
                     print(f"# {name}: {error}", flush=True)
+            try:
+                from sksparse import cholmod
+            except ImportError:
+                cholmod = None
+            if cholmod is not None:
+                solvers += [(f"CHOLMOD {mode}", CholmodSolver(indptr, indices, mode, cholmod))
+                            for mode in ("simplicial", "supernodal")]
             for name, solver in solvers:
                 name = name or f"CPU ({solver.method})"
                 factorise = median_seconds(lambda: solver.factorize(blocks), args.repetitions)
