@@ -1,4 +1,4 @@
-"""Operators: add/remove affine body, connect two bodies with a joint, bake, free bake, export,
+"""Operators: add/remove affine body, connect bodies with joints, bake, free bake, export,
 apply a trajectory file.
 
 Every failure is reported with ``self.report({'ERROR'}, ...)`` naming the object, returns
@@ -18,6 +18,7 @@ from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy.types import Operator
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Matrix, Vector
+from mathutils.kdtree import KDTree
 
 from ..solver.scene import SceneError
 from . import bake as bake_module
@@ -102,9 +103,18 @@ class ABD_OT_body_remove(Operator):
 
 
 PIVOT_ITEMS = (
-    ("ACTIVE", "Active", "Pivot at the active object's origin"),
+    ("ACTIVE", "Active", "Pivot at the parent's origin: the active object (in a chain, the body of each pair nearer it)"),
     ("CENTER", "Midpoint", "Pivot halfway between the two bodies' origins"),
     ("CURSOR", "3D Cursor", "Pivot at the 3D cursor"),
+)
+
+#: As Blender's own Connect Rigid Bodies (``rigidbody.connect``) offers them.
+CONNECTION_PATTERN_ITEMS = (
+    ("SELECTED_TO_ACTIVE", "Selected to Active",
+     "Join every selected body to the active one, which is the parent of each joint"),
+    ("CHAIN_DISTANCE", "Chain by Distance",
+     "Join the selected bodies in a chain starting at the active one, each to the nearest one not yet in "
+     "the chain (by origin); in each joint the body nearer the active one is the parent"),
 )
 
 AXIS_ITEMS = (
@@ -121,8 +131,30 @@ def joint_matrix(pivot: Vector, axis: Vector) -> Matrix:
     return Matrix.Translation(pivot) @ rotation
 
 
+def chain_by_distance(root, others: list) -> list:
+    """``root``, then again and again the object of ``others`` nearest (by world origin) to the
+    last one that is not yet in the chain, as Blender's Connect Rigid Bodies (Chain by Distance)
+    orders them; nearest-neighbour queries on a KD-tree (``mathutils.kdtree``)."""
+    tree = KDTree(len(others))
+    for index, ob in enumerate(others):
+        tree.insert(ob.matrix_world.translation, index)
+    tree.balance()
+    remaining = set(range(len(others)))
+    order = [root]
+    while remaining:
+        last, count = order[-1].matrix_world.translation, 1
+        while True:  # the nearest not yet taken: among the 1, 2, 4 ... nearest
+            nearest = [index for _, index, _ in tree.find_n(last, count) if index in remaining]
+            if nearest or count >= len(others):
+                break
+            count *= 2
+        remaining.discard(nearest[0])
+        order.append(others[nearest[0]])
+    return order
+
+
 class ABD_OT_connect(Operator):
-    """Connect the two selected affine bodies with a new joint Empty (the active one is the parent)"""
+    """Connect the selected affine bodies with joint Empties: two, or many to the active one or in a chain"""
 
     bl_idname = "abd.connect"
     bl_label = "Connect"
@@ -131,35 +163,39 @@ class ABD_OT_connect(Operator):
     type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE")
     pivot_type: EnumProperty(name="Pivot", items=PIVOT_ITEMS, default="CENTER")
     axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="Z")
+    connection_pattern: EnumProperty(name="Connection Pattern", items=CONNECTION_PATTERN_ITEMS,
+                                     default="SELECTED_TO_ACTIVE")
 
     @classmethod
     def poll(cls, context):
-        """Needs exactly two selected objects."""
-        return len(context.selected_objects) == 2
+        """Needs two or more selected objects."""
+        return len(context.selected_objects) >= 2
 
     def execute(self, context):
-        """Create the joint Empty between the two selected bodies (parent = the active one)."""
+        """Create a joint Empty per pair of selected bodies: the two of them (parent = the active
+        one), or with more, each to the active one or along a chain by distance from it. The new
+        joints end selected, the last one active; nothing is made if any selected object is not an
+        affine body or, with more than two, none of them is active."""
         selected = list(context.selected_objects)
-        if len(selected) != 2:
-            self.report({"ERROR"}, f"Select exactly two affine bodies to connect ({len(selected)} selected)")
-            return {"CANCELLED"}
         for ob in selected:
             if ob.type != "MESH" or not ob.abd_body.enabled:
                 self.report({"ERROR"}, f"Object '{ob.name}' is not an affine body: use Add Affine Body first")
                 return {"CANCELLED"}
         active = context.active_object
         if active in selected:
-            parent = active
+            root = active
+        elif len(selected) == 2:
+            root = min(selected, key=lambda ob: ob.name)
         else:
-            parent = min(selected, key=lambda ob: ob.name)
-        child = selected[1] if selected[0] == parent else selected[0]
-
-        if self.pivot_type == "ACTIVE":
-            pivot = parent.matrix_world.translation.copy()
-        elif self.pivot_type == "CURSOR":
-            pivot = context.scene.cursor.location.copy()
+            self.report({"ERROR"}, f"Make one of the {len(selected)} selected bodies active: it is where the "
+                                   "joints start (their parent)")
+            return {"CANCELLED"}
+        others = [ob for ob in selected if ob != root]
+        if self.connection_pattern == "CHAIN_DISTANCE":
+            chain = chain_by_distance(root, others)
+            pairs = list(zip(chain[:-1], chain[1:]))
         else:
-            pivot = (parent.matrix_world.translation + child.matrix_world.translation) / 2.0
+            pairs = [(root, ob) for ob in others]
         if self.axis == "VIEW":
             region = getattr(context, "region_data", None)
             if region is None:
@@ -170,6 +206,29 @@ class ABD_OT_connect(Operator):
         else:
             axis = Vector([1.0 if self.axis == name else 0.0 for name in "XYZ"])
 
+        joints = [self._joint(context, parent, child, axis) for parent, child in pairs]
+        for ob in selected:
+            ob.select_set(False)
+        for empty in joints:
+            empty.select_set(True)
+        context.view_layer.objects.active = joints[-1]
+        if len(joints) == 1:
+            parent, child = pairs[0]
+            self.report({"INFO"}, f"Joint '{joints[0].name}' connects '{parent.name}' (parent) and '{child.name}' (child)")
+        else:
+            pattern = dict((item[0], item[1]) for item in CONNECTION_PATTERN_ITEMS)[self.connection_pattern]
+            self.report({"INFO"}, f"{len(joints)} joints connect {len(selected)} bodies ({pattern.lower()}, "
+                                  f"from '{root.name}')")
+        return {"FINISHED"}
+
+    def _joint(self, context, parent, child, axis: Vector):
+        """A new joint Empty of this operator's type from ``parent`` to ``child`` along ``axis``."""
+        if self.pivot_type == "ACTIVE":
+            pivot = parent.matrix_world.translation.copy()
+        elif self.pivot_type == "CURSOR":
+            pivot = context.scene.cursor.location.copy()
+        else:
+            pivot = (parent.matrix_world.translation + child.matrix_world.translation) / 2.0
         empty = bpy.data.objects.new(f"Joint_{parent.name}_{child.name}", None)
         empty.empty_display_type = "SINGLE_ARROW"
         empty.empty_display_size = 0.5
@@ -181,12 +240,7 @@ class ABD_OT_connect(Operator):
         joint.l_body = parent
         joint.r_body = child
         store_groups(empty)
-        for ob in context.selected_objects:
-            ob.select_set(False)
-        empty.select_set(True)
-        context.view_layer.objects.active = empty
-        self.report({"INFO"}, f"Joint '{empty.name}' connects '{parent.name}' (parent) and '{child.name}' (child)")
-        return {"FINISHED"}
+        return empty
 
 
 def write_keys(operator: Operator, job, require_converged: bool) -> set:

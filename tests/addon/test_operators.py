@@ -79,11 +79,97 @@ def test_connect_refuses_a_non_body_and_creates_nothing():
 
 def test_connect_needs_two_selected():
     clear_objects()
-    objects = [add_box(name, location=(k, 0.0, 0.0)) for k, name in enumerate("ABC")]
-    select_only(*objects)
+    a = add_box("A")
+    select_only(a)
     bpy.ops.abd.body_add()
     with pytest.raises(RuntimeError, match="poll"):
         bpy.ops.abd.connect()
+
+
+def _bodies(locations: dict) -> dict:
+    """Affine-body boxes named and placed as ``locations`` says (name -> (x, y, z))."""
+    clear_objects()
+    boxes = {name: add_box(name, size=0.2, location=location) for name, location in locations.items()}
+    select_only(*boxes.values())
+    bpy.ops.abd.body_add()
+    return boxes
+
+
+def _new_joints(before: set) -> list:
+    return sorted((ob for ob in bpy.data.objects if ob.name not in before), key=lambda ob: ob.name)
+
+
+def test_connect_chain_by_distance_joins_each_body_to_the_nearest_not_yet_joined():
+    # Positions out of name and selection order; the chain from the active "A" is A, C, E, B, D
+    # (each step to the nearest body not yet in the chain, as Blender's Connect Rigid Bodies).
+    boxes = _bodies({"A": (0.0, 0.0, 0.0), "B": (3.0, 0.0, 0.5), "C": (1.0, 0.0, 0.0), "D": (4.5, 0.0, 0.0),
+                     "E": (2.0, 0.0, 0.0)})
+    before = {ob.name for ob in bpy.data.objects}
+    select_only(*boxes.values(), active=boxes["A"])
+    assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="ACTIVE", axis="Y",
+                               connection_pattern="CHAIN_DISTANCE") == {"FINISHED"}
+    joints = _new_joints(before)
+    pairs = {(j.abd_joint.l_body.name, j.abd_joint.r_body.name) for j in joints}
+    assert pairs == {("A", "C"), ("C", "E"), ("E", "B"), ("B", "D")}
+    for joint in joints:
+        assert joint.abd_joint.enabled and joint.abd_joint.type == "REVOLUTE"
+        matrix = world(joint)  # at the parent's origin, local Z along world Y
+        np.testing.assert_allclose(matrix[:3, 3], world(joint.abd_joint.l_body)[:3, 3], atol=1e-6)
+        np.testing.assert_allclose(matrix[:3, 2], (0.0, 1.0, 0.0), atol=1e-6)
+    # The new joints end selected (the bodies not), one of them active: ready for their settings.
+    assert all(j.select_get() for j in joints) and not any(b.select_get() for b in boxes.values())
+    assert bpy.context.active_object in joints
+
+
+def test_connect_selected_to_active_makes_the_active_body_every_joints_parent():
+    boxes = _bodies({"Hub": (0.0, 0.0, 0.0), "P": (1.0, 0.0, 0.0), "Q": (0.0, 1.0, 0.0), "R": (0.0, 0.0, 1.0)})
+    before = {ob.name for ob in bpy.data.objects}
+    select_only(*boxes.values(), active=boxes["Hub"])
+    assert bpy.ops.abd.connect(type="PRISMATIC", pivot_type="CENTER") == {"FINISHED"}
+    joints = _new_joints(before)
+    assert sorted((j.abd_joint.l_body.name, j.abd_joint.r_body.name) for j in joints) == [
+        ("Hub", "P"), ("Hub", "Q"), ("Hub", "R")]
+    for joint in joints:
+        expected = (world(joint.abd_joint.l_body)[:3, 3] + world(joint.abd_joint.r_body)[:3, 3]) / 2
+        np.testing.assert_allclose(world(joint)[:3, 3], expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("pattern", ["SELECTED_TO_ACTIVE", "CHAIN_DISTANCE"])
+def test_connect_of_many_needs_an_active_body_and_creates_nothing_without(pattern):
+    boxes = _bodies({"A": (0.0, 0.0, 0.0), "B": (1.0, 0.0, 0.0), "C": (2.0, 0.0, 0.0)})
+    select_only(*boxes.values())
+    bpy.context.view_layer.objects.active = None
+    count = len(bpy.data.objects)
+    with pytest.raises(RuntimeError, match="Make one of the 3 selected bodies active"):
+        bpy.ops.abd.connect(connection_pattern=pattern)
+    assert len(bpy.data.objects) == count
+
+
+def test_connect_of_many_refuses_a_non_body_and_creates_nothing():
+    boxes = _bodies({"A": (0.0, 0.0, 0.0), "B": (1.0, 0.0, 0.0)})
+    loose = add_box("Loose", location=(2.0, 0.0, 0.0))
+    select_only(*boxes.values(), loose, active=boxes["A"])
+    count = len(bpy.data.objects)
+    with pytest.raises(RuntimeError, match="'Loose' is not an affine body"):
+        bpy.ops.abd.connect(connection_pattern="CHAIN_DISTANCE")
+    assert len(bpy.data.objects) == count
+
+
+def test_a_chain_connected_in_one_call_bakes_as_a_hanging_chain():
+    # Five boxes hanging straight down from a fixed one, connected in one Connect call as a chain
+    # by distance from the fixed top (selected bottom first): each joint between neighbours, so
+    # the bake leaves them hanging where they are.
+    boxes = _bodies({f"L{k}": (0.0, 0.0, -0.2 * k) for k in range(6)})
+    boxes["L0"].abd_body.motion = "FIXED"
+    select_only(*reversed(list(boxes.values())), active=boxes["L0"])
+    assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="CENTER", axis="Y",
+                               connection_pattern="CHAIN_DISTANCE") == {"FINISHED"}
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 12
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    scene.frame_set(12)
+    for k in range(1, 6):
+        np.testing.assert_allclose(world(boxes[f"L{k}"])[:3, 3], (0.0, 0.0, -0.2 * k), atol=1e-3)
 
 
 def test_export_scene_file_round_trips(tmp_path, solver):
