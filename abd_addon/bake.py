@@ -419,14 +419,19 @@ def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
     except BaseException:
         for snapshot in reversed(snapshots):
             snapshot.restore()
-        for action in created:
-            bpy.data.actions.remove(action)
+        remove_actions(created)
         scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
         raise
-    for action in obsolete:
-        if action.users == 0:
-            bpy.data.actions.remove(action)
+    remove_actions([action for action in obsolete if action.users == 0])
     scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
+
+
+def remove_actions(actions: list) -> None:
+    """Delete ``actions`` from the file in one pass (``bpy.data.batch_remove``): deleting IDs one
+    by one scans every ID's references for each (freeing the bake of 1000 bodies and their joints
+    took 4 s that way)."""
+    if actions:
+        bpy.data.batch_remove(list(dict.fromkeys(actions)))
 
 
 def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
@@ -437,6 +442,7 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
     properties, and deletes the baked action when nothing else uses it.
     """
     objects = baked_objects(scene) if objects is None else [ob for ob in objects if ob.abd_bake.is_baked]
+    baked_actions = []
     for ob in objects:
         state = ob.abd_bake
         baked = state.action
@@ -452,8 +458,9 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
         state.action = None
         state.previous_action = None
         state.previous_slot = ""
-        if baked is not None and baked.users == 0:
-            bpy.data.actions.remove(baked)
+        if baked is not None:
+            baked_actions.append(baked)
+    remove_actions([action for action in baked_actions if action.users == 0])
     if objects:
         scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
     return len(objects)
