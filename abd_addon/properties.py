@@ -18,6 +18,8 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
 from bpy.types import PropertyGroup
 
+from . import overlay
+
 #: Options of a property that is read once (not sampled per frame).
 STATIC = set()
 
@@ -192,19 +194,31 @@ def get_precise(group, name: str):
     return value
 
 
+def _overlay_changed(_group, _context) -> None:
+    """``update`` of the settings the viewport overlay draws (a joint's type, whether it is one,
+    its limit): a change made in a panel or by a script redraws nothing else that would tell the
+    overlay's cache (:func:`.overlay.invalidate`)."""
+    overlay.invalidate()
+
+
 class ABDLimitProperties(PropertyGroup):
     """Joint limit: Prismatic Joint Limit (#669) or Revolute Joint Limit (#670). Animatable."""
 
-    use: BoolProperty(override=OVERRIDABLE, name="Limit", description="Keep the joint between lower and upper", default=False)
-    lower: FloatProperty(override=OVERRIDABLE, name="Lower", description="Lower limit of the distance along Z", default=-1.0, unit="LENGTH")
-    upper: FloatProperty(override=OVERRIDABLE, name="Upper", description="Upper limit of the distance along Z", default=1.0, unit="LENGTH")
+    use: BoolProperty(override=OVERRIDABLE, name="Limit", description="Keep the joint between lower and upper", default=False,
+                      update=_overlay_changed)
+    lower: FloatProperty(override=OVERRIDABLE, name="Lower", description="Lower limit of the distance along Z", default=-1.0,
+                         unit="LENGTH", update=_overlay_changed)
+    upper: FloatProperty(override=OVERRIDABLE, name="Upper", description="Upper limit of the distance along Z", default=1.0,
+                         unit="LENGTH", update=_overlay_changed)
     lower_angle: FloatProperty(
         override=OVERRIDABLE,
         name="Lower", description="Lower limit of the angle about Z", default=-math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
+        update=_overlay_changed,
     )
     upper_angle: FloatProperty(
         override=OVERRIDABLE,
         name="Upper", description="Upper limit of the angle about Z", default=math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
+        update=_overlay_changed,
     )
     strength: FloatProperty(
         override=OVERRIDABLE,
@@ -234,8 +248,10 @@ class ABDDriveProperties(PropertyGroup):
 class ABDJointProperties(PropertyGroup):
     """A joint on an Empty (``Object.abd_joint``): origin = anchor, local Z = axis."""
 
-    enabled: BoolProperty(override=OVERRIDABLE, name="ABD Joint", description="This Empty is an affine-body joint", default=False, options=STATIC)
-    type: EnumProperty(override=OVERRIDABLE, name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC)
+    enabled: BoolProperty(override=OVERRIDABLE, name="ABD Joint", description="This Empty is an affine-body joint", default=False,
+                          options=STATIC, update=_overlay_changed)
+    type: EnumProperty(override=OVERRIDABLE, name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC,
+                       update=_overlay_changed)
     l_body: PointerProperty(
         override=OVERRIDABLE,
         name="Parent", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
