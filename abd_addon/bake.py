@@ -139,39 +139,46 @@ def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
     compatible with the previous frame's (no 360 degree jumps), starting from the object's
     current angles; axis-angle comes from the continuous quaternion.
     """
-    count = len(matrices)
-    location = np.empty((count, 3))
-    scale = np.empty((count, 3))
     mode = ob.rotation_mode
     if mode == "QUATERNION":
-        path, rotation = "rotation_quaternion", np.empty((count, 4))
+        path = "rotation_quaternion"
         delta_rotation = ob.delta_rotation_quaternion.normalized()
     elif mode == "AXIS_ANGLE":  # Blender has no delta axis-angle rotation in its Python API
-        path, rotation = "rotation_axis_angle", np.empty((count, 4))
+        path = "rotation_axis_angle"
         delta_rotation = Quaternion()
     else:
-        path, rotation = "rotation_euler", np.empty((count, 3))
+        path = "rotation_euler"
         delta_rotation = Euler(ob.delta_rotation_euler, mode).to_quaternion()
     undo_delta_rotation = delta_rotation.inverted()
-    delta_location, delta_scale = np.array(ob.delta_location), np.array(ob.delta_scale)
+    # Per frame into lists, converted to arrays once: a NumPy operation on a mathutils value per
+    # frame cost more than the decomposition itself.
+    locations, rotations, sizes = [], [], []
     previous_quaternion = None
     previous_euler = ob.rotation_euler.copy()
-    for frame, values in enumerate(matrices):
-        loc, quaternion, size = Matrix(values.tolist()).decompose()
-        location[frame], scale[frame] = np.array(loc) - delta_location, np.array(size) / delta_scale
+    for values in matrices.tolist():
+        loc, quaternion, size = Matrix(values).decompose()
+        locations.append(loc[:])
+        sizes.append(size[:])
         quaternion = undo_delta_rotation @ quaternion
         if previous_quaternion is not None and quaternion.dot(previous_quaternion) < 0.0:
             quaternion.negate()
         previous_quaternion = quaternion
         if mode == "QUATERNION":
-            rotation[frame] = quaternion
+            rotations.append(quaternion[:])
         elif mode == "AXIS_ANGLE":
             axis, angle = quaternion.to_axis_angle()
-            rotation[frame] = (angle, *axis)
+            rotations.append((angle, *axis))
         else:
             previous_euler = quaternion.to_euler(mode, previous_euler)
-            rotation[frame] = previous_euler
-    return ObjectKeys(ob=ob, location=location, rotation_path=path, rotation=rotation, scale=scale)
+            rotations.append(previous_euler[:])
+    width = 3 if path == "rotation_euler" else 4
+    return ObjectKeys(
+        ob=ob,
+        location=np.array(locations, dtype=np.float64).reshape(-1, 3) - np.array(ob.delta_location),
+        rotation_path=path,
+        rotation=np.array(rotations, dtype=np.float64).reshape(-1, width),
+        scale=np.array(sizes, dtype=np.float64).reshape(-1, 3) / np.array(ob.delta_scale),
+    )
 
 
 def compute_keys(export: Export, trajectory) -> list:
