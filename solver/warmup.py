@@ -190,7 +190,8 @@ def compile_in_parallel(tasks: list[CompileTask], timeout: float = 600.0) -> int
 
     The tasks are split by weight, largest first, each to the least loaded process; the parent
     runs its share while forked children run theirs and write them to Numba's on-disk cache, and
-    then waits for the children (killing any still running after ``timeout`` s). A child that
+    then waits for the children (killing any still running after ``timeout`` s); Numba's own
+    start-up is paid once, before the fork (:func:`_start_numba`). A child that
     fails costs nothing but time: the parent compiles what is missing when the run first calls
     it. Returns the number of children forked (0 when it compiled nothing in parallel).
 
@@ -201,6 +202,7 @@ def compile_in_parallel(tasks: list[CompileTask], timeout: float = 600.0) -> int
     processes = min(parallel_processes(), len(pending))
     if processes < 2:
         return 0
+    _start_numba()
     shares, loads = [[] for _ in range(processes)], [0.0] * processes
     for task in sorted(pending, key=lambda task: task.weight, reverse=True):
         least = loads.index(min(loads))
@@ -230,6 +232,19 @@ def compile_in_parallel(tasks: list[CompileTask], timeout: float = 600.0) -> int
         for pid in children:
             _wait_or_kill(pid, deadline)
     return len(children)
+
+
+def _identity(value):
+    return value
+
+
+def _start_numba() -> None:
+    """Compile a trivial function, so that Numba's one-time start-up in a process (its typing and
+    target contexts, LLVM's initialisation) is paid before forking and inherited by the children
+    instead of paid in each (the drawer's first bake: 0.4 s less CPU time, 0.15 s less wall time)."""
+    import numba
+
+    numba.njit(_identity)(0.0)
 
 
 def _wait_or_kill(pid: int, deadline: float) -> None:
