@@ -216,7 +216,7 @@ class ABD_OT_connect(Operator):
             parent, child = pairs[0]
             self.report({"INFO"}, f"Joint '{joints[0].name}' connects '{parent.name}' (parent) and '{child.name}' (child)")
         else:
-            pattern = dict((item[0], item[1]) for item in CONNECTION_PATTERN_ITEMS)[self.connection_pattern]
+            pattern = {identifier: name for identifier, name, _ in CONNECTION_PATTERN_ITEMS}[self.connection_pattern]
             self.report({"INFO"}, f"{len(joints)} joints connect {len(selected)} bodies ({pattern.lower()}, "
                                   f"from '{root.name}')")
         return {"FINISHED"}

@@ -89,21 +89,6 @@ def joints_geometry(matrices: np.ndarray, revolute: np.ndarray, use_limit: np.nd
     }
 
 
-def joint_geometry(matrix_world, joint_type: str, use_limit: bool, lower: float, upper: float,
-                   size: float = 1.0) -> dict:
-    """World-space overlay geometry of one joint: :func:`joints_geometry` of it alone.
-
-    Args:
-        matrix_world: the joint Empty's (4, 4) world matrix. joint_type: ``"PRISMATIC"`` or
-            ``"REVOLUTE"``. use_limit, lower, upper, size: as in :func:`joints_geometry`.
-
-    Returns:
-        ``{"axis": (2, 3), "anchor": (1, 3), "limit": (2k, 3)}`` float32 arrays.
-    """
-    return joints_geometry(np.asarray(matrix_world, dtype=np.float64)[None], [joint_type == "REVOLUTE"],
-                           [use_limit], [lower], [upper], [size])
-
-
 def scene_geometry(view_layer) -> dict:
     """Overlay geometry of every visible enabled joint of ``view_layer``, concatenated
     (:func:`joints_geometry` of them all: one pass of NumPy, not one per joint)."""

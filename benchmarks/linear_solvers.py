@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -87,8 +88,6 @@ class CholmodSolver:
         self._cholmod, self._mode, self._factor = cholmod, mode, None
 
     def _matrix(self, blocks):
-        import scipy.sparse
-
         return scipy.sparse.bsr_matrix((blocks, self.indices, self.indptr), shape=(self.size, self.size)).tocsc()
 
     def factorize(self, blocks) -> None:
@@ -125,6 +124,10 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=5)
     args = parser.parse_args()
 
+    try:
+        from sksparse import cholmod
+    except ImportError:
+        cholmod = None
     backends = [("dense, NumPy (CPU)", numpy_backend())]
     try:
         backends.append(("dense, CuPy (GPU)", cupy_backend()))
@@ -147,10 +150,6 @@ def main() -> None:
                     solvers.append((name, DeviceLinearSolver(indptr, indices, backend)))
                 except DeviceUnavailable as error:
                     print(f"# {name}: {error}", flush=True)
-            try:
-                from sksparse import cholmod
-            except ImportError:
-                cholmod = None
             if cholmod is not None:
                 solvers += [(f"CHOLMOD {mode}", CholmodSolver(indptr, indices, mode, cholmod))
                             for mode in ("simplicial", "supernodal")]

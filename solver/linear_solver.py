@@ -103,7 +103,7 @@ class LinearSolver:
             12 * (row_position - column_position) + (self.bandwidth + 1) * 12 * column_position, -1,
         ).astype(np.int64)
         self._block_diagonal = row_position == column_position
-        self._block_identity = None  # BSR block k as element k, made when first needed (_scatter_blocks)
+        self._block_identity = np.arange(len(self.block_rows), dtype=np.int64).reshape(-1, 1, 1)  # block k as element k
         self._factor = None
 
     def factorize(self, blocks: np.ndarray) -> None:
@@ -137,8 +137,6 @@ class LinearSolver:
     def _scatter_blocks(self, blocks: np.ndarray, band: np.ndarray) -> None:
         """band += the matrix of BSR block values (blocks, 12, 12): each block an element of its own
         for :func:`_scatter_banded` (one kernel, and one compilation, for blocks and elements)."""
-        if self._block_identity is None:
-            self._block_identity = np.arange(len(self.block_rows), dtype=np.int64).reshape(-1, 1, 1)
         _scatter_banded(blocks, self._block_identity, self._block_offset, self._block_diagonal, band)
 
     def factorize_sum(self, constant_band: np.ndarray, elements: list) -> None:

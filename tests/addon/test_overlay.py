@@ -9,23 +9,29 @@ import numpy as np
 from abd_rigs import hinge_rig, slider_rig
 
 
+def one_joint(addon, matrix, joint_type: str, use_limit: bool, lower: float, upper: float, size: float = 1.0):
+    """The overlay geometry of one joint (joints_geometry of it alone)."""
+    return addon.overlay.joints_geometry(np.asarray(matrix, dtype=np.float64)[None], [joint_type == "REVOLUTE"],
+                                         [use_limit], [lower], [upper], [size])
+
+
 def test_prismatic_axis_anchor_and_limit(addon):
     matrix = np.eye(4)
     matrix[:3, 3] = (1.0, 2.0, 3.0)
     matrix[:3, :3] *= 4.0  # scale does not change the drawn lengths
-    geometry = addon.overlay.joint_geometry(matrix, "PRISMATIC", True, -0.5, 0.25, size=2.0)
+    geometry = one_joint(addon, matrix, "PRISMATIC", True, -0.5, 0.25, size=2.0)
     np.testing.assert_allclose(geometry["anchor"], [[1.0, 2.0, 3.0]])
     np.testing.assert_allclose(geometry["axis"], [[1.0, 2.0, 1.0], [1.0, 2.0, 5.0]])
     np.testing.assert_allclose(geometry["limit"][:2], [[1.0, 2.0, 2.5], [1.0, 2.0, 3.25]])
     assert len(geometry["limit"]) % 2 == 0
-    assert not len(addon.overlay.joint_geometry(matrix, "PRISMATIC", False, -0.5, 0.25)["limit"])
+    assert not len(one_joint(addon, matrix, "PRISMATIC", False, -0.5, 0.25)["limit"])
 
 
 def test_revolute_limit_arc_spans_lower_to_upper(addon):
     rotation = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # local X->world Y, Z->world X
     matrix = np.eye(4)
     matrix[:3, :3] = rotation
-    geometry = addon.overlay.joint_geometry(matrix, "REVOLUTE", True, -math.pi / 2, math.pi / 4, size=1.0)
+    geometry = one_joint(addon, matrix, "REVOLUTE", True, -math.pi / 2, math.pi / 4, size=1.0)
     arc = geometry["limit"][:-4]
     radii = np.linalg.norm(arc, axis=1)
     np.testing.assert_allclose(radii, 0.6, atol=1e-6)
@@ -66,7 +72,7 @@ def test_many_joints_geometry_is_each_joints_own(addon):
         upper.append(0.2 * k + 0.1)
         size.append(0.5 + 0.1 * k)
     together = addon.overlay.joints_geometry(np.array(matrices), np.array(kinds), np.array(limited), lower, upper, size)
-    alone = [addon.overlay.joint_geometry(m, "REVOLUTE" if r else "PRISMATIC", u, lo, up, s)
+    alone = [one_joint(addon, m, "REVOLUTE" if r else "PRISMATIC", u, lo, up, s)
              for m, r, u, lo, up, s in zip(matrices, kinds, limited, lower, upper, size)]
     np.testing.assert_allclose(together["axis"], np.concatenate([g["axis"] for g in alone]), atol=1e-6)
     np.testing.assert_allclose(together["anchor"], np.concatenate([g["anchor"] for g in alone]), atol=1e-6)
