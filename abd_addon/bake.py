@@ -12,7 +12,8 @@ Writing keyframes:
 - Each keyed object (dynamic bodies and joint Empties) gets a new Action, written in bulk with
   ``keyframe_points.add`` + ``foreach_set`` (LINEAR keys on every frame). F-curves of the
   object's previous action that the bake does not key (an animated ``aim_distance`` on a joint,
-  a soft-transform toggle, ...) are copied into it, so they keep playing.
+  a soft-transform toggle, ...) are copied into it, so they keep playing; the user's edits to
+  them there are carried back before a re-bake or Free Bake (:func:`keep_animation_edits`).
 - Body poses are the solver's affine transforms projected to the nearest rotation; the world
   matrix is [R P | p] with P the stretch (scale) baked into the rest shape at export.
 - Joint Empties follow their parent body (l): W(f) = T_l(f) T_l(0)^-1 W(0).
@@ -25,7 +26,9 @@ Writing keyframes:
 Atomicity: nothing is written before the simulation has finished and every key has been
 computed; if writing fails part way, every object is put back as it was. The state needed by
 Free Bake (the action before the bake, its slot, the static transform) is kept in
-``Object.abd_bake``; :func:`free_bake` puts it back exactly and deletes the baked action.
+``Object.abd_bake``; :func:`free_bake` puts it back (with those edits) and deletes the baked
+action. A re-bake frees the bake of objects it no longer keys (a body made Fixed, a joint
+disabled).
 """
 
 from __future__ import annotations
@@ -239,17 +242,59 @@ def set_linear_keys(fcurve, frames: np.ndarray, values: np.ndarray) -> None:
     fcurve.update()
 
 
-def copy_fcurve(source, action, ob: bpy.types.Object) -> None:
-    """Copy F-curve ``source`` (keys, handles, interpolation, extrapolation) into ``action``."""
-    target = ensure_fcurve(action, ob, source.data_path, source.array_index)
-    count = len(source.keyframe_points)
-    target.keyframe_points.add(count)
+def fcurve_keys(fcurve) -> list:
+    """The keyframe point attributes of ``fcurve`` (:data:`KEYFRAME_ATTRIBUTES`), one flat array each."""
+    count = len(fcurve.keyframe_points)
+    values = []
     for name, dtype, width in KEYFRAME_ATTRIBUTES:
         buffer = np.empty(count * width, dtype=dtype)
-        source.keyframe_points.foreach_get(name, buffer)
-        target.keyframe_points.foreach_set(name, buffer)
+        fcurve.keyframe_points.foreach_get(name, buffer)
+        values.append(buffer)
+    return values
+
+
+def same_fcurve(first, second) -> bool:
+    """Whether two F-curves hold the same keys, handles, interpolation, extrapolation and mute."""
+    return (first.extrapolation == second.extrapolation and first.mute == second.mute
+            and len(first.keyframe_points) == len(second.keyframe_points)
+            and all(np.array_equal(a, b) for a, b in zip(fcurve_keys(first), fcurve_keys(second))))
+
+
+def copy_fcurve(source, target) -> None:
+    """Copy F-curve ``source`` (keys, handles, interpolation, extrapolation, mute) into the empty F-curve ``target``."""
+    target.keyframe_points.add(len(source.keyframe_points))
+    for (name, _, _), values in zip(KEYFRAME_ATTRIBUTES, fcurve_keys(source)):
+        target.keyframe_points.foreach_set(name, values)
     target.extrapolation = source.extrapolation
     target.mute = source.mute
+    target.update()
+
+
+def fcurve_collection(action, slot_identifier: str, ob: bpy.types.Object) -> tuple:
+    """(collection, slot identifier): the collection (``new``/``remove``) of ``action``'s F-curves
+    for ``ob``, those of the slot ``slot_identifier`` (Blender 4.4+: the slot, named after ``ob``,
+    and its channelbag created where missing), or ``Action.fcurves`` and '' (4.2/4.3). Unlike
+    :func:`ensure_fcurve` it does not need ``action`` to be assigned to ``ob``."""
+    if not hasattr(action, "slots"):
+        return action.fcurves, ""  # Blender 4.2 / 4.3
+    from bpy_extras import anim_utils
+
+    slot = next((slot for slot in action.slots if slot.identifier == slot_identifier), None)
+    if slot is None:
+        slot = action.slots.new(id_type="OBJECT", name=ob.name)
+    channelbag = anim_utils.action_get_channelbag_for_slot(action, slot)
+    if channelbag is None:
+        layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+        strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+        channelbag = strip.channelbag(slot, ensure=True)
+    return channelbag.fcurves, slot.identifier
+
+
+def user_fcurves(action, slot_identifier: str = "") -> dict:
+    """(data path, index) -> F-curve, for the F-curves of ``action``'s slot ``slot_identifier``
+    that a bake does not key (an animated ``aim_distance``, a soft-transform toggle, ...)."""
+    return {(fc.data_path, fc.array_index): fc for fc in action_fcurves(action, slot_identifier)
+            if not fc.data_path.startswith(KEYED_PREFIXES)}
 
 
 def assign_action(ad, action, slot_identifier: str = "") -> None:
@@ -332,6 +377,47 @@ def _record_previous(ob: bpy.types.Object) -> None:
         setattr(state, "previous_" + name, getattr(ob, name))
 
 
+def _baked_slot(action) -> str:
+    """The identifier of a baked action's slot (:func:`_write_object` makes one, for its object);
+    '' before Blender 4.4."""
+    slots = getattr(action, "slots", None)
+    return slots[0].identifier if slots else ""
+
+
+def keep_animation_edits(ob: bpy.types.Object) -> None:
+    """Carry the edits made since the bake to a baked object's F-curves that the bake does not
+    key (a re-keyed ``aim_distance``, a soft-transform toggle added or deleted) into the action
+    it had before the bake, so that a re-bake exports them and Free Bake keeps them.
+
+    A bake copies those F-curves into its action, where the user then sees and edits them; the
+    action before the bake is what a re-bake exports and what Free Bake puts back. Where they
+    differ, the earlier action's F-curves are replaced by the baked action's (a linked action is
+    first made a local copy; an object without an earlier action gets a new one). Nothing
+    changes where they are the same or ``ob`` is not baked.
+    """
+    state = ob.abd_bake
+    if not state.is_baked or state.action is None:
+        return
+    edited = user_fcurves(state.action, _baked_slot(state.action))
+    previous = state.previous_action
+    recorded = user_fcurves(previous, state.previous_slot) if previous is not None else {}
+    if edited.keys() == recorded.keys() and all(same_fcurve(fc, recorded[key]) for key, fc in edited.items()):
+        return
+    if previous is None:
+        previous = bpy.data.actions.new(f"{ob.name}Action")
+    elif previous.library is not None:  # not editable here
+        previous = previous.copy()
+    curves, state.previous_slot = fcurve_collection(previous, state.previous_slot, ob)
+    state.previous_action = previous
+    recorded = user_fcurves(previous, state.previous_slot)
+    for key, fcurve in recorded.items():
+        if key not in edited or not same_fcurve(edited[key], fcurve):
+            curves.remove(fcurve)
+    for key, fcurve in edited.items():
+        if key not in recorded or not same_fcurve(fcurve, recorded[key]):
+            copy_fcurve(fcurve, curves.new(fcurve.data_path, index=fcurve.array_index))
+
+
 def _apply_previous(ob: bpy.types.Object) -> None:
     """Give ``ob`` the action (slot, blending) and static transform recorded before its first bake."""
     state = ob.abd_bake
@@ -355,12 +441,15 @@ def original_animation(scene: bpy.types.Scene):
     """Temporarily give every baked object of ``scene`` its pre-bake animation and transform.
 
     So a re-bake exports the user's animation (soft-transform targets, animated drives) and the
-    pre-bake pose, not the previous bake. Everything is put back on exit, and the scene is
-    re-evaluated at its current frame.
+    pre-bake pose, not the previous bake. Edits made since the bake to the F-curves the bake
+    does not key are carried into that animation first (:func:`keep_animation_edits`, which
+    stays). Everything else is put back on exit, and the scene is re-evaluated at its current
+    frame.
     """
     swapped = []
     try:
         for ob in baked_objects(scene):
+            keep_animation_edits(ob)
             swapped.append(_Snapshot(ob))
             _apply_previous(ob)
         yield
@@ -405,7 +494,7 @@ def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete:
     for key, values in keys.custom.items():
         set_linear_keys(ensure_fcurve(action, ob, f'["{key}"]', 0), frames, values)
     for source in sources:
-        copy_fcurve(source, action, ob)
+        copy_fcurve(source, ensure_fcurve(action, ob, source.data_path, source.array_index))
     state.is_baked = True
     state.action = action
 
@@ -413,16 +502,24 @@ def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete:
 def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
     """Write every object's keys atomically: all or nothing.
 
-    On any error the objects are put back as they were (actions, slots, transforms, custom
-    properties, ``abd_bake`` state), the new actions are deleted, and the error is re-raised.
-    The actions of a previous bake are deleted only after everything was written.
+    Objects of ``scene`` that carry an earlier bake but get no keys now (a body made Fixed or
+    Animated, or no longer an affine body; a joint disabled) have that bake freed, as
+    :func:`free_bake` does: the re-bake simulated them with their own animation, so that is what
+    they play. On any error the objects are put back as they were (actions, slots, transforms,
+    custom properties, ``abd_bake`` state), the new actions are deleted, and the error is
+    re-raised. The actions of a previous bake are deleted only after everything was written.
     """
     frames = frame_start + np.arange(len(keys[0].location) if keys else 0, dtype=np.float64)
+    keyed = {object_keys_.ob for object_keys_ in keys}
     snapshots, created, obsolete = [], [], []
     try:
         for object_keys_ in keys:
             snapshots.append(_Snapshot(object_keys_.ob))
             _write_object(object_keys_, frames, created, obsolete)
+        for ob in baked_objects(scene):
+            if ob not in keyed:
+                snapshots.append(_Snapshot(ob))
+                _free_object(ob, obsolete)
     except BaseException:
         for snapshot in reversed(snapshots):
             snapshot.restore()
@@ -441,32 +538,40 @@ def remove_actions(actions: list) -> None:
         bpy.data.batch_remove(list(dict.fromkeys(actions)))
 
 
+def _free_object(ob: bpy.types.Object, baked_actions: list) -> None:
+    """Undo ``ob``'s bake (see :func:`free_bake`); its baked action is appended to ``baked_actions``."""
+    keep_animation_edits(ob)
+    state = ob.abd_bake
+    baked = state.action
+    _apply_previous(ob)
+    ad = ob.animation_data
+    for key in READOUT_PROPERTIES.values():
+        if key in ob.keys():
+            del ob[key]
+    if (not state.had_animation_data and ad is not None and ad.action is None
+            and len(ad.drivers) == 0 and len(ad.nla_tracks) == 0):
+        ob.animation_data_clear()
+    state.is_baked = False
+    state.action = None
+    state.previous_action = None
+    state.previous_slot = ""
+    if baked is not None:
+        baked_actions.append(baked)
+
+
 def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
     """Undo the bake on ``objects`` (default: every baked object of ``scene``); return how many.
 
-    Puts back exactly the action (and slot, influence, blend type, extrapolation) and the static
-    transform each object had before its first bake, removes the ``abd_distance``/``abd_angle``
-    properties, and deletes the baked action when nothing else uses it.
+    Puts back the action (and slot, influence, blend type, extrapolation) and the static
+    transform each object had before its first bake, with the edits made since to the F-curves
+    the bake does not key (:func:`keep_animation_edits`), removes the
+    ``abd_distance``/``abd_angle`` properties, and deletes the baked action when nothing else
+    uses it.
     """
     objects = baked_objects(scene) if objects is None else [ob for ob in objects if ob.abd_bake.is_baked]
     baked_actions = []
     for ob in objects:
-        state = ob.abd_bake
-        baked = state.action
-        _apply_previous(ob)
-        ad = ob.animation_data
-        for key in READOUT_PROPERTIES.values():
-            if key in ob.keys():
-                del ob[key]
-        if (not state.had_animation_data and ad is not None and ad.action is None
-                and len(ad.drivers) == 0 and len(ad.nla_tracks) == 0):
-            ob.animation_data_clear()
-        state.is_baked = False
-        state.action = None
-        state.previous_action = None
-        state.previous_slot = ""
-        if baked is not None:
-            baked_actions.append(baked)
+        _free_object(ob, baked_actions)
     remove_actions([action for action in baked_actions if action.users == 0])
     if objects:
         scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)

@@ -382,3 +382,31 @@ def test_unconverged_steps_fail_unless_accepted(addon):
     assert scene_snapshot() == before
     assert bpy.ops.abd.bake(require_converged=False) == {"FINISHED"}  # accepted: a warning only
     assert slider.abd_bake.is_baked
+
+
+def test_rebake_frees_the_bake_of_objects_it_no_longer_keys(addon):
+    base, arm, joint = hinge_rig(frame_end=12)
+    tip = add_box("Tip", 0.3, (1.4, 0.0, 0.0))
+    select_only(tip)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    select_only(arm, tip, active=arm)
+    assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="CENTER", axis="Y") == {"FINISHED"}
+    arm_joint = bpy.context.active_object
+    bpy.context.scene.frame_set(1)
+    arm_start = world(arm)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    baked_arm_action = arm.abd_bake.action.name
+    assert arm.abd_bake.is_baked and "abd_angle" in joint.keys()
+
+    arm.abd_body.motion = "FIXED"  # the arm now holds still: the re-bake must not play its old keys
+    joint.abd_joint.enabled = False  # and this joint no longer exists for the solver
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert not arm.abd_bake.is_baked and arm.animation_data is None
+    assert baked_arm_action not in bpy.data.actions
+    assert not joint.abd_bake.is_baked and "abd_angle" not in joint.keys()
+    for frame in (1, 6, 12):
+        bpy.context.scene.frame_set(frame)
+        np.testing.assert_allclose(world(arm), arm_start, atol=1e-6)
+    assert_body_follows(tip, export, trajectory, rigid, (1, 6, 12))
+    assert arm_joint.abd_bake.is_baked

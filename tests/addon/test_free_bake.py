@@ -66,3 +66,72 @@ def test_free_bake_with_nothing_baked_is_harmless(addon):
     assert bpy.ops.abd.bake_free() == {"CANCELLED"}
     assert scene_snapshot() == before
     assert all(not fc.data_path.startswith('["abd') for ob in bpy.data.objects for fc in fcurves(ob))
+
+
+def _aim_at(joint, frame: int) -> float:
+    bpy.context.scene.frame_set(frame)
+    return joint.abd_joint.drive.aim_distance
+
+
+def _rekey_aim(joint, frame: int, value: float) -> None:
+    """What an artist does after a bake: change Aim Distance at ``frame`` and key it (hover + I)."""
+    bpy.context.scene.frame_set(frame)
+    joint.abd_joint.drive.aim_distance = value
+    joint.abd_joint.drive.keyframe_insert("aim_distance", frame=frame)
+
+
+def test_aim_edits_after_a_bake_drive_the_rebake_and_survive_free_bake(addon):
+    base, slider, joint = slider_rig(frame_end=12, aim_keys=((1, 0.0), (12, -0.5)))
+    user_action = joint.animation_data.action
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    bpy.context.scene.frame_set(12)
+    first_slide = float(joint["abd_distance"])
+    _rekey_aim(joint, 12, -0.2)  # goes into the baked action, the one the Empty plays
+
+    job = addon.bake.BakeJob(bpy.context.scene)
+    job.prepare()
+    assert job.export.scene.joints[0].driving.aim_distance[-1] == pytest.approx(-0.2)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert _aim_at(joint, 12) == pytest.approx(-0.2)
+    bpy.context.scene.frame_set(12)
+    assert float(joint["abd_distance"]) > first_slide + 0.1  # the drive now aims 0.3 m higher
+
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert joint.animation_data.action == user_action  # the user's own action, with the edit
+    assert _aim_at(joint, 12) == pytest.approx(-0.2)
+    assert _aim_at(joint, 1) == pytest.approx(0.0)
+
+
+def test_aim_keyed_only_after_the_bake_survives_free_bake(addon):
+    base, slider, joint = slider_rig(frame_end=12, aim_keys=((1, 0.0), (12, -0.5)))
+    joint.animation_data_clear()  # a constant aim before the bake
+    joint.abd_joint.drive.aim_distance = -0.1
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    _rekey_aim(joint, 1, 0.0)
+    _rekey_aim(joint, 12, -0.4)
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert joint.animation_data is not None and joint.animation_data.action is not None
+    assert _aim_at(joint, 12) == pytest.approx(-0.4)
+    assert not [fc for fc in fcurves(joint) if fc.data_path.startswith(("location", "rotation", "scale"))]
+    assert "abd_distance" not in joint.keys()
+
+
+def test_deleting_a_copied_curve_after_a_bake_is_kept(addon):
+    base, slider, joint = slider_rig(frame_end=12, aim_keys=((1, 0.0), (12, -0.5)))
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    baked_curve = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
+    _fcurve_owner(joint).fcurves.remove(baked_curve)  # deleted in the Graph Editor
+    joint.abd_joint.drive.aim_distance = -0.3
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert not [fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance")]
+    assert _aim_at(joint, 12) == pytest.approx(-0.3)
+
+
+def _fcurve_owner(ob):
+    """What holds the F-curves of the object's action: its slot's channelbag (4.4+) or the action."""
+    from bpy_extras import anim_utils
+
+    action = ob.animation_data.action
+    if not hasattr(action, "slots"):
+        return action
+    return anim_utils.action_get_channelbag_for_slot(action, ob.animation_data.action_slot)
