@@ -42,7 +42,7 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
-from .export import TRANSFORM_PROPERTIES, Export, export_scene, rigid_transforms
+from .export import TRANSFORM_PROPERTIES, Export, RigError, export_scene, rigid_transforms
 
 
 class TrajectoryFileError(ValueError):
@@ -131,6 +131,22 @@ def local_matrices(export: Export, worlds: dict) -> dict:
     return local
 
 
+#: Largest |cosine| between two axes of a matrix to key as ``matrix_basis`` that counts as no
+#: shear (float32 transforms give about 1e-7).
+SHEAR_TOLERANCE = 1e-4
+
+
+def shear(matrices: np.ndarray) -> np.ndarray:
+    """Per matrix (N, 4, 4), the largest |cosine| between two of its 3x3 part's columns (N,): 0
+    for rotation times scale, which location/rotation/scale keys hold; more where the matrix
+    shears, which they cannot (``Matrix.decompose`` would silently drop it)."""
+    axes = matrices[:, :3, :3]
+    gram = np.einsum("nki,nkj->nij", axes, axes)
+    length = np.sqrt(np.maximum(np.einsum("nii->ni", gram), np.finfo(float).tiny))
+    cosine = np.abs(gram / (length[:, :, None] * length[:, None, :]))
+    return np.max(cosine - np.eye(3) * cosine, axis=(1, 2))
+
+
 def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
     """Decompose ``matrix_basis`` values (N, 4, 4) into location / rotation / scale keys.
 
@@ -185,12 +201,24 @@ def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
 
 
 def compute_keys(export: Export, trajectory) -> list:
-    """Every :class:`ObjectKeys` of a bake, computed without writing anything."""
+    """Every :class:`ObjectKeys` of a bake, computed without writing anything.
+
+    Raises:
+        RigError: an object's keys would need shear (it moves relative to an unevenly scaled parent).
+    """
     worlds = world_matrices(export, trajectory)
     local = local_matrices(export, worlds)
     joint_index = {str(name): k for k, name in enumerate(trajectory.joint_names)}
     keys = []
     for ob in export.keyed_objects():
+        sheared = np.flatnonzero(shear(local[ob.name_full]) > SHEAR_TOLERANCE) if ob.parent is not None else ()
+        if len(sheared):
+            raise RigError(
+                f"Object '{ob.name}': its parent '{ob.parent.name}' is scaled unevenly, so from frame "
+                f"{export.frame_start + int(sheared[0])} on its simulated motion in the parent's space needs "
+                "shear, which location, rotation and scale keys cannot hold: apply the parent's scale "
+                "(Ctrl+A > Scale) or clear the parent (Alt+P > Clear and Keep Transformation); nothing was changed"
+            )
         object_key = object_keys(ob, local[ob.name_full])
         if ob in export.joints:
             column = joint_index[ob.name_full]
@@ -409,13 +437,14 @@ def keep_animation_edits(ob: bpy.types.Object) -> None:
         previous = previous.copy()
     curves, state.previous_slot = fcurve_collection(previous, state.previous_slot, ob)
     state.previous_action = previous
-    recorded = user_fcurves(previous, state.previous_slot)
-    for key, fcurve in recorded.items():
-        if key not in edited or not same_fcurve(edited[key], fcurve):
+    missing = dict(edited)
+    for key, fcurve in user_fcurves(previous, state.previous_slot).items():
+        if key in edited and same_fcurve(edited[key], fcurve):
+            del missing[key]
+        else:
             curves.remove(fcurve)
-    for key, fcurve in edited.items():
-        if key not in recorded or not same_fcurve(fcurve, recorded[key]):
-            copy_fcurve(fcurve, curves.new(fcurve.data_path, index=fcurve.array_index))
+    for fcurve in missing.values():
+        copy_fcurve(fcurve, curves.new(fcurve.data_path, index=fcurve.array_index))
 
 
 def _apply_previous(ob: bpy.types.Object) -> None:

@@ -18,7 +18,10 @@ What is read, and how:
 - **Per-frame values** (animated bodies' poses, soft-transform targets and strengths, the drive
   and the limit) are sampled once per frame: ``scene.frame_set``, then read from the objects, so
   F-curves, drivers, parents and constraints are all honoured; the scene is put back at the frame
-  it was on, even on error.
+  it was on, even on error. An object read so (or a parent of one) that is disabled in viewports
+  is refused (:func:`viewport_enabled`): Blender does not evaluate it.
+- **Parents**: a keyed object is keyed in its parent's space; a parent that the bake cannot
+  account for is refused (:func:`parenting_problem`).
 
 Frame ``f`` of the solver is Blender frame ``frame_start + f``. Lengths are taken as metres
 (1 Blender unit = 1 m).
@@ -172,6 +175,7 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     bodies are set, still in the view layer, affine bodies, and different objects.
     """
     objects = view_layer.objects
+    members = set(objects)  # by identity: a linked object may share its name with a local one
     bodies = sorted((ob for ob in objects if ob.abd_body.enabled), key=lambda ob: ob.name_full)
     joints = sorted((ob for ob in objects if ob.abd_joint.enabled), key=lambda ob: ob.name_full)
     for ob in bodies:
@@ -188,7 +192,7 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
             body = getattr(joint, side)
             if body is None:
                 raise RigError(f"Joint '{ob.name}': the {label} body is not set (or its object was deleted)")
-            if objects.get(body.name) != body:
+            if body not in members:
                 raise RigError(
                     f"Joint '{ob.name}': the {label} body '{body.name}' is not in the scene (was it deleted?)"
                 )
@@ -242,6 +246,70 @@ def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool)
     for fcurve in drivers:
         if fcurve.data_path in TRANSFORM_PATHS:
             return f"driver on {fcurve.data_path}[{fcurve.array_index}]", "delete the driver (Drivers editor)"
+    return None
+
+
+def viewport_enabled(view_layer: bpy.types.ViewLayer) -> set:
+    """The objects of ``view_layer`` that its depsgraph evaluates: not disabled in viewports
+    (``Object.hide_viewport``, the monitor icon) and in at least one collection that is neither
+    excluded from the view layer nor disabled in viewports, itself or through a parent
+    collection. Hiding (the eye icon, H) does not stop the evaluation."""
+    enabled = set()
+
+    def visit(layer_collection) -> None:
+        if layer_collection.exclude or layer_collection.collection.hide_viewport:
+            return
+        enabled.update(layer_collection.collection.objects)
+        for child in layer_collection.children:
+            visit(child)
+
+    visit(view_layer.layer_collection)
+    return {ob for ob in enabled if not ob.hide_viewport}
+
+
+def _check_evaluated(view_layer: bpy.types.ViewLayer, objects: list) -> None:
+    """Raise :class:`RigError` when one of ``objects`` or a parent of one is disabled in viewports:
+    Blender then evaluates neither its animation, drivers and constraints nor its modifiers, and
+    the export would read a stale pose and rest shape."""
+    enabled = viewport_enabled(view_layer)
+    for ob in objects:
+        chain = ob
+        while chain is not None:
+            if chain not in enabled:
+                what = f"Object '{ob.name}'" if chain == ob else f"Object '{ob.name}': its parent '{chain.name}'"
+                raise RigError(
+                    f"{what} is disabled in viewports (the monitor icon of the object or of a collection "
+                    "holding it in the Outliner), so Blender does not evaluate its animation or modifiers for "
+                    "the bake: enable it there (hiding it with the eye icon, H, is fine)"
+                )
+            chain = chain.parent
+
+
+def parenting_problem(ob: bpy.types.Object, keyed_names: set) -> str | None:
+    """Why the bake could not key ``ob`` (an object it keys; ``keyed_names``: the ``name_full``
+    of all of them) in its parent's space, or None.
+
+    The keys are ``matrix_basis`` = (parent matrix)^-1 world, with the parent matrix sampled
+    before the bake where the parent is not keyed, or the keyed parent's baked world @
+    ``matrix_parent_inverse``. Neither holds for a non-Object parent type (vertex, bone) of a
+    keyed parent, nor for an unkeyed parent that moves with a keyed ancestor (its pose after the
+    bake is not the sampled one).
+    """
+    parent = ob.parent
+    if parent is None:
+        return None
+    fix = "or clear the parent (Alt+P > Clear and Keep Transformation)"
+    if parent.name_full in keyed_names:
+        if ob.parent_type != "OBJECT":
+            return (f"it is parented to the simulated '{parent.name}' by {ob.parent_type.lower()}, which the bake "
+                    f"cannot key: parent it as an Object (Ctrl+P > Object) {fix}")
+        return None
+    ancestor = parent.parent
+    while ancestor is not None:
+        if ancestor.name_full in keyed_names:
+            return (f"its parent '{parent.name}' moves with the simulated '{ancestor.name}' but is not keyed by the "
+                    f"bake, so '{ob.name}' cannot be keyed in its space: parent it to '{ancestor.name}' directly {fix}")
+        ancestor = ancestor.parent
     return None
 
 
@@ -328,11 +396,16 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     settings = settings_from_scene(scene)
     frames = end - start + 1
 
+    members = set(view_layer.objects)
+    targets = []
     for ob in bodies:
         soft = ob.abd_body.soft_transform
         target = soft.target_object
-        if soft.target == "OBJECT" and target is not None and view_layer.objects.get(target.name) != target:
-            raise RigError(f"Object '{ob.name}': the soft transform's target '{target.name}' is not in the scene")
+        if soft.target == "OBJECT" and target is not None:
+            if target not in members:
+                raise RigError(f"Object '{ob.name}': the soft transform's target '{target.name}' is not in the scene")
+            targets.append(target)
+    _check_evaluated(view_layer, bodies + joints + targets)
 
     keyed = [ob for ob in bodies if ob.abd_body.motion == "DYNAMIC"] + joints
     keyed_names = {ob.name_full for ob in keyed}
@@ -348,6 +421,10 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
         if override is not None:
             what, fix = override
             raise RigError(f"Object '{ob.name}': its {what} would override the bake on playback: {fix}")
+    for ob in keyed:
+        problem = parenting_problem(ob, keyed_names)
+        if problem is not None:
+            raise RigError(f"Object '{ob.name}': {problem}")
     parented = [ob for ob in keyed if ob.parent is not None and ob.parent.name_full not in keyed_names]
     sampler = _Sampler(frames, bodies, joints, parented)
     meshes = {}

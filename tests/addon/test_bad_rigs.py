@@ -97,6 +97,44 @@ def _muted_driver_on_dynamic_body(base, slider, joint):
     return "'Slider': its driver on location[2] would override the bake on playback: delete the driver"
 
 
+def _body_disabled_in_viewports(base, slider, joint):
+    slider.hide_viewport = True  # the monitor icon: Blender no longer evaluates it
+    return "'Slider' is disabled in viewports"
+
+
+def _collection_disabled_in_viewports(base, slider, joint):
+    collection = bpy.data.collections.new("Props")
+    bpy.context.scene.collection.children.link(collection)
+    for owner in list(base.users_collection):
+        owner.objects.unlink(base)
+    collection.objects.link(base)
+    collection.hide_viewport = True
+    return "'Base' is disabled in viewports"
+
+
+def _target_disabled_in_viewports(base, slider, joint):
+    target = bpy.data.objects.new("Target", None)
+    bpy.context.scene.collection.objects.link(target)
+    soft = slider.abd_body.soft_transform
+    soft.is_constrained, soft.target, soft.target_object = True, "OBJECT", target
+    target.hide_viewport = True
+    return "'Target' is disabled in viewports"
+
+
+def _parent_moving_with_a_simulated_body(base, slider, joint):
+    decoration = bpy.data.objects.new("Decoration", None)
+    bpy.context.scene.collection.objects.link(decoration)
+    decoration.parent = slider
+    joint.parent = decoration
+    return f"'{joint.name}': its parent 'Decoration' moves with the simulated 'Slider'"
+
+
+def _vertex_parent_on_a_simulated_body(base, slider, joint):
+    joint.parent = slider
+    joint.parent_type = "VERTEX"
+    return f"'{joint.name}': it is parented to the simulated 'Slider' by vertex"
+
+
 BREAKERS = {
     "body deleted (data)": _delete_body_data,
     "body deleted (operator)": _delete_body_operator,
@@ -113,6 +151,11 @@ BREAKERS = {
     "constraint on a joint Empty": _constraint_on_joint,
     "driver on a dynamic body's transform": _driver_on_dynamic_body,
     "muted driver on a dynamic body's transform": _muted_driver_on_dynamic_body,
+    "body disabled in viewports": _body_disabled_in_viewports,
+    "body in a collection disabled in viewports": _collection_disabled_in_viewports,
+    "soft-transform target disabled in viewports": _target_disabled_in_viewports,
+    "parent that moves with a simulated body": _parent_moving_with_a_simulated_body,
+    "vertex parent on a simulated body": _vertex_parent_on_a_simulated_body,
 }
 
 
@@ -144,6 +187,7 @@ HARMLESS = {  # each leaves the arm's baked motion as it is
     "muted constraint": lambda base, arm: setattr(arm.constraints.new("LIMIT_LOCATION"), "mute", True),
     "constraint of influence 0": lambda base, arm: setattr(arm.constraints.new("LIMIT_ROTATION"), "influence", 0.0),
     "constraint on the fixed body": lambda base, arm: base.constraints.new("LIMIT_SCALE"),
+    "body hidden (eye icon, H)": lambda base, arm: arm.hide_set(True),
 }
 
 
@@ -220,3 +264,47 @@ def test_linked_objects_are_refused_and_local_ones_keep_their_bake(tmp_path):
     bpy.ops.wm.save_as_mainfile(filepath=str(shot))
     bpy.ops.wm.open_mainfile(filepath=str(shot))
     assert bpy.data.objects["Arm"].abd_bake.is_baked
+
+
+def test_motion_that_needs_shear_under_an_unevenly_scaled_parent_is_refused():
+    """Location/rotation/scale keys cannot hold a body swinging under a parent scaled (1, 1, 3):
+    the bake says so after the simulation, before writing anything."""
+    base, arm, joint = hinge_rig(frame_end=12)
+    arm.parent = base
+    arm.matrix_parent_inverse = base.matrix_world.inverted()  # Ctrl+P, Keep Transform
+    base.scale = (1.0, 1.0, 3.0)  # then the parent is scaled: the arm's world stretches with it
+    before = scene_snapshot()
+    with pytest.raises(RuntimeError, match="'Arm': its parent 'Base' is scaled unevenly, so from frame 2 on"):
+        bpy.ops.abd.bake()
+    assert scene_snapshot() == before
+
+
+def test_joint_to_a_linked_body_named_like_a_local_object_bakes(tmp_path):
+    """Objects are matched by identity, not by name: a fixed body linked from a library keeps
+    its name 'Base' even when a local object is also called 'Base'."""
+    base = add_box("Base", 0.4)
+    select_only(base)
+    bpy.ops.abd.body_add()
+    base.abd_body.motion = "FIXED"
+    library = str(tmp_path / "library.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=library)
+    bpy.ops.wm.read_homefile(app_template="")
+    for ob in list(bpy.data.objects):
+        bpy.data.objects.remove(ob)
+    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
+        data_to.objects = ["Base"]
+    linked = data_to.objects[0]
+    bpy.context.scene.collection.objects.link(linked)
+    add_box("Base", 0.2, (5.0, 5.0, 5.0))  # local, unrelated, same name
+    arm = add_box("Arm", 1.0, (0.6, 0.0, 0.0), scale=(1.0, 0.2, 0.2))
+    select_only(arm)
+    bpy.ops.abd.body_add()
+    joint = bpy.data.objects.new("Hinge", None)
+    bpy.context.scene.collection.objects.link(joint)
+    joint.abd_joint.enabled, joint.abd_joint.type = True, "REVOLUTE"
+    joint.abd_joint.l_body, joint.abd_joint.r_body = linked, arm
+    joint.rotation_euler = (np.pi / 2, 0.0, 0.0)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 6
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    bpy.context.scene.frame_set(6)
+    assert arm.abd_bake.is_baked and world(arm)[2, 3] < -0.01  # it swung down about the linked base
