@@ -3,8 +3,10 @@
 The CPU path (:class:`solver.linear_solver.LinearSolver`: banded Cholesky where the ordered
 matrix is narrow, SciPy's SuperLU otherwise) against the dense Cholesky of the GPU path
 (:class:`solver.device_solver.DeviceLinearSolver`), run on NumPy (the CPU, as a reference of its
-flop count) and on CuPy where CuPy and a CUDA device are present, and CHOLMOD's sparse Cholesky
-where scikit-sparse is installed (:class:`CholmodSolver`: built from source, for comparison). The matrices have the block
+flop count) and on CuPy where CuPy and a CUDA device are present, CHOLMOD's sparse Cholesky
+where scikit-sparse is installed (:class:`CholmodSolver`: built from source, for comparison), and
+the same banded Cholesky in Intel MKL's LAPACK where the ``mkl`` wheel is installed on Linux
+(:class:`MklBandSolver`, for comparison). The matrices have the block
 pattern of two kinds of scene, 12x12 blocks per dynamic body:
 
 - ``chain``: N bodies each jointed to the next (``benchmarks/chains.py``'s chains);
@@ -22,6 +24,7 @@ no assertions.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import math
 import sys
 import time
@@ -102,6 +105,57 @@ class CholmodSolver:
         return self._factor(right_hand_side)
 
 
+def load_mkl():
+    """Intel MKL's runtime library (``ctypes.CDLL`` of ``libmkl_rt``, limited to one thread as the
+    solver limits OpenBLAS) where the ``mkl`` wheel is installed in this Python's prefix (Linux), else None."""
+    for path in sorted((Path(sys.prefix) / "lib").glob("libmkl_rt.so*")):
+        try:
+            mkl = ctypes.CDLL(str(path))
+        except OSError:
+            continue
+        mkl.MKL_Set_Num_Threads(1)
+        return mkl
+    return None
+
+
+class MklBandSolver(LinearSolver):
+    """:class:`LinearSolver`'s banded path (the same ordering, band and scatter) with MKL's
+    ``dpbtrf``/``dpbtrs`` (through ctypes, Fortran interface) in place of SciPy's OpenBLAS LAPACK,
+    for comparison only: the ``mkl`` wheel and its dependencies take about 1 GB, and there is none
+    for macOS on arm64. Unpermuted bands only (the chains).
+
+    Args:
+        indptr, indices: the BSR pattern (12x12 blocks). mkl: :func:`load_mkl`'s library.
+
+    Raises:
+        ValueError: the pattern does not take the banded path, or takes it permuted.
+    """
+
+    def __init__(self, indptr, indices, mkl):
+        super().__init__(indptr, indices)
+        if self.method != "banded" or self._permuted:
+            raise ValueError("MklBandSolver: only for patterns that take the unpermuted banded path")
+        self._mkl = mkl
+        self._arguments = [ctypes.byref(ctypes.c_int(value)) for value in (self.size, self.bandwidth, 1, self.bandwidth + 1)]
+
+    def _factorize_band(self) -> None:
+        size, bandwidth, _, leading = self._arguments
+        info = ctypes.c_int(0)
+        self._mkl.dpbtrf(b"L", size, bandwidth, self._banded.ctypes.data_as(ctypes.c_void_p), leading, ctypes.byref(info))
+        if info.value != 0:
+            raise RuntimeError(f"MKL dpbtrf info {info.value}")
+        self._factor = self._banded
+
+    def solve_factorized(self, right_hand_side):
+        """x (size,) with H x = b (size,)."""
+        solution = np.array(right_hand_side, dtype=np.float64)
+        size, bandwidth, columns, leading = self._arguments
+        info = ctypes.c_int(0)
+        self._mkl.dpbtrs(b"L", size, bandwidth, columns, self._factor.ctypes.data_as(ctypes.c_void_p), leading,
+                         solution.ctypes.data_as(ctypes.c_void_p), size, ctypes.byref(info))
+        return solution
+
+
 def median_seconds(function, repetitions: int) -> float:
     """Median wall time of ``function()`` over ``repetitions`` calls, after one untimed call."""
     function()
@@ -128,6 +182,7 @@ def main() -> None:
         from sksparse import cholmod
     except ImportError:
         cholmod = None
+    mkl = load_mkl()
     backends = [("dense, NumPy (CPU)", numpy_backend())]
     try:
         backends.append(("dense, CuPy (GPU)", cupy_backend()))
@@ -153,6 +208,11 @@ def main() -> None:
             if cholmod is not None:
                 solvers += [(f"CHOLMOD {mode}", CholmodSolver(indptr, indices, mode, cholmod))
                             for mode in ("simplicial", "supernodal")]
+            if mkl is not None:
+                try:
+                    solvers.append(("MKL banded", MklBandSolver(indptr, indices, mkl)))
+                except ValueError:  # not a band this path takes as it is
+                    pass
             for name, solver in solvers:
                 name = name or f"CPU ({solver.method})"
                 factorise = median_seconds(lambda: solver.factorize(blocks), args.repetitions)
