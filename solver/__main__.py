@@ -2,12 +2,15 @@
 
 Commands:
 
-``run SCENE.json [--out RESULT.npz] [--device {cpu,cupy}] [--quiet]``
+``run SCENE.json [--out RESULT.npz|DIR] [--device {cpu,cupy}] [--quiet]``
     Load and validate a scene file, simulate it and save the trajectory (``.npz``, see
-    :class:`solver.trajectory.Trajectory`); ``--device`` overrides the scene's ``settings.device``.
-    Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid:
-    ``error: <message>`` on stderr, or a bad command line); 1 when the solver fails (``SolverError``) or a time step did not converge (the
-    trajectory is still saved, and the first step that failed is printed).
+    :class:`solver.trajectory.Trajectory`) to ``--out`` (``.npz`` appended when missing; an
+    existing directory gets ``<scene stem>.npz``), by default beside the scene file with the suffix
+    ``.npz``; ``--device`` overrides the scene's ``settings.device``.
+    Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid, the
+    trajectory file cannot be written (checked before simulating): ``error: <message>`` on stderr,
+    or a bad command line); 1 when the solver fails (``SolverError``) or a time step did not
+    converge (the trajectory is still saved, and the first step that failed is printed).
 
 More commands (``import-urdf``) are added by registering a sub-parser in :func:`build_parser`
 and a handler that returns the exit status.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -30,9 +34,34 @@ def _error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
-def _npz_path(out: str) -> Path:
-    """The file numpy writes for ``out`` (``np.savez_compressed`` appends ``.npz`` if missing)."""
+def _output_path(out: Optional[str], scene_path: Path) -> Path:
+    """The trajectory file ``run`` writes for ``--out`` (None or empty when not given).
+
+    ``out`` naming an existing directory gives ``<out>/<scene stem>.npz``; any other ``out`` is
+    the file, with ``.npz`` appended when missing (as ``np.savez_compressed`` would); no ``out``
+    gives the scene path with the suffix ``.npz``.
+    """
+    default = scene_path.with_suffix(".npz")
+    if not out:
+        return default
+    if Path(out).is_dir():
+        return Path(out) / default.name
     return Path(out if out.endswith(".npz") else out + ".npz")
+
+
+def _output_problem(path: Path) -> Optional[str]:
+    """Why the trajectory file ``path`` cannot be written, or None if it can (as far as
+    ``os.access`` tells: the file's or else its directory's write permission)."""
+    if not path.parent.is_dir():
+        return f"directory {str(path.parent)!r} does not exist"
+    if path.is_dir():
+        return f"{str(path)!r} is a directory, not a file that can be written"
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            return f"{str(path)!r} exists and is not writable"
+    elif not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"cannot create files in directory {str(path.parent)!r} (no write permission)"
+    return None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -41,9 +70,11 @@ def _run(args: argparse.Namespace) -> int:
     from .scene_io import load_scene, scene_digest
 
     scene_path = Path(args.scene)
-    out = _npz_path(args.out) if args.out else scene_path.with_suffix(".npz")
-    if not out.parent.is_dir():
-        _error(f"--out: directory {str(out.parent)!r} does not exist")
+    out = _output_path(args.out, scene_path)
+    problem = _output_problem(out)
+    if problem is not None:
+        where = "--out" if args.out else "the trajectory file beside the scene file (choose another with --out)"
+        _error(f"{where}: {problem}")
         return EXIT_BAD_INPUT
     try:
         scene = load_scene(scene_path)
@@ -109,8 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="simulate a scene file and save the trajectory (.npz)")
     run.add_argument("scene", metavar="SCENE.json", help="scene file (docs/scene_format.md)")
     run.add_argument(
-        "--out", "-o", metavar="RESULT.npz",
-        help="trajectory file to write (default: the scene path with the suffix .npz)",
+        "--out", "-o", metavar="RESULT.npz|DIR",
+        help="trajectory file to write (.npz appended when missing), or an existing directory to write "
+             "<scene stem>.npz into (default: the scene path with the suffix .npz)",
     )
     from .scene import DEVICES
 

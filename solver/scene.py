@@ -1,7 +1,8 @@
 """Scene model: plain dataclasses for bodies, joints and settings, and their validation.
 
-No numerics beyond shape and value checks live here; the scene file format (JSON) is read and
-written by :mod:`solver.scene_io` and documented field by field in ``docs/scene_format.md``.
+No numerics beyond shape, value and mesh-geometry checks live here; the scene file format (JSON)
+is read and written by :mod:`solver.scene_io` and documented field by field in
+``docs/scene_format.md``.
 
 Units are SI throughout: metres, kilograms, seconds, radians.
 
@@ -229,6 +230,13 @@ class Scene:
 MAX_FRAME_COUNT = 1_000_000
 #: Largest accepted ``substeps``.
 MAX_SUBSTEPS = 100_000
+#: Largest accepted number of time steps, ``frame_count * substeps``: a run keeps 26 bytes of
+#: records per step (2.6 GB here), and one free body alone takes about 30 us per step (50 minutes).
+MAX_TIME_STEPS = 100_000_000
+#: Largest accepted number of values in a trajectory, ``(frame_count + 1) * (16 bodies + 2 joints)``
+#: (a 4x4 pose per body, a distance and an angle per joint, per frame): 8 GB of float64; the
+#: per-frame series and the solver's per-frame poses of the bodies take about as much again.
+MAX_TRAJECTORY_VALUES = 1_000_000_000
 #: Largest accepted ``max_iterations`` / ``min_iterations``.
 MAX_NEWTON_ITERATIONS = 100_000
 #: Largest accepted ``line_search_max_iterations`` (halvings; 2^-100 is already far below 1e-16).
@@ -244,6 +252,9 @@ MIN_POSITIVE = 1e-12
 RIGID_TOLERANCE = 1e-6
 #: |volume| (m^3) at or below which a mesh has zero volume.
 ZERO_VOLUME = 1e-12
+#: Generalized winding number of the rest of a mesh above which a point of an inside-out part of
+#: it is enclosed by the rest (1 inside a closed outward shell, 0 outside): the part is a cavity.
+INSIDE_WINDING = 0.5
 #: A joint axis shorter than this times max(1, |position0|, |position1|) (m) has zero length.
 ZERO_AXIS = 1e-9
 #: Relative tolerance of symmetry of an inertia tensor (largest entry of I - I^T over largest |I|).
@@ -444,6 +455,12 @@ def _validate_settings(settings) -> Settings:
     _positive(frame_rate, where, "frame_rate", " frames/s")
     substeps = _count(settings.substeps, where, "substeps", 1, MAX_SUBSTEPS)
     frame_count = _count(settings.frame_count, where, "frame_count", 0, MAX_FRAME_COUNT)
+    if frame_count * substeps > MAX_TIME_STEPS:
+        raise _fail(
+            where, "substeps",
+            f"frame_count * substeps = {frame_count} * {substeps} = {frame_count * substeps} time steps, more than "
+            f"the {MAX_TIME_STEPS} a run may take; lower substeps or frame_count (or split the shot)",
+        )
     gravity = _fixed_array(settings.gravity, (3,), where, "gravity")
     max_iterations = _count(settings.max_iterations, where, "max_iterations", 1, MAX_NEWTON_ITERATIONS)
     min_iterations = _count(settings.min_iterations, where, "min_iterations", 1, MAX_NEWTON_ITERATIONS)
@@ -512,6 +529,9 @@ def _validate_mesh(mesh, where: str) -> Mesh:
             f"is inverted: signed volume {volume:.6g} m^3 < 0; triangles must be counter-clockwise seen "
             "from outside (outward normals): flip the winding of every triangle",
         )
+    problem = mesh_inside_out_problem(vertices, triangles)
+    if problem is not None:
+        raise _fail(where, "mesh", problem)
     return Mesh(vertices=vertices, triangles=triangles)
 
 
@@ -550,6 +570,76 @@ def mesh_closure_problem(triangles: np.ndarray) -> Optional[str]:
         return (f"is not closed: edge {edge} of triangle {index // 3} has no triangle on its other side "
                 "(a hole or boundary); each edge must be used by exactly two triangles, once in each direction")
     return None
+
+
+def mesh_inside_out_problem(vertices: np.ndarray, triangles: np.ndarray) -> Optional[str]:
+    """Why a closed, consistently oriented mesh has an inside-out part, or None if it has none.
+
+    The parts are the connected components of the triangles (two triangles are connected when
+    they share an edge). A part whose signed volume is below ``-ZERO_VOLUME`` faces inwards; that
+    is a cavity (a hollow ball's inner shell) when the rest of the mesh encloses it, which the
+    generalized winding number of the other parts' triangles at one of its vertices tells
+    (about 1 inside a closed outward shell, 0 outside; the vertex is one no other part uses,
+    where there is one). Anywhere else the part would count as negative mass.
+
+    Args:
+        vertices: (V, 3) float, m.
+        triangles: (T, 3) int, a closed mesh (:func:`mesh_closure_problem` returned None).
+
+    Returns:
+        A message naming the first inside-out part not enclosed by the others (its triangle
+        count, a triangle of it and its signed volume) and how to fix it, or None.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    vertices = np.asarray(vertices, dtype=np.float64)
+    triangles = np.asarray(triangles, dtype=np.int64)
+    count = len(triangles)
+    # In a closed mesh every edge {a, b} is used by exactly two triangles: sorted by edge, the
+    # corners (3 t + k: the edge from corner k to corner k + 1 of triangle t) come in pairs.
+    heads = triangles.reshape(-1)
+    tails = triangles[:, [1, 2, 0]].reshape(-1)
+    size = int(triangles.max()) + 1
+    pairs = np.argsort(np.minimum(heads, tails) * size + np.maximum(heads, tails)).reshape(-1, 2) // 3
+    adjacency = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(count, count))
+    parts, labels = connected_components(adjacency, directed=False)
+    if parts == 1:
+        return None
+    corners = vertices[triangles]  # (T, 3, 3)
+    tetra_volumes = np.einsum("ta,ta->t", corners[:, 0], np.cross(corners[:, 1], corners[:, 2])) / 6.0
+    volumes = np.bincount(labels, weights=tetra_volumes, minlength=parts)
+    for part in np.flatnonzero(volumes < -ZERO_VOLUME):
+        members = labels == part
+        own = np.zeros(len(vertices), dtype=bool)
+        own[triangles[members]] = True
+        shared = np.zeros(len(vertices), dtype=bool)
+        shared[triangles[~members]] = True
+        candidates = np.flatnonzero(own & ~shared)
+        point = vertices[candidates[0] if candidates.size else triangles[members][0, 0]]
+        if _winding_number(point, corners[~members]) < INSIDE_WINDING:
+            first = int(np.argmax(members))
+            return (f"has an inside-out part: the {int(members.sum())} triangles connected to triangle {first} "
+                    f"face inwards (signed volume {volumes[part]:.6g} m^3 < 0) but are not enclosed in the solid "
+                    "of the rest of the mesh, as a cavity is, so they would count as negative mass; make that "
+                    "part's normals point outwards (Blender: Edit Mode, select it, Mesh > Normals > Recalculate "
+                    "Outside) or flip the winding of its triangles")
+    return None
+
+
+def _winding_number(point: np.ndarray, corners: np.ndarray) -> float:
+    """Generalized winding number at ``point`` (3,) of the triangles ``corners`` (T, 3, 3), m.
+
+    The sum of the triangles' signed solid angles (Van Oosterom and Strackee's formula) over 4 pi:
+    1 inside a closed surface with outward normals, -1 inside an inward one, 0 outside, and in
+    between near an open or self-intersecting surface (Jacobson, Kavan and Sorkine-Hornung 2013).
+    """
+    a, b, c = (corners[:, k] - point for k in range(3))
+    length_a, length_b, length_c = (np.linalg.norm(x, axis=1) for x in (a, b, c))
+    numerator = np.einsum("ta,ta->t", a, np.cross(b, c))
+    denominator = (length_a * length_b * length_c + np.einsum("ta,ta->t", a, b) * length_c
+                   + np.einsum("ta,ta->t", a, c) * length_b + np.einsum("ta,ta->t", b, c) * length_a)
+    return float(np.arctan2(numerator, denominator).sum() / (2.0 * np.pi))
 
 
 def _check_closed(triangles: np.ndarray, where: str) -> None:
@@ -784,6 +874,14 @@ def validate_scene(scene: Scene) -> Scene:
         raise SceneError(f"scene: joints: must be a list of joints, got {_type_name(scene.joints)}")
     if len(scene.bodies) == 0:
         raise SceneError("scene: bodies: a scene needs at least one body")
+    values = frames * (16 * len(scene.bodies) + 2 * len(scene.joints))
+    if values > MAX_TRAJECTORY_VALUES:  # checked before the per-frame series are broadcast
+        raise SceneError(
+            f"settings: frame_count: the trajectory of {len(scene.bodies)} bodies and {len(scene.joints)} joints over "
+            f"frame_count + 1 = {frames} frames would hold {values} values (16 per body and 2 per joint and frame), "
+            f"more than the {MAX_TRAJECTORY_VALUES} a run may keep ({8 * MAX_TRAJECTORY_VALUES / 1e9:g} GB); lower "
+            "frame_count or split the scene"
+        )
     bodies: list[Body] = []
     seen: dict = {}
     for index, body in enumerate(scene.bodies):

@@ -39,8 +39,9 @@ Shape
     origin when it has no mass either. Boxes, cylinders and spheres are meshed by trimesh; mesh
     files are loaded by trimesh (STL, OBJ, DAE, ...), scaled by ``<mesh scale>``. Each geometry
     element must be a closed, outward-oriented triangle mesh (the solver needs the enclosed
-    volume): one that is not (open, non-manifold, inconsistently wound) is replaced by its convex
-    hull, with a warning naming the link and file; an inside-out one is flipped.
+    volume): one that is not (open, non-manifold, inconsistently wound, or with an inside-out part
+    that no other part encloses) is replaced by its convex hull, with a warning naming the link
+    and file; an inside-out one is flipped.
 Joints
     ``revolute`` -> Revolute Joint #18 plus Revolute Joint Limit #670 from ``<limit>``;
     ``continuous`` -> #18 without a limit; ``prismatic`` -> Prismatic Joint #20 plus #669.
@@ -98,7 +99,10 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 
 from .mass import mesh_mass_properties, mesh_volume
-from .scene import Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem, validate_scene
+from .scene import (
+    Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem, mesh_inside_out_problem,
+    validate_scene,
+)
 
 #: Base strength (J) of every #669/#670 limit unless given (scaled by :func:`scaled_limit_strength`).
 DEFAULT_LIMIT_STRENGTH = 1.0e4
@@ -884,7 +888,8 @@ class _Importer:
         return None
 
     def _closed_mesh(self, mesh, label: str):
-        """``mesh`` itself if it is closed with positive volume (flipped if inside out), else its hull."""
+        """``mesh`` itself if it is closed with positive volume (flipped if inside out) and has no
+        inside-out part outside the others, else its hull."""
         import trimesh
 
         faces = np.asarray(mesh.faces, dtype=np.int64)
@@ -892,8 +897,7 @@ class _Importer:
             volume = mesh_volume(mesh.vertices, faces)
             if volume < -1e-15:
                 mesh.invert()
-                return mesh
-            if volume > 1e-15:
+            if abs(volume) > 1e-15 and mesh_inside_out_problem(mesh.vertices, mesh.faces) is None:
                 return mesh
         try:
             hull = mesh.convex_hull
@@ -901,7 +905,8 @@ class _Importer:
         except Exception:  # qhull fails on flat or degenerate input
             hull, volume = None, 0.0
         if hull is not None and volume > 1e-12 and mesh_closure_problem(hull.faces) is None:
-            self.warn(f"{label}: mesh is not closed (open, non-manifold or inconsistently wound); "
+            self.warn(f"{label}: mesh is not closed (open, non-manifold or inconsistently wound) or has an "
+                      "inside-out part; "
                       "using its convex hull as the body shape")
             return hull
         low, high = mesh.bounds

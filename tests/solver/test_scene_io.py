@@ -130,6 +130,26 @@ def _degenerate_triangle(doc):
     body(doc, "slider")["mesh"]["triangles"][0] = [0, 0, 1]
 
 
+def _with_part(mesh: dict, part: dict, *, inside_out: bool) -> dict:
+    """``mesh`` with the closed mesh ``part`` added as a separate component (its triangles'
+    winding flipped when ``inside_out``)."""
+    offset = len(mesh["vertices"])
+    triangles = [[c, b, a] if inside_out else [a, b, c] for a, b, c in part["triangles"]]
+    return {"vertices": mesh["vertices"] + part["vertices"],
+            "triangles": mesh["triangles"] + [[offset + i for i in t] for t in triangles]}
+
+
+def _inside_out_part(doc):
+    """The slider (a 0.4 m cube, scenes.prismatic_scene) with a disjoint inside-out 0.1 m cube beside it."""
+    slider = body(doc, "slider")
+    slider["mesh"] = _with_part(slider["mesh"], scenes.box_mesh(0.1, center=(0.5, 0.0, 0.0)), inside_out=True)
+
+
+def _many_bodies(count: int, frame_count: int) -> dict:
+    return scenes.scene([scenes.box_body(f"box{k}", 0.1, position=(k, 0, 0)) for k in range(count)],
+                        frame_count=frame_count, substeps=1)
+
+
 def _drop(obj: dict, key):
     del obj[key]
 
@@ -146,6 +166,9 @@ CASES = [
     ("inconsistent-orientation", edit(prismatic, _flip_one), ["slider", "mesh", "not closed"]),
     ("inverted-mesh", edit(prismatic, _flip_all), ["slider", "mesh", "inverted"]),
     ("zero-volume", edit(prismatic, _flat_slider), ["slider", "mesh", "zero volume"]),
+    ("inside-out-part", edit(prismatic, _inside_out_part),
+     ["body 'slider': mesh: has an inside-out part: the 12 triangles connected to triangle 12 face inwards "
+      "(signed volume -0.001 m^3 < 0)", "Recalculate Outside"]),
     ("degenerate-triangle-open", edit(prismatic, _degenerate_triangle), ["slider", "mesh", "not closed"]),
     ("triangle-index-out-of-range", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, 8])),
      ["slider", "mesh.triangles", "out of range"]),
@@ -248,6 +271,10 @@ CASES = [
     ("null-transform", edit(prismatic, lambda d: _set(body(d, "slider"), "transform", None)), ["slider", "transform"]),
     ("unknown-motion", edit(prismatic, lambda d: _set(body(d, "slider"), "motion", "kinematic")), ["slider", "motion", "kinematic"]),
     ("zero-substeps", edit(prismatic, lambda d: _set(d["settings"], "substeps", 0)), ["settings", "substeps", ">= 1"]),
+    ("too-many-time-steps", edit(prismatic, lambda d: d["settings"].update(frame_count=1_000_000, substeps=101)),
+     ["settings: substeps: frame_count * substeps = 1000000 * 101 = 101000000 time steps", "100000000"]),
+    ("trajectory-too-big", lambda: _many_bodies(63, 1_000_000),
+     ["settings: frame_count: the trajectory of 63 bodies and 0 joints", "1008001008 values", "1000000000"]),
     ("zero-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", 0.0)), ["settings", "frame_rate", "> 0"]),
     ("negative-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", -24.0)), ["settings", "frame_rate", "> 0"]),
     ("negative-frame-count", edit(prismatic, lambda d: _set(d["settings"], "frame_count", -1)), ["settings", "frame_count", ">= 0"]),
@@ -546,6 +573,46 @@ def test_closed_mesh_with_a_zero_area_triangle_is_allowed():
     assert slider.mesh.triangles.shape == (14, 3)
 
 
+def test_cavities_are_allowed_and_an_inside_out_part_in_a_hollow_is_refused():
+    """A hollow cube (an inward 0.5 m shell inside a 1 m one) weighs its walls; an island in the
+    hollow may have a cavity of its own; an inward shell in the hollow itself is inside out."""
+    from solver.model import body_mass
+
+    outer = scenes.box_mesh(1.0)
+    hollow = _with_part(outer, scenes.box_mesh(0.5), inside_out=True)
+    island = _with_part(hollow, scenes.box_mesh(0.2, center=(0.1, 0.0, 0.0)), inside_out=False)
+    nested = _with_part(island, scenes.box_mesh(0.1, center=(0.1, 0.0, 0.0)), inside_out=True)
+    for mesh, volume in ((hollow, 1.0 - 0.125), (nested, 1.0 - 0.125 + 0.008 - 0.001)):
+        document = prismatic()
+        body(document, "slider")["mesh"] = mesh
+        slider = scene_from_dict(document).bodies[1]
+        assert body_mass(slider).mass == pytest.approx(1000.0 * volume)
+    stray = _with_part(hollow, scenes.box_mesh(0.1, center=(0.1, 0.1, 0.1)), inside_out=True)
+    document = prismatic()
+    body(document, "slider")["mesh"] = stray
+    with pytest.raises(SceneError, match="body 'slider': mesh: has an inside-out part: the 12 triangles connected to triangle 24 "):
+        scene_from_dict(document)
+
+
+def test_size_limits_are_inclusive_and_checked_before_the_bodies(monkeypatch):
+    from solver import scene as scene_module
+
+    frame_count = 1_000_000
+    box = scenes.box_mesh(0.1)
+    bodies = [Body(f"box{k}", Mesh(box["vertices"], box["triangles"]), transform=np.array(scenes.translation((k, 0, 0))))
+              for k in range(63)]
+    assert scene_module.MAX_TIME_STEPS == 100 * frame_count
+    validate_scene(Scene(Settings(frame_count=frame_count, substeps=100), bodies[:1]))
+    # 62 bodies over 1_000_001 frames hold 992_000_992 values, within the limit; 63 do not.
+    assert 62 * 16 * (frame_count + 1) <= scene_module.MAX_TRAJECTORY_VALUES < 63 * 16 * (frame_count + 1)
+    validate_scene(Scene(Settings(frame_count=frame_count, substeps=1), bodies[:62]))
+    # Refused before any body is validated (which broadcasts per-frame series: soft transform aims
+    # of 16 values per frame, animated transforms).
+    monkeypatch.setattr(scene_module, "_validate_body", lambda *args: pytest.fail("a body was validated"))
+    with pytest.raises(SceneError, match="the trajectory of 63 bodies and 0 joints"):
+        validate_scene(Scene(Settings(frame_count=frame_count, substeps=1), bodies))
+
+
 def test_mass_override_and_animated_body():
     document = prismatic(frame_count=2)
     _mass(document, mass=2.0, center=(0.0, 0.1, 0.0), inertia=((0.2, 0.01, 0), (0.01, 0.3, 0), (0, 0, 0.25)))
@@ -774,6 +841,43 @@ def test_cli_bad_out_directory_and_usage(tmp_path, capsys, cli):
     with pytest.raises(SystemExit) as caught:
         cli.main(["frobnicate"])
     assert caught.value.code == 2
+
+
+def test_cli_out_directory_gets_the_scene_stem(tmp_path, monkeypatch, capsys, cli):
+    _fake_simulation(monkeypatch, "ok")
+    scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))  # scene.json
+    results = tmp_path / "results"
+    results.mkdir()
+    for out in (str(results), str(results) + "/"):
+        assert cli.main(["run", str(scene_path), "--out", out, "--quiet"]) == 0
+        assert [p.name for p in results.iterdir()] == ["scene.npz"]
+        assert Trajectory.load(results / "scene.npz").frame_count == 3
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    assert "<scene stem>.npz" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case", ["out-names-a-directory", "default-names-a-directory", "read-only-directory"])
+def test_cli_unwritable_out_is_refused_before_simulating(tmp_path, monkeypatch, capsys, cli, case):
+    _fake_simulation(monkeypatch, "error")  # exit status 1 if it were reached
+    scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))
+    if case == "out-names-a-directory":
+        (tmp_path / "x.npz").mkdir()  # --out x means x.npz, as numpy appends the suffix
+        argv, expected = ["--out", str(tmp_path / "x")], f"error: --out: '{tmp_path / 'x.npz'}' is a directory"
+    elif case == "default-names-a-directory":
+        (tmp_path / "scene.npz").mkdir()
+        argv = []
+        expected = (f"error: the trajectory file beside the scene file (choose another with --out): "
+                    f"'{tmp_path / 'scene.npz'}' is a directory")
+    else:  # os.access stands in for a directory without write permission (root may write anywhere)
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        monkeypatch.setattr(cli.os, "access", lambda path, mode: Path(path) != locked)
+        argv, expected = ["--out", str(locked)], f"error: --out: cannot create files in directory '{locked}'"
+    assert cli.main(["run", str(scene_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(expected), err
+    assert "frame 1/3" not in err  # nothing was simulated
 
 
 @pytest.mark.skipif(not HAS_SIMULATION, reason="solver.simulation is not written yet")

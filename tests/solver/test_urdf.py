@@ -592,6 +592,41 @@ def test_open_mesh_massless_link_and_bad_inertia_are_approximated_with_warnings(
     simulate(_short(result.scene, frames=2))
 
 
+def _obj(meshes) -> str:
+    """Wavefront OBJ text of ``(vertices, triangles)`` pairs, one after the other (1-based faces)."""
+    lines, offset = [], 1
+    for vertices, triangles in meshes:
+        lines += [f"v {x:.17g} {y:.17g} {z:.17g}" for x, y, z in vertices]
+        lines += [f"f {a + offset} {b + offset} {c + offset}" for a, b, c in triangles]
+        offset += len(vertices)
+    return "\n".join(lines) + "\n"
+
+
+def test_mesh_with_an_inside_out_part_is_replaced_by_its_hull_and_a_cavity_is_kept(tmp_path):
+    """Validation refuses an inside-out part outside the others; the importer falls back to the hull."""
+    from solver.mass import mesh_volume
+    from solver.primitives import box_mesh
+
+    big, small = box_mesh([1.0, 1.0, 1.0]), box_mesh([0.2, 0.2, 0.2], center=(1.0, 0.0, 0.0))
+    inner = box_mesh([0.5, 0.5, 0.5])
+    (tmp_path / "stray.obj").write_text(_obj([(big.vertices, big.triangles), (small.vertices, small.triangles[:, ::-1])]))
+    (tmp_path / "hollow.obj").write_text(_obj([(big.vertices, big.triangles), (inner.vertices, inner.triangles[:, ::-1])]))
+    link = ('<link name="{0}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>'
+            '</inertial><collision><geometry><mesh filename="{0}.obj"/></geometry></collision></link>')
+    path = write(tmp_path, '<?xml version="1.0"?><robot name="parts">' + link.format("stray") + link.format("hollow")
+                 + '<joint name="j" type="continuous"><parent link="stray"/><child link="hollow"/></joint></robot>')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = import_urdf(path)
+    messages = [str(w.message) for w in caught if issubclass(w.category, UrdfWarning)]
+    (hull,) = [m for m in messages if "convex hull" in m]
+    assert "link 'stray'" in hull and "stray.obj" in hull and "inside-out part" in hull
+    stray, hollow = validate_scene(result.scene).bodies
+    np.testing.assert_allclose(stray.mesh.vertices.min(axis=0), [-0.5, -0.5, -0.5])
+    np.testing.assert_allclose(stray.mesh.vertices.max(axis=0), [1.1, 0.5, 0.5])
+    assert mesh_volume(hollow.mesh.vertices, hollow.mesh.triangles) == pytest.approx(1.0 - 0.125)
+
+
 def test_massless_root_link_fixes_a_welded_base(tmp_path):
     """ROS idiom: an empty "world" link welded to a massive base fixes the base (PyBullet's rule)."""
     text = ARM.format(lower=-1, upper=1).replace(
