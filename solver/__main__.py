@@ -100,6 +100,10 @@ def _run(args: argparse.Namespace) -> int:
     except SolverError as error:
         _error(f"solver failed: {error}")
         return EXIT_SOLVER_FAILED
+    except MemoryError:
+        _error("out of memory: this machine cannot hold the run; lower frame_count or substeps, "
+               "or split the scene")
+        return EXIT_SOLVER_FAILED
     except KeyboardInterrupt:
         _error("interrupted")
         return 130

@@ -764,6 +764,8 @@ def _fake_simulation(monkeypatch, behaviour: str):
             converged[9] = False
         if behaviour == "error":
             raise _FakeSolverError("the Newton solve broke down")
+        if behaviour == "out-of-memory":
+            raise MemoryError()
         for frame in range(1, scene.settings.frame_count + 1):
             if progress is not None:
                 progress(frame, scene.settings.frame_count)
@@ -878,6 +880,15 @@ def test_cli_unwritable_out_is_refused_before_simulating(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert err.startswith(expected), err
     assert "frame 1/3" not in err  # nothing was simulated
+
+
+def test_cli_out_of_memory_is_an_error_line_not_a_traceback(tmp_path, monkeypatch, capsys, cli):
+    _fake_simulation(monkeypatch, "out-of-memory")
+    scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))
+    assert cli.main(["run", str(scene_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: out of memory") and "Traceback" not in err
+    assert not (tmp_path / "scene.npz").exists()
 
 
 @pytest.mark.skipif(not HAS_SIMULATION, reason="solver.simulation is not written yet")
