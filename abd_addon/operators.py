@@ -54,6 +54,13 @@ def selected_meshes(context) -> list:
     return [ob for ob in context.selected_objects if ob.type == "MESH"]
 
 
+def linked_message(objects: list) -> str:
+    """Why linked ``objects`` were left alone, and what to do."""
+    names = ", ".join(f"'{ob.name}'" for ob in objects)
+    return (f"{names} skipped: linked from a library, so this file would not keep the change; make it local "
+            "(Object > Relations > Make Local) or give it a library override (Object > Library Override > Make)")
+
+
 class ABD_OT_body_add(Operator):
     """Make the selected meshes affine bodies"""
 
@@ -67,17 +74,27 @@ class ABD_OT_body_add(Operator):
         return bool(context.selected_objects)
 
     def execute(self, context):
-        """Enable ``abd_body`` on every selected mesh (other objects are skipped with a warning)."""
+        """Enable ``abd_body`` on every selected editable mesh (other objects, and linked ones,
+        whose settings the file would not keep, are skipped with a warning)."""
         meshes = selected_meshes(context)
         if not meshes:
             self.report({"ERROR"}, "Select one or more mesh objects: only meshes can be affine bodies")
             return {"CANCELLED"}
+        linked = [ob for ob in meshes if not ob.is_editable]
+        meshes = [ob for ob in meshes if ob.is_editable]
+        if not meshes:
+            self.report({"ERROR"}, linked_message(linked))
+            return {"CANCELLED"}
         for ob in meshes:
             ob.abd_body.enabled = True
             store_groups(ob)
-        skipped = len(context.selected_objects) - len(meshes)
+        skipped = len(context.selected_objects) - len(meshes) - len(linked)
         message = f"{len(meshes)} affine bod{'y' if len(meshes) == 1 else 'ies'} added"
-        self.report({"WARNING"} if skipped else {"INFO"}, message + (f"; {skipped} non-mesh object(s) skipped" if skipped else ""))
+        if skipped:
+            message += f"; {skipped} non-mesh object(s) skipped"
+        if linked:
+            message += f"; {linked_message(linked)}"
+        self.report({"WARNING"} if skipped or linked else {"INFO"}, message)
         return {"FINISHED"}
 
 
@@ -94,11 +111,17 @@ class ABD_OT_body_remove(Operator):
         return any(ob.abd_body.enabled for ob in context.selected_objects)
 
     def execute(self, context):
-        """Disable ``abd_body`` on the selected objects."""
-        removed = [ob for ob in context.selected_objects if ob.abd_body.enabled]
+        """Disable ``abd_body`` on the selected editable objects (linked ones are skipped with a warning)."""
+        bodies = [ob for ob in context.selected_objects if ob.abd_body.enabled]
+        linked = [ob for ob in bodies if not ob.is_editable]
+        removed = [ob for ob in bodies if ob.is_editable]
+        if not removed:
+            self.report({"ERROR"}, linked_message(linked))
+            return {"CANCELLED"}
         for ob in removed:
             ob.abd_body.enabled = False
-        self.report({"INFO"}, f"{len(removed)} affine bod{'y' if len(removed) == 1 else 'ies'} removed")
+        message = f"{len(removed)} affine bod{'y' if len(removed) == 1 else 'ies'} removed"
+        self.report({"WARNING"} if linked else {"INFO"}, message + (f"; {linked_message(linked)}" if linked else ""))
         return {"FINISHED"}
 
 

@@ -34,6 +34,42 @@ def test_body_remove():
     assert not cube.abd_body.enabled
 
 
+def _link_cube(tmp_path, name: str, body: bool):
+    """A cube saved in a library file and linked (no override) into a fresh file; returns it."""
+    clear_objects()
+    cube = add_box(name)
+    if body:
+        select_only(cube)
+        bpy.ops.abd.body_add()
+    library = str(tmp_path / f"{name}.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=library)
+    bpy.ops.wm.read_homefile(app_template="")
+    clear_objects()
+    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
+        data_to.objects = [name]
+    linked = data_to.objects[0]
+    bpy.context.scene.collection.objects.link(linked)
+    return linked
+
+
+def test_body_add_and_remove_skip_linked_objects_whose_change_the_file_would_not_keep(tmp_path):
+    linked = _link_cube(tmp_path, "LibCube", body=False)
+    local = add_box("Local", 1.0, (3.0, 0.0, 0.0))
+    select_only(linked, local)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    assert local.abd_body.enabled and not linked.abd_body.enabled
+    select_only(linked)
+    with pytest.raises(RuntimeError, match="'LibCube' skipped: linked from a library.*Make Local"):
+        bpy.ops.abd.body_add()
+    assert not linked.abd_body.enabled
+
+    linked_body = _link_cube(tmp_path, "LibBody", body=True)
+    select_only(linked_body)
+    with pytest.raises(RuntimeError, match="'LibBody' skipped: linked from a library"):
+        bpy.ops.abd.body_remove()
+    assert linked_body.abd_body.enabled
+
+
 @pytest.mark.parametrize("pivot_type", ["ACTIVE", "CENTER", "CURSOR"])
 @pytest.mark.parametrize("axis", ["X", "Y", "Z"])
 def test_connect_places_the_joint(pivot_type, axis):
