@@ -147,6 +147,33 @@ def shear(matrices: np.ndarray) -> np.ndarray:
     return np.max(cosine - np.eye(3) * cosine, axis=(1, 2))
 
 
+def compatible_euler(quaternions: np.ndarray, mode: str, start) -> np.ndarray:
+    """Euler angles (N, 3) (x, y, z, rad) in Blender's rotation ``mode`` ('XYZ', 'ZXY', ...) of unit
+    quaternions (N, 4) [w, x, y, z], in double precision (SciPy's ``Rotation``): each frame's the
+    equivalent triple closest to the previous frame's (the first frame's to ``start``), so keys do
+    not jump by 360 degrees or flip between the two triples of a pose.
+
+    mathutils' ``Quaternion.to_euler`` works in single precision, which near gimbal lock (a
+    middle angle near +-90 degrees, as a URDF wheel's) put the keyed pose up to 1.5e-3 off.
+    Blender's mode 'XYZ' rotates about X, then Y, then Z (global axes): SciPy's extrinsic 'xyz'.
+    """
+    from scipy.spatial.transform import Rotation
+
+    order = mode.lower()
+    axes = ["xyz".index(axis) for axis in order]
+    angles = Rotation.from_quat(np.asarray(quaternions, dtype=np.float64)[:, [1, 2, 3, 0]]).as_euler(order)
+    # The other triple of each pose: R_k(c + pi) R_j(pi - b) R_i(a + pi) = R_k(c) R_j(b) R_i(a).
+    alternate = np.stack([angles[:, 0] + np.pi, np.pi - angles[:, 1], angles[:, 2] + np.pi], axis=1)
+    result = np.empty_like(angles)
+    previous = np.asarray(start, dtype=np.float64)[axes]
+    for frame in range(len(angles)):
+        candidates = np.stack([angles[frame], alternate[frame]])
+        candidates += 2.0 * np.pi * np.round((previous - candidates) / (2.0 * np.pi))
+        previous = candidates[np.argmin(np.abs(candidates - previous).sum(axis=1))]
+        result[frame, axes] = previous
+    return result
+
+
 def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
     """Decompose ``matrix_basis`` values (N, 4, 4) into location / rotation / scale keys.
 
@@ -156,7 +183,8 @@ def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
     The rotation follows ``ob.rotation_mode``: quaternions keep the sign of the previous frame's
     (q and -q are the same rotation, the smaller step is taken); Euler angles are made
     compatible with the previous frame's (no 360 degree jumps), starting from the object's
-    current angles; axis-angle comes from the continuous quaternion.
+    current angles, in double precision (:func:`compatible_euler`); axis-angle comes from the
+    continuous quaternion.
     """
     mode = ob.rotation_mode
     if mode == "QUATERNION":
@@ -173,7 +201,6 @@ def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
     # frame cost more than the decomposition itself.
     locations, rotations, sizes = [], [], []
     previous_quaternion = None
-    previous_euler = ob.rotation_euler.copy()
     for values in matrices.tolist():
         loc, quaternion, size = Matrix(values).decompose()
         locations.append(loc[:])
@@ -182,20 +209,19 @@ def object_keys(ob: bpy.types.Object, matrices: np.ndarray) -> ObjectKeys:
         if previous_quaternion is not None and quaternion.dot(previous_quaternion) < 0.0:
             quaternion.negate()
         previous_quaternion = quaternion
-        if mode == "QUATERNION":
-            rotations.append(quaternion[:])
-        elif mode == "AXIS_ANGLE":
+        if mode == "AXIS_ANGLE":
             axis, angle = quaternion.to_axis_angle()
             rotations.append((angle, *axis))
         else:
-            previous_euler = quaternion.to_euler(mode, previous_euler)
-            rotations.append(previous_euler[:])
-    width = 3 if path == "rotation_euler" else 4
+            rotations.append(quaternion[:])
+    rotations = np.array(rotations, dtype=np.float64).reshape(-1, 4)
+    if path == "rotation_euler":
+        rotations = compatible_euler(rotations, mode, ob.rotation_euler)
     return ObjectKeys(
         ob=ob,
         location=np.array(locations, dtype=np.float64).reshape(-1, 3) - np.array(ob.delta_location),
         rotation_path=path,
-        rotation=np.array(rotations, dtype=np.float64).reshape(-1, width),
+        rotation=rotations,
         scale=np.array(sizes, dtype=np.float64).reshape(-1, 3) / np.array(ob.delta_scale),
     )
 
