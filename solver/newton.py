@@ -18,29 +18,46 @@ direction before the line search (reference §2.5, pitfall 6):
 then halves the step until E(q + alpha dq) <= E(q), at most ``line_search_max_iterations`` times
 (reference §2.1 e; after the last halving the smallest step stays applied, as in libuipc).
 
-One departure from libuipc, for speed: after a full iteration that did not converge, the next
-direction is first tried as a chord (simplified Newton) step H(q_k)^-1 g(q_k+1), reusing the
-factorisation; it is tested like a Newton direction and, when it passes, applied followed by a
-second chord step c2, and the step is accepted if the error left, estimated from the contraction
-theta = |c2| / |c1| as theta / (1 - theta) |c2| (chord steps converge linearly, and slowly where
-the Hessian changed much), is at most half the tolerance; otherwise the next iteration
-assembles and factorises a new Hessian. A step that libuipc solves in two iterations (the second
-one only confirming) thus usually costs one factorisation, two gradients and three triangular
-solves, with the same accuracy or better (tests/solver/test_physics.py compares with a run at a
-1e-7 tolerance; the cartpole of tests/solver/test_urdf.py deviates from PyBullet by 2.70e-4 m,
-as with full iterations).
+Two departures from libuipc, for speed, both reusing a factorisation for chord (simplified
+Newton) steps H_old^-1 g(q), which cost a gradient and a triangular solve instead of a Hessian
+assembly and a factorisation:
 
-A second departure, the lagged Hessian of stiff ODE solvers (modified Newton, as CVODE reuses its
-Jacobian over many steps): when the previous time step ended through the chord test, the next
-step's first direction also comes from that step's factorisation, with no Hessian assembled or
-factorised and no energy evaluated (the energy change over that direction is estimated by the
-trapezoidal rule from the gradients the chord steps need anyway). Such a step is accepted only
-through chord steps until their error estimate theta / (1 - theta) |c| is 1% of the tolerance; if
-they stop contracting, the step goes on with fresh factorisations and the following steps back
-off from reusing (1, 2, 4 ... 16 steps). On the 1000-body chains at dt = 1/240 s this leaves 0.5 (revolute) and 0.1
-(prismatic) factorisations per step instead of 1 (docs/performance.md). Chord steps after a fresh
-factorisation back off the same way where they keep failing (a swinging chain at dt = 1/24,
-whose Hessian changes too much within a step): they then cost nothing there.
+- Chord steps after a full iteration: after a full Newton step that did not converge, the next
+  direction is first tried with the same factorisation, H(q_k)^-1 g(q_k+1), and tested like a
+  Newton direction; when it passes, further chord steps follow until the error they leave is at
+  most CHORD_ERROR_FRACTION (1e-5) of the tolerance (see below), and the step is accepted;
+  otherwise the next iteration assembles and factorises a new Hessian. A step that libuipc solves
+  in two iterations (the second one only confirming) thus often costs one factorisation.
+- The lagged Hessian of stiff ODE solvers (modified Newton, as CVODE reuses its Jacobian over many
+  steps): when the previous time step ended through chord steps, the next step's directions all
+  come from that step's factorisation, with no Hessian assembled or factorised and no energy
+  evaluated (the energy change over the first direction is estimated by the trapezoidal rule from
+  the gradients the chord steps need anyway), and the step is accepted by the same error test.
+  Where the chord steps do not get there, the step goes on with fresh factorisations from where
+  they left it. On the 1000-body prismatic chain at dt = 1/240 s this leaves about 0.15
+  factorisations per step instead of 1 (docs/performance.md).
+
+Chord steps converge only linearly, and the error they leave is not random: it is a fixed linear
+image of the error they started from (the whole step's motion for a lagged step), so it has the
+same sign step after step and accumulates over a run like a drag or a push along the motion.
+Accepting them where their error estimate was 1% of the tolerance (lagged steps) or half of it
+(after a fresh factorisation), as this loop once did, left a pendulum swinging 1.5 m below its
+hinge (released at 0.3 rad) 19 mm behind a tightly converged run after 8 s, where plain Newton
+(whose last direction leaves an error quadratic in its size) stays within 0.01 mm; a 1.5 rad
+swing with chord steps after fresh factorisations only ended 1.6 mm from it after 4 s, against
+0.16 mm with Newton iterations alone. So the error test is strict, 1e-5 of the tolerance (0.015
+and 0.009 mm there, tests/solver/test_physics.py),
+and its estimate follows the chord steps' measured convergence: on a swinging body the ratios
+of successive chord steps alternate between a slow and a fast one (the stale Hessian couples the
+stiff OrthoPotential modes with the soft rotation about the hinge: an error in one feeds the
+other), so the contraction that the last ratio shows can be the fast one (see
+:func:`chord_error`). Chord steps that contract too slowly to meet the test within
+CHORD_STEPS_MAX steps give up early, and where they keep failing (a swinging chain at dt = 1/24,
+whose Hessian changes too much within a step; the lagged Hessian on the revolute chains) the
+next 1, 2, 4 ... 16 chances are skipped (:class:`BackOff`): they then cost almost nothing.
+Where a stale Hessian is much stiffer than the current one along some mode (a joint limit being
+left), chord steps understate the error along it by that ratio; measured on the prismatic chain,
+the error left is then still below the error of its Newton-ended steps, with no drift seen.
 """
 
 from __future__ import annotations
@@ -79,19 +96,35 @@ def _direction_size(direction, corners):
     return displacement, affine
 
 
-#: A step that ends with chord steps is accepted when their error estimate theta / (1 - theta) |c|
-#: (theta = |c_k| / |c_k-1|, the contraction of successive chord steps, on the convergence
-#: test's measure) is at most this fraction of the convergence tolerance; see :func:`solve_step`.
-CHORD_ERROR_FRACTION = 0.5
-#: Slowest contraction with which a step started from the previous step's factorisation goes on
-#: with further chord steps.
+def chord_error(size: float, theta: float, theta_before: float) -> float:
+    """Error left after a chord step of ``size``, estimated from the contraction of the last two
+    chord steps: theta = this step's size over the previous one's, theta_before = the previous
+    one's over the one before (sizes in any one measure, the result in the same).
+
+    Chord steps converge linearly, each about a fixed factor of the one before, so the error left
+    is the tail of that series. Where the factor is one theta, the tail is theta / (1 - theta)
+    |c|. On a swinging body the factors alternate between a slow and a fast one (the period-two
+    pattern of a stale Hessian coupling stiff and soft modes, see the module docstring), and the
+    tail is r1 (1 + r2) / (1 - r1 r2) |c| with r1, r2 the next two factors; with the larger of
+    theta and theta_before for both, as here, it is bounded either way:
+    rate (1 + rate) / (1 - theta theta_before) |c| (theta / (1 - theta) |c| for one factor).
+    Valid for theta theta_before < 1 (contracting over two steps)."""
+    rate = max(theta, theta_before)
+    return size * rate * (1.0 + rate) / (1.0 - theta * theta_before)
+
+
+#: A step that ends with chord steps is accepted when the error they leave, estimated by
+#: :func:`chord_error` on the convergence test's measure relative to the tolerance, is at most
+#: this fraction of the tolerance (see the module docstring: their error is coherent from step to
+#: step). Measured on an 8 s pendulum (0.3 rad) against a tightly converged run: 0.021 mm at
+#: 1e-5, 0.25 mm at 1e-4, 0.002 mm at 1e-6 (as plain Newton, 0.001 mm, but 7 to 18% slower than
+#: 1e-5 on the 100- and 1000-body chains at dt = 1/240).
+CHORD_ERROR_FRACTION = 1e-5
+#: Slowest contraction per chord step, over the last two, with which chord steps go on.
 CHORD_RATE_MAX = 0.5
-#: A step that starts from the previous step's factorisation (see :func:`solve_step`) takes
-#: chord steps until their error estimate theta / (1 - theta) |c| is below this fraction of the
-#: convergence tolerance, at most REUSED_CHORDS_MAX after the first; measured on
-#: tests/solver/test_physics.py's chains against tightly converged runs.
-REUSED_ERROR_FRACTION = 0.01
-REUSED_CHORDS_MAX = 4
+#: Chord steps taken at most after the first one of a step (the second direction of a step that
+#: starts from the previous step's factorisation, or the chord step after a full iteration).
+CHORD_STEPS_MAX = 4
 #: Longest run of chances skipped after failed tries of a shortcut (starting a step from the
 #: previous step's factorisation, or chord steps), see :class:`BackOff`.
 BACKOFF_MAX = 16
@@ -381,41 +414,56 @@ def solve_step(
         return _result(potential, iterations, line_search_total, converged, chord,
                        max(size[0] / tolerances[0], size[1] / tolerances[1]))
 
-    def small(size: tuple[float, float], fraction: float = 1.0) -> bool:
-        displacement, affine = size
-        return displacement <= fraction * settings.velocity_tol * dt and affine <= fraction * settings.transrate_tol * dt
+    def relative(size: tuple[float, float]) -> float:
+        """A direction's size relative to the tolerance (1: just converged), the convergence test's
+        measure as one number."""
+        return max(size[0] / tolerances[0], size[1] / tolerances[1])
 
-    def chords_converge(previous: float, fraction: float, count: int) -> bool:
-        """Apply up to ``count`` chord steps after one of size ``previous``; True as soon as the
-        error left, estimated as theta / (1 - theta) |c| from the contraction theta of successive
-        steps, is at most ``fraction`` of the tolerance; False when they stop contracting to at
-        most CHORD_RATE_MAX (or ``count`` runs out)."""
-        for _ in range(count):
+    def small(size: tuple[float, float]) -> bool:
+        return relative(size) <= 1.0
+
+    def chords_converge(previous: float, theta_before: float) -> bool:
+        """Apply up to CHORD_STEPS_MAX chord steps after one of relative size ``previous``, which
+        was ``theta_before`` times the direction before it; True as soon as the error left
+        (:func:`chord_error`) is at most CHORD_ERROR_FRACTION of the tolerance, False as soon as
+        they contract by less than CHORD_RATE_MAX per step over the last two, or too slowly to
+        get there within the steps left."""
+        if previous == 0.0:
+            return True  # the gradient is zero: converged
+        for taken in range(1, CHORD_STEPS_MAX + 1):
             following, size = newton_direction(potential.gradient(q))
             q[dynamic] += following
-            current = max(size)
-            if current == 0.0 or (current < previous and small(size, fraction * (previous - current) / current)):
+            current = relative(size)
+            if current == 0.0:
                 return True
-            if current > CHORD_RATE_MAX * previous:
-                return False
-            previous = current
+            theta = current / previous
+            two_steps = theta * theta_before
+            error = chord_error(current, theta, theta_before) if two_steps < 1.0 else np.inf
+            if error <= CHORD_ERROR_FRACTION:
+                return True
+            if two_steps > CHORD_RATE_MAX**2:
+                return False  # too slow
+            if error * two_steps ** ((CHORD_STEPS_MAX - taken) / 2) > CHORD_ERROR_FRACTION:
+                return False  # too slow to get there within the steps left, at this rate
+            previous, theta_before = current, theta
         return False
 
     # A step may first try the previous step's factorisation (a lagged Hessian, as stiff ODE
     # solvers reuse their Jacobians): every direction is then a chord step H_old^-1 g(q), applied
-    # in full, and the step is accepted only when they converge to REUSED_ERROR_FRACTION of the
-    # tolerance (a bound on the error whatever positive definite matrix produced them; chord
-    # steps cannot settle on a saddle or a maximum, where they diverge). Instead of a line search
-    # (two energies), the energy change over the first direction d is estimated by the
-    # trapezoidal rule from the two gradients the chord steps need anyway, (g(q) + g(q + d)) . d / 2
-    # (exact for a quadratic): where it is positive the attempt is given up and q goes back to the
-    # step's start. Where the chord steps do not converge, the step goes on with fresh
-    # factorisations from where they left it, and the next steps back off from reusing.
+    # in full, and the step is accepted only when they converge (chords_converge; a bound on the
+    # error whatever positive definite matrix produced them: chord steps cannot settle on a
+    # saddle or a maximum, where they diverge). Instead of a line search (two energies), the
+    # energy change over the first direction d is estimated by the trapezoidal rule from the two
+    # gradients the chord steps need anyway, (g(q) + g(q + d)) . d / 2 (exact for a quadratic):
+    # where it is positive the attempt is given up and q goes back to the step's start. Where the
+    # chord steps do not converge, the step goes on with fresh factorisations from where they left
+    # it, and the next steps back off from reusing. The first direction is itself a chord step
+    # from q^t, so the contraction of the second one counts in the error estimate.
     if potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
         start = q[dynamic].copy()
         try:
             gradient = potential.gradient(q)
-            first, size = newton_direction(gradient)
+            first, first_size = newton_direction(gradient)
             q[dynamic] += first
             following = potential.gradient(q)
             chord, size = newton_direction(following)
@@ -423,7 +471,8 @@ def solve_step(
                 q[dynamic] = start  # the energy rose along the first direction
             elif small(size):
                 q[dynamic] += chord
-                if chords_converge(max(size), REUSED_ERROR_FRACTION, REUSED_CHORDS_MAX):
+                contraction = relative(size) / relative(first_size) if relative(first_size) > 0.0 else 0.0
+                if chords_converge(relative(size), contraction):
                     potential.reuse_backoff.record(True)
                     return result(2, True, chord=True)
         except NewtonFailure:
@@ -436,9 +485,9 @@ def solve_step(
         except SingularSystem as error:
             potential.factorization_reusable = False
             raise NewtonFailure(str(error)) from error
-        direction, size = newton_direction(gradient)
+        direction, newton_size = newton_direction(gradient)
         start = q[dynamic].copy()
-        if small(size):
+        if small(newton_size):
             q[dynamic] = start + direction
             if iteration >= settings.min_iterations:
                 return result(iteration, True, chord=False)
@@ -453,28 +502,23 @@ def solve_step(
                 break
             alpha *= 0.5
             line_search_total += 1
-        # Chord (simplified Newton) step after a full step: the next direction with this
+        # Chord (simplified Newton) steps after a full step: the next direction with this
         # iteration's factorisation, H(q_k)^-1 g(q_k+1), costs a gradient and a triangular solve
-        # instead of a new Hessian and factorisation. When it passes the same test (and the
-        # contraction test below) it counts as the next iteration; otherwise the loop goes on
-        # with a full Newton iteration. Where chord steps keep failing they are skipped for a
-        # while (potential.chord_backoff).
+        # instead of a new Hessian and factorisation. When it passes the convergence test, further
+        # chord steps follow until their error estimate meets the strict test of chords_converge
+        # (the ratio of the first one to the full step counts in the estimate: where the Hessian
+        # changed much over the step, a fast-swinging body whose OrthoPotential Hessian turns with
+        # A, chord steps converge slowly), and the step counts one iteration more; otherwise a full
+        # Newton iteration follows from the improved state. Where chord steps keep failing they
+        # are skipped for a while (potential.chord_backoff).
         if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations and (
             potential.chord_backoff.ready()
         ):
             chord, size = newton_direction(potential.gradient(q))
-            # Chord steps converge only linearly, at the rate theta = |c2| / |c1|, which is poor
-            # where the Hessian changed much over the full step (a fast-spinning body: the
-            # OrthoPotential's Hessian turns with A). So a second chord step follows, and the
-            # step is accepted when the error left after it, about theta / (1 - theta) |c2| (a
-            # geometric series), is at most CHORD_ERROR_FRACTION of the tolerance (for
-            # theta <= 1/2 the estimate is at most |c2| <= |c1| / 2; slower contraction passes
-            # when |c2| is small enough). Otherwise a full Newton iteration follows from the
-            # improved state.
             converged = False
             if small(size):
                 q[dynamic] += chord
-                converged = chords_converge(max(size), CHORD_ERROR_FRACTION, 1)
+                converged = chords_converge(relative(size), relative(size) / relative(newton_size))
             potential.chord_backoff.record(converged)
             if converged:
                 return result(iteration + 1, True, chord=True)
