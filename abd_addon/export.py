@@ -22,6 +22,9 @@ What is read, and how:
   is refused (:func:`viewport_enabled`): Blender does not evaluate it.
 - **Parents**: a keyed object is keyed in its parent's space; a parent that the bake cannot
   account for is refused (:func:`parenting_problem`).
+- **One way**: what is sampled is the scene before the bake, so anything read that depends on an
+  object the bake keys (through a parent, constraint or driver) is refused
+  (:func:`keyed_dependency`), as is Time Stretching (keys are written at the solver's frames).
 
 Frame ``f`` of the solver is Blender frame ``frame_start + f``. Lengths are taken as metres
 (1 Blender unit = 1 m).
@@ -313,6 +316,57 @@ def parenting_problem(ob: bpy.types.Object, keyed_names: set) -> str | None:
     return None
 
 
+#: Data paths of the settings the export reads per frame from a body or joint (drivers on them count).
+SETTING_PATHS = ("abd_body", "abd_joint")
+
+
+def _object_dependencies(ob: bpy.types.Object, settings_only: bool) -> list:
+    """(object, how) pairs that ``ob``'s sampled values depend on directly: its parent, the targets
+    of its active constraints, and the objects its drivers read (only the drivers of its ABD
+    settings where ``settings_only``)."""
+    found = []
+    if not settings_only:
+        if ob.parent is not None:
+            found.append((ob.parent, "its parent is"))
+        for constraint in ob.constraints:
+            target = getattr(constraint, "target", None)
+            if not constraint.mute and constraint.influence > 0.0 and isinstance(target, bpy.types.Object):
+                found.append((target, f"its constraint '{constraint.name}' targets"))
+    drivers = ob.animation_data.drivers if ob.animation_data is not None else ()
+    for fcurve in drivers:
+        if settings_only and not fcurve.data_path.startswith(SETTING_PATHS):
+            continue
+        for variable in fcurve.driver.variables:
+            for target in variable.targets:
+                if isinstance(target.id, bpy.types.Object):
+                    found.append((target.id, f"the driver on {fcurve.data_path} reads"))
+    return found
+
+
+def keyed_dependency(ob: bpy.types.Object, keyed: set) -> str | None:
+    """Why ``ob`` (a body, joint or soft-transform target the export samples) cannot be sampled
+    before the bake, or None: what the solver reads from it (its pose, unless it is keyed itself;
+    its ABD settings) depends, through parents, constraints or drivers, on an object the bake
+    keys. The export samples the scene as it is before the bake, so such a value would be that
+    object's pre-bake motion, not the simulated one the baked scene then plays (a Fixed body
+    parented to a Dynamic one stays put for the solver and moves on playback).
+    ``keyed``: the objects the bake writes keys to."""
+    pending = [(dependency, how, dependency) for dependency, how in _object_dependencies(ob, settings_only=ob in keyed)]
+    seen = set()
+    while pending:
+        dependency, how, first = pending.pop()
+        if dependency in keyed:
+            via = "" if dependency == first else f"'{first.name}', which depends on "
+            return (f"{how} {via}'{dependency.name}', whose motion this bake computes: the solver would read that "
+                    "motion as it was before the bake, not the simulated one that plays after it; remove the "
+                    "dependency (a body that should move with another: make it Dynamic and join it to that body)")
+        if dependency in seen:
+            continue
+        seen.add(dependency)
+        pending.extend((further, how, first) for further, _ in _object_dependencies(dependency, settings_only=False))
+    return None
+
+
 class _Sampler:
     """Per-frame records of everything the solver takes per frame."""
 
@@ -393,6 +447,13 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     start, end = frame_range(scene)
     if end <= start:
         raise RigError(f"Scene '{scene.name}': the bake's frame range {start}..{end} is empty: the end must be after the start")
+    render = scene.render
+    if render.frame_map_old != render.frame_map_new:
+        raise RigError(
+            f"Scene '{scene.name}': Time Stretching (Output properties > Frame Range) maps {render.frame_map_old} "
+            f"frames to {render.frame_map_new}, so the baked keys would play at other times than the solver computed "
+            "them: set Old and New to the same value for the bake"
+        )
     settings = settings_from_scene(scene)
     frames = end - start + 1
 
@@ -423,6 +484,18 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
             raise RigError(f"Object '{ob.name}': its {what} would override the bake on playback: {fix}")
     for ob in keyed:
         problem = parenting_problem(ob, keyed_names)
+        if problem is not None:
+            raise RigError(f"Object '{ob.name}': {problem}")
+    keyed_set = set(keyed)
+    for ob in bodies:
+        target = ob.abd_body.soft_transform.target_object
+        if ob.abd_body.soft_transform.target == "OBJECT" and target in keyed_set:
+            raise RigError(
+                f"Object '{ob.name}': the soft transform's target '{target.name}' is simulated by this bake, so the "
+                "solver would read its motion as it was before the bake: follow another object, or join the two bodies"
+            )
+    for ob in bodies + joints + targets:
+        problem = keyed_dependency(ob, keyed_set)
         if problem is not None:
             raise RigError(f"Object '{ob.name}': {problem}")
     parented = [ob for ob in keyed if ob.parent is not None and ob.parent.name_full not in keyed_names]

@@ -135,6 +135,35 @@ def _vertex_parent_on_a_simulated_body(base, slider, joint):
     return f"'{joint.name}': it is parented to the simulated 'Slider' by vertex"
 
 
+def _fixed_body_parented_to_a_simulated_body(base, slider, joint):
+    base.parent = slider
+    return "'Base': its parent is 'Slider', whose motion this bake computes"
+
+
+def _soft_target_is_a_simulated_body(base, slider, joint):
+    target = add_box("Follower", 0.3, (2.0, 0.0, 0.0))
+    select_only(target)
+    bpy.ops.abd.body_add()
+    soft = target.abd_body.soft_transform
+    soft.is_constrained, soft.target, soft.target_object = True, "OBJECT", slider
+    return "'Follower': the soft transform's target 'Slider' is simulated by this bake"
+
+
+def _driver_reads_a_simulated_body(base, slider, joint, reads=None):
+    curve = joint.driver_add("abd_joint.drive.aim_distance")
+    variable = curve.driver.variables.new()
+    variable.type = "TRANSFORMS"
+    variable.targets[0].id = reads or slider
+    variable.targets[0].transform_type = "LOC_Z"
+    curve.driver.expression = f"0.0 * {variable.name} - 0.3"
+    return f"'{joint.name}': the driver on abd_joint.drive.aim_distance reads 'Slider', whose motion this bake computes"
+
+
+def _time_stretching(base, slider, joint):
+    bpy.context.scene.render.frame_map_new = 200
+    return "Time Stretching (Output properties > Frame Range) maps 100 frames to 200"
+
+
 BREAKERS = {
     "body deleted (data)": _delete_body_data,
     "body deleted (operator)": _delete_body_operator,
@@ -156,6 +185,10 @@ BREAKERS = {
     "soft-transform target disabled in viewports": _target_disabled_in_viewports,
     "parent that moves with a simulated body": _parent_moving_with_a_simulated_body,
     "vertex parent on a simulated body": _vertex_parent_on_a_simulated_body,
+    "fixed body parented to a simulated body": _fixed_body_parented_to_a_simulated_body,
+    "soft-transform target that is a simulated body": _soft_target_is_a_simulated_body,
+    "driver on a setting reading a simulated body": _driver_reads_a_simulated_body,
+    "time stretching": _time_stretching,
 }
 
 
@@ -188,7 +221,19 @@ HARMLESS = {  # each leaves the arm's baked motion as it is
     "constraint of influence 0": lambda base, arm: setattr(arm.constraints.new("LIMIT_ROTATION"), "influence", 0.0),
     "constraint on the fixed body": lambda base, arm: base.constraints.new("LIMIT_SCALE"),
     "body hidden (eye icon, H)": lambda base, arm: arm.hide_set(True),
+    "driver on a setting reading an object the bake does not move": lambda base, arm: _limit_strength_driven_by(base),
 }
+
+
+def _limit_strength_driven_by(ob):
+    """A driver on the hinge's (unused) limit strength reading ``ob``."""
+    joint = next(candidate for candidate in bpy.context.scene.objects if candidate.abd_joint.enabled)
+    curve = joint.driver_add("abd_joint.limit.strength")
+    variable = curve.driver.variables.new()
+    variable.type = "TRANSFORMS"
+    variable.targets[0].id = ob
+    variable.targets[0].transform_type = "LOC_X"
+    curve.driver.expression = f"100.0 + 0.0 * {variable.name}"
 
 
 @pytest.mark.parametrize("harmless", list(HARMLESS.values()), ids=list(HARMLESS))
