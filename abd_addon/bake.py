@@ -307,20 +307,57 @@ def fcurve_keys(fcurve) -> list:
     return values
 
 
+#: F-curve modifier properties that are interface state, not settings (which one is active in the
+#: Graph Editor, whether its panel is open): neither copied nor compared.
+MODIFIER_UI_STATE = ("active", "show_expanded")
+
+
+def modifier_settings(modifier) -> dict:
+    """The settings of an F-curve modifier (Cycles, Noise, Generator, Envelope, ...): its writable
+    RNA properties by name (arrays as tuples) but :data:`MODIFIER_UI_STATE`, and an Envelope's control points as
+    ``control_points`` ((frame, min, max), ...)."""
+    values = {}
+    for prop in modifier.bl_rna.properties:
+        if prop.is_readonly or prop.identifier in MODIFIER_UI_STATE:
+            continue
+        value = getattr(modifier, prop.identifier)
+        values[prop.identifier] = tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) else value
+    points = getattr(modifier, "control_points", None)
+    if points is not None:
+        values["control_points"] = tuple((point.frame, point.min, point.max) for point in points)
+    return values
+
+
 def same_fcurve(first, second) -> bool:
-    """Whether two F-curves hold the same keys, handles, interpolation, extrapolation and mute."""
+    """Whether two F-curves hold the same keys, handles, interpolation, extrapolation, mute and modifiers."""
     return (first.extrapolation == second.extrapolation and first.mute == second.mute
             and len(first.keyframe_points) == len(second.keyframe_points)
-            and all(np.array_equal(a, b) for a, b in zip(fcurve_keys(first), fcurve_keys(second))))
+            and all(np.array_equal(a, b) for a, b in zip(fcurve_keys(first), fcurve_keys(second)))
+            and [(m.type, modifier_settings(m)) for m in first.modifiers]
+            == [(m.type, modifier_settings(m)) for m in second.modifiers])
 
 
 def copy_fcurve(source, target) -> None:
-    """Copy F-curve ``source`` (keys, handles, interpolation, extrapolation, mute) into the empty F-curve ``target``."""
+    """Copy F-curve ``source`` (keys, handles, interpolation, extrapolation, mute, modifiers) into
+    the empty F-curve ``target``."""
     target.keyframe_points.add(len(source.keyframe_points))
     for (name, _, _), values in zip(KEYFRAME_ATTRIBUTES, fcurve_keys(source)):
         target.keyframe_points.foreach_set(name, values)
     target.extrapolation = source.extrapolation
     target.mute = source.mute
+    for modifier in source.modifiers:
+        copy = target.modifiers.new(modifier.type)
+        settings = modifier_settings(modifier)
+        points = settings.pop("control_points", ())
+        if "poly_order" in settings:  # sizes the Generator's coefficients
+            copy.poly_order = settings.pop("poly_order")
+        for name in ("frame_start", "frame_end"):  # the end is kept at or after the start
+            settings[name] = settings.pop(name)
+        for name, value in settings.items():
+            setattr(copy, name, value)
+        for frame, low, high in points:
+            point = copy.control_points.add(frame)
+            point.min, point.max = low, high
     target.update()
 
 

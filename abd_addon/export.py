@@ -18,8 +18,8 @@ What is read, and how:
 - **Per-frame values** (animated bodies' poses, soft-transform targets and strengths, the drive
   and the limit) are sampled once per frame: ``scene.frame_set``, then read from the objects, so
   F-curves, drivers, parents and constraints are all honoured; the scene is put back at the frame
-  it was on, even on error. An object read so (or a parent of one) that is disabled in viewports
-  is refused (:func:`viewport_enabled`): Blender does not evaluate it.
+  it was on, even on error. An object read so that is disabled in viewports is refused
+  (:func:`viewport_enabled`): Blender does not evaluate it.
 - **Parents**: a keyed object is keyed in its parent's space; a parent that the bake cannot
   account for is refused (:func:`parenting_problem`).
 - **One way**: what is sampled is the scene before the bake, so anything read that depends on an
@@ -271,21 +271,18 @@ def viewport_enabled(view_layer: bpy.types.ViewLayer) -> set:
 
 
 def _check_evaluated(view_layer: bpy.types.ViewLayer, objects: list) -> None:
-    """Raise :class:`RigError` when one of ``objects`` or a parent of one is disabled in viewports:
-    Blender then evaluates neither its animation, drivers and constraints nor its modifiers, and
-    the export would read a stale pose and rest shape."""
+    """Raise :class:`RigError` when one of ``objects`` is disabled in viewports: Blender then
+    evaluates neither its animation, drivers and constraints nor its modifiers, and the export
+    would read a stale pose and rest shape. (A disabled parent of one is fine: Blender evaluates
+    what an evaluated object depends on.)"""
     enabled = viewport_enabled(view_layer)
     for ob in objects:
-        chain = ob
-        while chain is not None:
-            if chain not in enabled:
-                what = f"Object '{ob.name}'" if chain == ob else f"Object '{ob.name}': its parent '{chain.name}'"
-                raise RigError(
-                    f"{what} is disabled in viewports (the monitor icon of the object or of a collection "
-                    "holding it in the Outliner), so Blender does not evaluate its animation or modifiers for "
-                    "the bake: enable it there (hiding it with the eye icon, H, is fine)"
-                )
-            chain = chain.parent
+        if ob not in enabled:
+            raise RigError(
+                f"Object '{ob.name}' is disabled in viewports (the monitor icon of the object or of a collection "
+                "holding it in the Outliner), so Blender does not evaluate its animation or modifiers for "
+                "the bake: enable it there (hiding it with the eye icon, H, is fine)"
+            )
 
 
 def parenting_problem(ob: bpy.types.Object, keyed_names: set) -> str | None:
@@ -522,6 +519,9 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     return result
 
 
+#: Largest change of an entry of a Fixed body's world matrix over the bake (m, or rotation and
+#: scale entries) that counts as not moving (float32 transforms give ~1e-7).
+FIXED_MOTION = 1e-5
 #: Largest |P - I| entry of a stretch that counts as no stretch (float32 rotations give ~1e-7).
 NO_STRETCH = 1e-6
 
@@ -576,6 +576,14 @@ def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) 
         if volume > 0.0:
             density = mass / volume
     motion = props.motion.lower()
+    if motion == "fixed":
+        moved = np.flatnonzero(np.abs(matrices - matrices[0]).max(axis=(1, 2)) > FIXED_MOTION)
+        if len(moved):
+            raise RigError(
+                f"Object '{ob.name}' is a Fixed body but moves from frame {result.frame_start + int(moved[0])} on (its "
+                "animation, a parent or a constraint moves it), while the solver holds a Fixed body at its first "
+                "pose: set its Motion to Animated"
+            )
     soft = None
     values = sampler.soft_values[name]
     if values[:, 0].any():

@@ -159,6 +159,15 @@ def _driver_reads_a_simulated_body(base, slider, joint, reads=None):
     return f"'{joint.name}': the driver on abd_joint.drive.aim_distance reads 'Slider', whose motion this bake computes"
 
 
+def _fixed_body_moved_by_its_parent(base, slider, joint):
+    root = bpy.data.objects.new("Root", None)
+    bpy.context.scene.collection.objects.link(root)
+    base.parent = root
+    key_property(root, "location", ((1, (0.0, 0.0, 0.0)), (8, (2.0, 0.0, 0.0))))
+    bpy.context.scene.frame_set(bpy.context.scene.frame_current)  # the keyed values evaluated
+    return "'Base' is a Fixed body but moves from frame 2 on"
+
+
 def _time_stretching(base, slider, joint):
     bpy.context.scene.render.frame_map_new = 200
     return "Time Stretching (Output properties > Frame Range) maps 100 frames to 200"
@@ -189,6 +198,7 @@ BREAKERS = {
     "soft-transform target that is a simulated body": _soft_target_is_a_simulated_body,
     "driver on a setting reading a simulated body": _driver_reads_a_simulated_body,
     "time stretching": _time_stretching,
+    "fixed body moved by its parent": _fixed_body_moved_by_its_parent,
 }
 
 
@@ -221,8 +231,18 @@ HARMLESS = {  # each leaves the arm's baked motion as it is
     "constraint of influence 0": lambda base, arm: setattr(arm.constraints.new("LIMIT_ROTATION"), "influence", 0.0),
     "constraint on the fixed body": lambda base, arm: base.constraints.new("LIMIT_SCALE"),
     "body hidden (eye icon, H)": lambda base, arm: arm.hide_set(True),
+    "parent disabled in viewports": lambda base, arm: _parent_to_a_disabled_root(arm),
     "driver on a setting reading an object the bake does not move": lambda base, arm: _limit_strength_driven_by(base),
 }
+
+
+def _parent_to_a_disabled_root(ob):
+    """Parent ``ob`` to a static root Empty disabled in viewports (Blender still evaluates what an
+    evaluated object depends on)."""
+    root = bpy.data.objects.new("Root", None)
+    bpy.context.scene.collection.objects.link(root)
+    ob.parent = root
+    root.hide_viewport = True
 
 
 def _limit_strength_driven_by(ob):
