@@ -16,8 +16,9 @@ Mass
     averaged, inertias moved to the common centre by the parallel-axis theorem, each
     ``<inertial><origin rpy>`` rotated into the body frame) and given as the explicit
     :class:`~solver.scene.MassOverride`. An inertia tensor that is not positive definite or
-    breaks the triangle inequality (I1 + I2 > I3) is replaced, with a warning, by the inertia of
-    the body's shape at uniform density scaled to the URDF mass.
+    breaks the triangle inequality (I1 + I2 > I3), or a missing one, is replaced, with a warning,
+    by the inertia of the link's own shape (its collision, else visual, elements; the body's
+    where the link has none) at uniform density scaled to the link's URDF mass.
 Fixed base
     The root body is fixed (``motion="fixed"``) when ``fixed_base`` is set or when the root link
     itself has no mass (PyBullet's rule for a massless base; it also covers the ROS idiom of an
@@ -404,6 +405,17 @@ def _inertia_box(mass: float, center: np.ndarray, inertia: np.ndarray):
 # ---------------------------------------------------------------------------------------------
 
 
+def _shape_properties(meshes: list):
+    """Mass properties at density 1 (:func:`solver.mass.mesh_mass_properties`) of closed trimesh
+    meshes taken together."""
+    vertices, triangles, offset = [], [], 0
+    for mesh in meshes:
+        vertices.append(np.asarray(mesh.vertices, dtype=np.float64))
+        triangles.append(np.asarray(mesh.faces, dtype=np.int64) + offset)
+        offset += len(mesh.vertices)
+    return mesh_mass_properties(np.concatenate(vertices), np.concatenate(triangles), 1.0)
+
+
 @dataclass
 class _Group:
     """Links merged by fixed joints into one body."""
@@ -417,7 +429,7 @@ class _Group:
     mesh: Optional[Mesh] = None
     shape: str = ""
     massless: bool = True
-    part_masses: list = field(default_factory=list)  # (mass, centre, inertia) per massive link, body frame
+    part_masses: list = field(default_factory=list)  # (link, mass, centre, inertia) per massive link, body frame
     local: dict = field(default_factory=dict)  # link -> 4x4 pose in the body frame
 
 
@@ -521,6 +533,7 @@ class _Importer:
         numeric = {
             "xyz": 3, "rpy": 3, "size": 3, "radius": 1, "length": 1, "value": 1, "lower": 1, "upper": 1,
             "ixx": 1, "ixy": 1, "ixz": 1, "iyy": 1, "iyz": 1, "izz": 1, "multiplier": 1, "offset": 1,
+            "effort": 1, "velocity": 1, "damping": 1, "friction": 1, "scale": (1, 3),
         }
         for owner in list(root.findall("link")) + list(root.findall("joint")):
             where = f"{owner.tag} {owner.get('name')!r}"
@@ -535,10 +548,11 @@ class _Importer:
                         values = [float(word) for word in text.split()]
                     except ValueError:
                         values = None
-                    if values is None or len(values) != count:
+                    counts = count if isinstance(count, tuple) else (count,)
+                    if values is None or len(values) not in counts:
                         raise self.error(
                             f"{where}: <{item.tag} {attribute}=\"{text}\"> at line {item.sourceline}: expected "
-                            + (f"{count} numbers separated by spaces" if count > 1 else "a number")
+                            + " or ".join(f"{n} numbers separated by spaces" if n > 1 else "a number" for n in counts)
                         )
         for element in root.findall("joint"):
             if not element.get("name"):
@@ -727,7 +741,7 @@ class _Importer:
             self._group_mass(group)
 
     def _group_mass(self, group: _Group) -> None:
-        masses, centers, inertias = [], [], []
+        names, masses, centers, inertias = [], [], [], []
         for name in group.links:
             inertial = self.links[name].inertial
             if inertial is None or inertial.mass is None:
@@ -752,6 +766,7 @@ class _Importer:
                     )
                     inertia = np.full((3, 3), np.nan)
             rotation = pose[:3, :3]
+            names.append(name)
             masses.append(mass)
             centers.append(pose[:3, 3])
             inertias.append(rotation @ inertia @ rotation.T)
@@ -761,20 +776,23 @@ class _Importer:
         total = float(sum(masses))
         center = sum(m * c for m, c in zip(masses, centers)) / total
         group.mass, group.center = total, center
-        group.part_masses = list(zip(masses, centers, inertias))
+        group.part_masses = list(zip(names, masses, centers, inertias))
 
-    def _combine_inertia(self, group: _Group, shape_inertia: Optional[np.ndarray]) -> np.ndarray:
+    def _combine_inertia(self, group: _Group, unit_inertia: Optional[dict] = None) -> np.ndarray:
+        """The group's inertia (3, 3) about its centre of mass, kg m^2, from its links' by the
+        parallel-axis theorem; a link without a usable <inertia> takes ``unit_inertia[link]`` (its
+        shape's inertia per unit mass about the shape's centroid, m^2) times its mass."""
         total = np.zeros((3, 3))
-        for mass, center, inertia in group.part_masses:
+        for name, mass, center, inertia in group.part_masses:
             if not np.all(np.isfinite(inertia)):
-                inertia = shape_inertia * mass  # per unit mass of the group's shape
+                inertia = unit_inertia[name] * mass
             d = center - group.center
             total += inertia + mass * (d @ d * np.eye(3) - np.outer(d, d))
         return 0.5 * (total + total.T)
 
     def build_shapes(self) -> None:
         for group in self.groups:
-            parts, sources = [], set()
+            parts, sources, link_parts = [], set(), {}
             for name in group.links:
                 link = self.links[name]
                 elements, kind = (link.collisions, "collision") if link.collisions else (link.visuals, "visual")
@@ -784,10 +802,11 @@ class _Importer:
                     mesh = self._element_mesh(name, kind, index, element, closed=True)
                     mesh.apply_transform(group.local[name])
                     parts.append(mesh)
+                    link_parts.setdefault(name, []).append(mesh)
             if parts:
                 group.shape = "+".join(sorted(sources))
-            elif not group.massless and all(np.all(np.isfinite(i)) for _, _, i in group.part_masses):
-                box = _inertia_box(group.mass, group.center, self._combine_inertia(group, None))
+            elif not group.massless and all(np.all(np.isfinite(i)) for _, _, _, i in group.part_masses):
+                box = _inertia_box(group.mass, group.center, self._combine_inertia(group))
                 parts, group.shape = [box], "inertia box"
             else:
                 parts, group.shape = [_box_trimesh([PLACEHOLDER_SIZE] * 3)], "placeholder"
@@ -799,11 +818,18 @@ class _Importer:
                 offset += len(part.vertices)
             group.mesh = Mesh(vertices=np.concatenate(vertices), triangles=np.concatenate(triangles))
             if not group.massless:
-                if any(not np.all(np.isfinite(i)) for _, _, i in group.part_masses):
-                    shape = mesh_mass_properties(group.mesh.vertices, group.mesh.triangles, 1.0)
-                    group.inertia = self._combine_inertia(group, shape.inertia / shape.mass)
-                else:
-                    group.inertia = self._combine_inertia(group, None)
+                # A link without a usable <inertia> takes its own shape's (its collision or visual
+                # elements), or the body's where it has none.
+                unit_inertia = {}
+                for name, _, _, inertia in group.part_masses:
+                    if not np.all(np.isfinite(inertia)):
+                        own = link_parts.get(name)
+                        if own:
+                            shape = _shape_properties(own)
+                        else:
+                            shape = mesh_mass_properties(group.mesh.vertices, group.mesh.triangles, 1.0)
+                        unit_inertia[name] = shape.inertia / shape.mass
+                group.inertia = self._combine_inertia(group, unit_inertia)
 
     def _element_mesh(self, link: str, kind: str, index: int, element, *, closed: bool):
         """A trimesh of one <visual>/<collision> element in the link frame (closed if asked)."""

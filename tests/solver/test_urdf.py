@@ -552,6 +552,26 @@ f 4 7 8
 """
 
 
+MASS_WITHOUT_INERTIA = """<?xml version="1.0"?>
+<robot name="r">
+<link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+  <collision><geometry><box size="2 2 2"/></geometry></collision></link>
+<link name="b"><inertial><mass value="1"/></inertial><collision><geometry><sphere radius="0.01"/></geometry></collision></link>
+<joint name="f" type="fixed"><parent link="a"/><child link="b"/><origin xyz="3 0 0"/></joint>
+</robot>
+"""
+
+
+def test_merged_link_without_inertia_takes_its_own_shape_not_the_bodys(tmp_path):
+    """Link b (1 kg, no <inertia>, a 1 cm sphere) welded 3 m from a (1 kg, I = 0.1 1, a 2 m box):
+    b's inertia is its sphere's, 2/5 m r^2 = 4e-5, so about the common centre (1.5 m from each)
+    Ixx = 0.1 + 4e-5 and Iyy = Izz = 0.1 + 4e-5 + 2 (1 kg x 1.5^2) (it took the 2 m box's 0.667)."""
+    body = quiet_scene(write(tmp_path, MASS_WITHOUT_INERTIA)).bodies[0]
+    sphere = 0.4 * 0.01**2
+    expected = np.diag([0.1 + sphere, 0.1 + sphere + 4.5, 0.1 + sphere + 4.5])
+    np.testing.assert_allclose(body.mass.inertia, expected, rtol=2e-3, atol=1e-6)
+
+
 def test_open_mesh_massless_link_and_bad_inertia_are_approximated_with_warnings(tmp_path):
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "open_box.obj").write_text(OPEN_MESH_OBJ)  # a unit cube without x = 0, 1 faces
@@ -700,6 +720,10 @@ MALFORMED = [
                  r"joint 'hinge': <origin xyz=\"0.07, 0, 1\"> at line \d+: expected 3 numbers", id="bad-number"),
     pytest.param(dict(joints=hinge(type="spherical")), r"joint 'hinge': spherical joints are not supported",
                  id="spherical"),
+    pytest.param(dict(joints=hinge(type="revolute", extra='<limit lower="-1" upper="1" effort="1O" velocity="1"/>')),
+                 r"joint 'hinge': <limit effort=\"1O\"> at line \d+: expected a number", id="bad-effort"),
+    pytest.param(dict(joints=hinge(), geometry='<visual><geometry><mesh filename="m.stl" scale="1 2"/></geometry></visual>'),
+                 r"link 'arm': <mesh scale=\"1 2\"> at line \d+: expected a number or 3 numbers", id="bad-scale"),
 ]
 
 
