@@ -140,3 +140,78 @@ def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
     tasks = warmup.compile_tasks(model, IncrementalPotential(model.terms, model.slot), model.q0)
     names = {f"{task.kernel.py_func.__module__.rsplit('.', 1)[-1]}.{task.kernel.py_func.__name__}" for task in tasks}
     assert set(warmup.COMPILE_WEIGHTS) <= names, set(warmup.COMPILE_WEIGHTS) - names
+
+
+_CACHE_DIR = "import numba.core.config, solver; print(numba.core.config.CACHE_DIR)"
+
+
+def _cache_dir_of(package_parent, cache) -> str:
+    """The Numba cache folder a fresh process importing ``solver`` from ``package_parent`` uses."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(package_parent), ABD_JOINTS_CACHE_DIR=str(cache))
+    env.pop("NUMBA_CACHE_DIR", None)
+    completed = subprocess.run([sys.executable, "-c", _CACHE_DIR], env=env, capture_output=True, text=True,
+                               timeout=120, check=True, cwd=package_parent)
+    return completed.stdout.strip()
+
+
+def test_the_cache_folder_changes_with_any_solver_source(tmp_path):
+    """Numba checks a cached kernel against its own file only: after an update of a helper module
+    alone (constitutions/_kernels.py) the old machine code ran. The cache folder is named after
+    a digest of every source, so the update compiles afresh."""
+    import shutil
+    from pathlib import Path
+
+    import solver
+
+    shutil.copytree(Path(solver.__file__).parent, tmp_path / "solver", ignore=shutil.ignore_patterns("__pycache__"))
+    first = _cache_dir_of(tmp_path, tmp_path / "cache")
+    assert Path(first).parent == tmp_path / "cache" / "numba" and Path(first).name.startswith("solver-")
+    assert _cache_dir_of(tmp_path, tmp_path / "cache") == first  # stable for the same sources
+    helpers = tmp_path / "solver" / "constitutions" / "_kernels.py"
+    helpers.write_text(helpers.read_text() + "\n# an update of a shared helper module\n")
+    assert _cache_dir_of(tmp_path, tmp_path / "cache") != first
+
+
+def test_an_unwritable_cache_folder_is_copied_to_a_temporary_one(tmp_path, monkeypatch, capsys):
+    """A warmed-up cache on a read-only file system: Numba loads only from a folder it can write,
+    so its contents are copied to a per-user temporary folder, with a warning."""
+    import os
+
+    import numba.core.config
+
+    import solver
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", numba.core.config.CACHE_DIR)  # restored afterwards
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "temp"))
+    read_only = tmp_path / "numba" / f"solver-{solver.source_stamp()}"
+    (read_only / "kernels").mkdir(parents=True)
+    (read_only / "kernels" / "entry.nbi").write_text("warmed")
+    monkeypatch.setattr(solver, "_writable", lambda folder: os.path.realpath(folder) != os.path.realpath(read_only))
+    solver._configure_numba_cache()
+    used = numba.core.config.CACHE_DIR
+    assert used.startswith(str(tmp_path / "temp")) and used.endswith(read_only.name)
+    assert (tmp_path / "temp").joinpath(os.path.relpath(used, tmp_path / "temp"), "kernels", "entry.nbi").read_text() == "warmed"
+    assert f"cache folder {read_only} cannot be written; using {used} (a copy of it)" in capsys.readouterr().err
+
+
+def test_a_cache_path_that_cannot_be_a_folder_falls_back_with_a_warning(tmp_path):
+    """ABD_JOINTS_CACHE_DIR naming a file: the run still gets a writable cache, and says so."""
+    import os
+    import subprocess
+    import sys
+
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a folder")
+    env = dict(os.environ, ABD_JOINTS_CACHE_DIR=str(blocked), TMPDIR=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)
+    completed = subprocess.run([sys.executable, "-c", _CACHE_DIR], env=env, capture_output=True, text=True,
+                               timeout=120, check=True)
+    used = completed.stdout.strip()
+    assert used.startswith(str(tmp_path / "abd_joints-")) and os.path.isdir(used)
+    assert "cannot be written" in completed.stderr
