@@ -827,3 +827,15 @@ def test_panda_falling_limp_stays_near_a_tightly_converged_run():
     revolute = [k for k, joint in enumerate(trajectory.joint_names) if not np.isnan(trajectory.angle[0, k])]
     assert len(revolute) == 7
     assert np.abs(trajectory.angle[:, revolute] - reference.angle[:, revolute]).max() < 3e-4
+
+
+def test_a_robot_at_rest_takes_one_newton_iteration_per_step():
+    """The cartpole standing still: each step's first Newton direction is far inside the strict
+    chord test and is accepted alone (confirming it by a chord step made every step cost two
+    iterations for nothing), and the robot stays put."""
+    scene = quiet_scene(CARTPOLE, fixed_base=True)
+    scene.settings.frame_count = 24
+    trajectory = simulate(scene)
+    assert trajectory.all_converged
+    assert trajectory.newton_iterations.mean() < 1.1, np.bincount(trajectory.newton_iterations)
+    assert np.abs(trajectory.transforms[-1, :, :3, 3] - trajectory.transforms[0, :, :3, 3]).max() < 1e-6
