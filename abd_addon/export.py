@@ -285,9 +285,9 @@ def _check_evaluated(view_layer: bpy.types.ViewLayer, objects: list) -> None:
             )
 
 
-def parenting_problem(ob: bpy.types.Object, keyed_names: set) -> str | None:
-    """Why the bake could not key ``ob`` (an object it keys; ``keyed_names``: the ``name_full``
-    of all of them) in its parent's space, or None.
+def parenting_problem(ob: bpy.types.Object, keyed: set) -> str | None:
+    """Why the bake could not key ``ob`` (an object it keys; ``keyed``: all of them) in its
+    parent's space, or None.
 
     The keys are ``matrix_basis`` = (parent matrix)^-1 world, with the parent matrix sampled
     before the bake where the parent is not keyed, or the keyed parent's baked world @
@@ -299,14 +299,14 @@ def parenting_problem(ob: bpy.types.Object, keyed_names: set) -> str | None:
     if parent is None:
         return None
     fix = "or clear the parent (Alt+P > Clear and Keep Transformation)"
-    if parent.name_full in keyed_names:
+    if parent in keyed:
         if ob.parent_type != "OBJECT":
             return (f"it is parented to the simulated '{parent.name}' by {ob.parent_type.lower()}, which the bake "
                     f"cannot key: parent it as an Object (Ctrl+P > Object) {fix}")
         return None
     ancestor = parent.parent
     while ancestor is not None:
-        if ancestor.name_full in keyed_names:
+        if ancestor in keyed:
             return (f"its parent '{parent.name}' moves with the simulated '{ancestor.name}' but is not keyed by the "
                     f"bake, so '{ob.name}' cannot be keyed in its space: parent it to '{ancestor.name}' directly {fix}")
         ancestor = ancestor.parent
@@ -454,6 +454,8 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     settings = settings_from_scene(scene)
     frames = end - start + 1
 
+    keyed = [ob for ob in bodies if ob.abd_body.motion == "DYNAMIC"] + joints
+    keyed_set = set(keyed)
     members = set(view_layer.objects)
     targets = []
     for ob in bodies:
@@ -462,13 +464,17 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
         if soft.target == "OBJECT" and target is not None:
             if target not in members:
                 raise RigError(f"Object '{ob.name}': the soft transform's target '{target.name}' is not in the scene")
+            if target in keyed_set:
+                raise RigError(
+                    f"Object '{ob.name}': the soft transform's target '{target.name}' is simulated by this bake, so "
+                    "the solver would read its motion as it was before the bake: follow another object, or join the "
+                    "two bodies"
+                )
             targets.append(target)
     _check_evaluated(view_layer, bodies + joints + targets)
 
-    keyed = [ob for ob in bodies if ob.abd_body.motion == "DYNAMIC"] + joints
-    keyed_names = {ob.name_full for ob in keyed}
     for ob in bodies + joints:
-        is_keyed = ob.name_full in keyed_names
+        is_keyed = ob in keyed_set
         if is_keyed and ob.library is not None:
             raise RigError(
                 f"Object '{ob.name}' is linked from the library '{ob.library.filepath}', so its bake would not "
@@ -480,22 +486,14 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
             what, fix = override
             raise RigError(f"Object '{ob.name}': its {what} would override the bake on playback: {fix}")
     for ob in keyed:
-        problem = parenting_problem(ob, keyed_names)
+        problem = parenting_problem(ob, keyed_set)
         if problem is not None:
             raise RigError(f"Object '{ob.name}': {problem}")
-    keyed_set = set(keyed)
-    for ob in bodies:
-        target = ob.abd_body.soft_transform.target_object
-        if ob.abd_body.soft_transform.target == "OBJECT" and target in keyed_set:
-            raise RigError(
-                f"Object '{ob.name}': the soft transform's target '{target.name}' is simulated by this bake, so the "
-                "solver would read its motion as it was before the bake: follow another object, or join the two bodies"
-            )
     for ob in bodies + joints + targets:
         problem = keyed_dependency(ob, keyed_set)
         if problem is not None:
             raise RigError(f"Object '{ob.name}': {problem}")
-    parented = [ob for ob in keyed if ob.parent is not None and ob.parent.name_full not in keyed_names]
+    parented = [ob for ob in keyed if ob.parent is not None and ob.parent not in keyed_set]
     sampler = _Sampler(frames, bodies, joints, parented)
     meshes = {}
 

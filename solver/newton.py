@@ -449,6 +449,16 @@ def solve_step(
             previous, theta_before = current, theta
         return False
 
+    def chord_steps_after(newton_size: tuple[float, float]) -> bool:
+        """Take a chord step from q with the current factorisation after a direction of size
+        ``newton_size``; when it passes the convergence test, apply it and go on with
+        chords_converge (the ratio of the two counting in the estimate). True when they converge."""
+        chord, size = newton_direction(potential.gradient(q))
+        if not small(size):
+            return False
+        q[dynamic] += chord
+        return chords_converge(relative(size), relative(size) / relative(newton_size))
+
     # A step may first try the previous step's factorisation (a lagged Hessian, as stiff ODE
     # solvers reuse their Jacobians): every direction is then a chord step H_old^-1 g(q), applied
     # in full, and the step is accepted only when they converge (chords_converge; a bound on the
@@ -502,11 +512,8 @@ def solve_step(
             if iteration == 1 and relative(newton_size) > CHORD_ERROR_FRACTION and (
                 settings.min_iterations <= iteration + 1 <= settings.max_iterations
             ):
-                chord, size = newton_direction(potential.gradient(q))
-                if small(size):
-                    q[dynamic] += chord
-                    if chords_converge(relative(size), relative(size) / relative(newton_size)):
-                        return result(iteration + 1, True, chord=True)
+                if chord_steps_after(newton_size):
+                    return result(iteration + 1, True, chord=True)
                 continue
             if iteration >= settings.min_iterations:
                 return result(iteration, True, chord=False)
@@ -533,11 +540,7 @@ def solve_step(
         if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations and (
             potential.chord_backoff.ready()
         ):
-            chord, size = newton_direction(potential.gradient(q))
-            converged = False
-            if small(size):
-                q[dynamic] += chord
-                converged = chords_converge(relative(size), relative(size) / relative(newton_size))
+            converged = chord_steps_after(newton_size)
             potential.chord_backoff.record(converged)
             if converged:
                 return result(iteration + 1, True, chord=True)
