@@ -34,8 +34,11 @@ assembly and a factorisation:
   evaluated (the energy change over the first direction is estimated by the trapezoidal rule from
   the gradients the chord steps need anyway), and the step is accepted by the same error test.
   Where the chord steps do not get there, the step goes on with fresh factorisations from where
-  they left it. On the 1000-body prismatic chain at dt = 1/240 s this leaves about 0.15
-  factorisations per step instead of 1 (docs/performance.md).
+  they left it. On the 1000-body prismatic chain at dt = 1/240 s this leaves about 0.1
+  factorisations per step instead of 1 (docs/performance.md). As the lagged Hessian ages its
+  chord steps need more solves; a lagged step that needed more than REUSED_SOLVES_MAX (4) makes
+  the next step factorise afresh, which costs less than the slower or failing lagged step that
+  would follow (the revolute chains: 15 to 17% faster at N = 100 and 1000).
 
 Chord steps converge only linearly, and the error they leave is not random: it is a fixed linear
 image of the error they started from (the whole step's motion for a lagged step), so it has the
@@ -125,6 +128,10 @@ CHORD_RATE_MAX = 0.5
 #: Chord steps taken at most after the first one of a step (the second direction of a step that
 #: starts from the previous step's factorisation, or the chord step after a full iteration).
 CHORD_STEPS_MAX = 4
+#: Most triangular solves a step started from the previous step's factorisation may take for the
+#: next step to start from it again; a step that needed more factorises afresh next (see
+#: :func:`solve_step`).
+REUSED_SOLVES_MAX = 4
 #: Longest run of chances skipped after failed tries of a shortcut (starting a step from the
 #: previous step's factorisation, or chord steps), see :class:`BackOff`.
 BACKOFF_MAX = 16
@@ -397,11 +404,13 @@ def solve_step(
     solver = potential.linear_solver
     tolerances = (settings.velocity_tol * dt, settings.transrate_tol * dt)
     last_size = [(np.inf, np.inf)]  # the latest direction's size, for the step's residual
+    solves = [0]  # triangular solves (directions) so far in this step
 
     def newton_direction(gradient: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
         """The direction (dynamic, 12) for ``gradient`` with the current factorisation, and its
         size (:func:`_direction_size`), which also tells whether it is finite."""
         direction = solver.solve_factorized(-gradient).reshape(-1, 12)
+        solves[0] += 1
         size = _direction_size(direction, corners_dynamic)
         if not np.isfinite(size[0]):
             if not np.all(np.isfinite(gradient)):
@@ -485,7 +494,14 @@ def solve_step(
                 contraction = relative(size) / relative(first_size) if relative(first_size) > 0.0 else 0.0
                 if chords_converge(relative(size), contraction):
                     potential.reuse_backoff.record(True)
-                    return result(2, True, chord=True)
+                    step_result = result(2, True, chord=True)
+                    # The chord steps on a lagged Hessian contract more slowly as it ages (a
+                    # swinging chain's OrthoPotential Hessian turns with the bodies): a step that
+                    # needed more than REUSED_SOLVES_MAX solves is followed by one that needs more
+                    # still or fails after four or five solves and factorises anyway (measured on
+                    # the chains, docs/performance.md), so the next step factorises at once.
+                    potential.factorization_reusable = solves[0] <= REUSED_SOLVES_MAX
+                    return step_result
         except NewtonFailure:
             q[dynamic] = start  # solved afresh below, which names what is not finite if it is the state itself
         potential.reuse_backoff.record(False)

@@ -129,7 +129,7 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
     ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module where
     it has them, called through the term's methods; the terms with a constant Hessian form it in
-    NumPy); then the scatter of the assembly, the banded scatter of the linear solver,
+    NumPy); then the scatter of the assembly, the banded scatter and transpose of the linear solver,
     the convergence measure and the joint readouts. The calls have no effect on the run: they
     read the terms' current parameters and write only scratch arrays.
     """
@@ -162,6 +162,8 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
             return blocks
         tasks.append(CompileTask(linear_solver._scatter_banded, lambda: solver.factorize(identity_blocks())))
+        tasks.append(CompileTask(linear_solver._transpose_band, lambda: linear_solver._transpose_band(
+            np.zeros((2, 2), order="F"), np.zeros((2, 2), order="F"))))  # scratch bands of the run's types
     tasks.append(CompileTask(newton._direction_size,  # the corners selected as solve_step selects them
                              lambda: newton._direction_size(np.zeros((len(potential.dynamic_indices), 12)),
                                                             model.corners[potential.dynamic_rows])))

@@ -128,3 +128,23 @@ def test_factorize_sum_is_refused_on_the_superlu_path():
     assert solver.method == "superlu"
     with pytest.raises(ValueError, match="banded path"):
         solver.factorize_sum(None, [])
+
+
+@pytest.mark.parametrize("size, bandwidth", [(12, 11), (36, 23), (120, 23), (60, 47)])
+def test_band_transpose_moves_the_factor_into_upper_storage(size, bandwidth):
+    """_transpose_band: LAPACK lower band storage of L in, upper band storage of L^T out, every
+    entry of the matrix in place (compared through dense matrices), for bands as wide as the
+    matrix allows and narrower."""
+    from solver.linear_solver import _transpose_band
+
+    rng = np.random.default_rng(size + bandwidth)
+    lower = np.asfortranarray(rng.normal(size=(bandwidth + 1, size)))
+    dense = np.zeros((size, size))
+    for d in range(bandwidth + 1):
+        dense[np.arange(d, size), np.arange(size - d)] = lower[d, : size - d]  # L[j + d, j]
+    upper = np.zeros((bandwidth + 1, size), order="F")
+    _transpose_band(lower, upper)
+    transposed = np.zeros((size, size))
+    for d in range(bandwidth + 1):
+        transposed[np.arange(size - d), np.arange(d, size)] = upper[bandwidth - d, d:]  # U[j - d, j]
+    np.testing.assert_array_equal(transposed, dense.T)

@@ -699,3 +699,32 @@ def test_blas_runs_on_one_thread_during_a_run_and_is_restored_after():
         with pytest.raises(SimulationCancelled):
             simulate(hinged_bar_scene(), progress=lambda done, total: False)
         assert blas_threads() == before
+
+
+@pytest.mark.parametrize("stiffer", [1.0, 1.0 / 0.9])
+def test_a_lagged_step_that_needed_many_solves_makes_the_next_step_factorise(stiffer):
+    """A held factorisation ``stiffer`` times the true (constant) Hessian: its chord steps contract
+    by 1 - 1/stiffer per step. Exact, the step converges in a few solves and the next step starts
+    from the same factorisation; contracting by 0.1, the step still converges on it but needs more
+    than REUSED_SOLVES_MAX solves, so the next step factorises afresh instead of trying the aged
+    factorisation again."""
+    from solver.constitutions import Kinetic
+    from solver.newton import REUSED_SOLVES_MAX, IncrementalPotential, solve_step
+
+    kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
+    kinetic.q_tilde = np.concatenate([[0.0, 0.0, -0.001], np.eye(3).reshape(-1)])[None]
+    potential = IncrementalPotential([kinetic], np.array([0]))
+    potential.refresh_constant_hessian(np.zeros((1, 12)))
+    potential.linear_solver.factorize(stiffer * potential.constant_blocks)
+    potential.factorization_reusable = True
+    solves = []
+    solve_factorized = potential.linear_solver.solve_factorized
+    potential.linear_solver.solve_factorized = lambda b: solves.append(1) or solve_factorized(b)
+    potential.factorize = lambda state: pytest.fail("the lagged factorisation should have been enough")
+    q = np.concatenate([np.zeros(3), np.eye(3).reshape(-1)])[None].copy()
+    corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
+    result = solve_step(potential, q, corners, 0.01, Settings())
+    assert result.converged
+    np.testing.assert_allclose(q, kinetic.q_tilde, atol=1e-9)
+    assert (len(solves) <= REUSED_SOLVES_MAX) == (stiffer == 1.0)
+    assert potential.try_reuse() == (stiffer == 1.0)
