@@ -12,9 +12,11 @@ Values an artist may animate (``aim_distance``, ``is_constrained``, ``is_passive
 ``strength_ratio`` of a drive or of a soft transform, the limit's ``lower``/``upper``/``strength``,
 the soft transform's ``is_constrained``, and ``aim_transform``) are given either as one value or
 as one value per frame, ``frame_count + 1`` entries with frame 0 first. :func:`validate_scene` broadcasts every such field
-to a NumPy array with a leading axis of length ``frame_count + 1``. The value of frame ``f`` holds
-for every substep that computes frame ``f`` (frames ``1 .. frame_count``; frame 0 is the initial
-state and only its value of a series is never used by a step).
+to a NumPy array with a leading axis of length ``frame_count + 1``. Strengths and flags of frame
+``f`` hold for every substep that computes frame ``f`` (frames ``1 .. frame_count``); targets and
+bounds (``aim_distance``, ``lower``/``upper``, ``aim_transform``) move from frame ``f - 1``'s
+value to frame ``f``'s over those substeps, as Blender interpolates an animated value
+(:meth:`solver.simulation._Stepper.begin_step`; docs/scene_format.md "Per-frame series").
 """
 
 from __future__ import annotations

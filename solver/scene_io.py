@@ -372,7 +372,9 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
     return document
 
 
-_NUMBER_LIST = re.compile(r"\[\s+(-?[0-9][0-9.eE+-]*(?:,\s+-?[0-9][0-9.eE+-]*)*)\s+\]")
+#: A JSON string (matched first, so that it is left as it is: a name such as "part[ 1 ]") or an
+#: innermost list of numbers as ``json.dumps(indent=2)`` spreads it over lines (group 1 its numbers).
+_NUMBER_LIST = re.compile(r'"(?:\\.|[^"\\])*"|\[\s+(-?[0-9][0-9.eE+-]*(?:,\s+-?[0-9][0-9.eE+-]*)*)\s+\]')
 
 
 def dumps_scene(scene: Scene) -> str:
@@ -385,9 +387,14 @@ def dumps_scene(scene: Scene) -> str:
 
 
 def _document_text(document: dict) -> str:
-    """Indented JSON with each innermost list of numbers on one line."""
+    """Indented JSON with each innermost list of numbers on one line (strings untouched)."""
     text = json.dumps(document, indent=2, allow_nan=False)
-    return _NUMBER_LIST.sub(lambda match: "[" + ", ".join(re.split(r",\s+", match.group(1))) + "]", text) + "\n"
+
+    def one_line(match: re.Match) -> str:
+        if match.group(1) is None:  # a string
+            return match.group(0)
+        return "[" + ", ".join(re.split(r",\s+", match.group(1))) + "]"
+    return _NUMBER_LIST.sub(one_line, text) + "\n"
 
 
 def scene_digest(scene: Scene) -> str:

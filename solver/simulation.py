@@ -7,9 +7,11 @@ tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
    rotation turning about a fixed axis and the stretch and origin changing linearly
    (:class:`solver.affine_body.PoseInterpolation`; exact at the frame boundaries); fixed bodies
    stay at q0;
-2. per-frame values of frame f are applied (drive stiffness and aim, limit bounds, soft-transform
-   strengths and aim); per-step values are taken from the committed state (passive drive target,
-   revolute limit's accumulated angle);
+2. per-frame values of frame f are applied (drive and limit strengths, soft-transform strengths,
+   the flags); targets and bounds at s / substeps of the way from frame f - 1 to f (a drive's
+   aim linearly, limit bounds linearly, a soft transform's aim as animated poses move:
+   :meth:`_Stepper.begin_step`); per-step values are taken from the committed state (passive
+   drive target, revolute limit's accumulated angle);
 3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
    uniform field, reference §1.6);
 4. Newton (:mod:`solver.newton`) from the explicit prediction q^t + dt dq/dt, or from q^t where
@@ -164,27 +166,55 @@ class _Stepper:
         self.soft_strength = np.array([s.strength_ratio for s in soft], dtype=np.float64).reshape(len(soft), frames, 2)
         self.soft_active = np.array([s.is_constrained for s in soft], dtype=np.float64).reshape(len(soft), frames)
         self.soft_aim_q = q_from_transform(np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
+        # Whether any target or bound interpolated between frames (begin_step) changes from frame
+        # f - 1 to frame f: only then is it set per step, else once per frame.
+        series = [self.driving_series["aim_distance"], self.soft_aim_q.reshape(len(soft), frames, 12)]
+        series += [limits[name] for limits in self.limit_series.values() for name in ("lower", "upper")]
+        self.targets_move = np.zeros(frames, dtype=bool)
+        for values in series:
+            self.targets_move[1:] |= np.any(values[:, 1:] != values[:, :-1], axis=tuple({0} | set(range(2, values.ndim))))
+        self.soft_aim_poses = PoseInterpolation(np.swapaxes(self.soft_aim_q, 0, 1)) if len(soft) else None
 
     def begin_frame(self, frame: int) -> None:
-        """Apply the per-frame series values of ``frame`` (1..frame_count) to the energy terms."""
+        """Apply the per-frame series values of ``frame`` (1..frame_count) that hold for all its
+        steps (strengths and flags) to the energy terms; the targets and bounds that move
+        between frames are set per step (:meth:`begin_step`)."""
         model = self.model
         driving = self.driving_series
         model.driving.stiffness = (driving["strength_ratio"][:, frame] * driving["is_constrained"][:, frame] * model.driving.masses)
         self.driving_passive = driving["is_passive"][:, frame] != 0.0
-        self.driving_aim = driving["aim_distance"][:, frame] - self.joints.init_distance[model.driving.joint_indices]
+        model.prismatic_limit.strength = self.limit_series["prismatic"]["strength"][:, frame].copy()
+        model.revolute_limit.strength = self.limit_series["revolute"]["strength"][:, frame].copy()
+        model.soft.strength_ratio = self.soft_strength[:, frame].copy()
+        model.soft.active = self.soft_active[:, frame].copy()
+        if not self.targets_move[frame]:
+            self.begin_step(frame, 1.0)  # the targets and bounds are the frame's in every step
+
+    def begin_step(self, frame: int, ratio: float) -> None:
+        """Apply the targets and bounds at ``ratio`` in (0, 1] of the way from frame - 1 to
+        ``frame`` (exactly the frame's values at 1): a drive's aim_distance and a joint limit's
+        lower and upper bounds linearly, a soft transform's aim_transform as animated bodies'
+        poses (:class:`PoseInterpolation`). As Blender interpolates an animated value between
+        its frames: a target held at the frame's value for all the frame's steps would be
+        reached in the first step and then held, so that a body following a moving target would
+        move in jumps and stand still at every frame's end (released there, it would stop dead
+        instead of keeping its speed), and the motion would change with the substeps."""
+        model = self.model
+
+        def between(series: np.ndarray) -> np.ndarray:
+            return (1.0 - ratio) * series[:, frame - 1] + ratio * series[:, frame]
+
+        self.driving_aim = between(self.driving_series["aim_distance"]) - self.joints.init_distance[model.driving.joint_indices]
         limits = self.limit_series["prismatic"]
-        model.prismatic_limit.lower = limits["lower"][:, frame].copy()
-        model.prismatic_limit.upper = limits["upper"][:, frame].copy()
-        model.prismatic_limit.strength = limits["strength"][:, frame].copy()
+        model.prismatic_limit.lower = between(limits["lower"])
+        model.prismatic_limit.upper = between(limits["upper"])
         # Seed 001: the revolute limit's effective bounds are offset by init_angle.
         limits = self.limit_series["revolute"]
         init_angle = self.joints.init_angle[model.revolute_limit.joint_indices]
-        model.revolute_limit.lower = limits["lower"][:, frame] + init_angle
-        model.revolute_limit.upper = limits["upper"][:, frame] + init_angle
-        model.revolute_limit.strength = limits["strength"][:, frame].copy()
-        model.soft.strength_ratio = self.soft_strength[:, frame].copy()
-        model.soft.active = self.soft_active[:, frame].copy()
-        model.soft.aim_q = self.soft_aim_q[:, frame].copy()
+        model.revolute_limit.lower = between(limits["lower"]) + init_angle
+        model.revolute_limit.upper = between(limits["upper"]) + init_angle
+        model.soft.aim_q = (self.soft_aim_poses.at(frame, ratio) if self.soft_aim_poses is not None
+                            else self.soft_aim_q[:, frame].copy())
 
     def constant_hessian_changes(self, frame: int) -> bool:
         """Whether the constant Hessians (kinetic M, revolute K JᵀJ, soft transform) differ in
@@ -223,8 +253,11 @@ class _Stepper:
         """One implicit Euler step; returns its :class:`solver.newton.NewtonResult` and whether a
         revolute joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
         model, dt = self.model, self.dt
+        ratio = substep / self.settings.substeps
         if self.kinematic is not None:
-            self.q[self.kinematic] = self.kinematic_poses.at(frame, substep / self.settings.substeps)
+            self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
+        if self.targets_move[frame]:
+            self.begin_step(frame, ratio)
         start = self.q[self.dynamic].copy()
         model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
         if len(model.driving.joint_indices):

@@ -728,3 +728,57 @@ def test_a_lagged_step_that_needed_many_solves_makes_the_next_step_factorise(sti
     np.testing.assert_allclose(q, kinetic.q_tilde, atol=1e-9)
     assert (len(solves) <= REUSED_SOLVES_MAX) == (stiffer == 1.0)
     assert potential.try_reuse() == (stiffer == 1.0)
+
+
+def moving_target_scenes(substeps: int, frames: int = 48) -> tuple[Scene, Scene]:
+    """No gravity; targets that move along +x at 1 m/s (one keyed value per frame) and let go at
+    frame 24: a box following a soft transform's aim_transform, and a box on a slider whose
+    drive follows aim_distance."""
+    seconds = np.arange(frames + 1) / 24.0
+    held = np.ones(frames + 1)
+    held[25:] = 0.0
+    aims = np.array([pose(translation=(t, 0.0, 0.0)) for t in seconds])
+    follower = Body(name="follower", mesh=box_mesh([1.0, 0.5, 0.3]),
+                    soft_transform=SoftTransform(strength_ratio=(100.0, 100.0), aim_transform=aims, is_constrained=held))
+    settings = Settings(frame_count=frames, substeps=substeps, gravity=np.zeros(3))
+    soft = Scene(settings=settings, bodies=[follower])
+    slider = Body(name="slider", mesh=box_mesh([0.4, 0.4, 0.4]), transform=pose(translation=(0.0, 0.0, 1.0)))
+    rail = Joint(name="rail", type="prismatic", l_body="base", r_body="slider", position0=np.array([0.0, 0.0, 1.0]),
+                 position1=np.array([1.0, 0.0, 1.0]), driving=Driving(aim_distance=seconds, is_constrained=held))
+    drive = Scene(settings=Settings(frame_count=frames, substeps=substeps, gravity=np.zeros(3)),
+                  bodies=[fixed_base(), slider], joints=[rail])
+    return soft, drive
+
+
+@pytest.mark.parametrize("substeps", [1, 10])
+def test_a_body_let_go_by_a_moving_target_keeps_its_speed(substeps):
+    """A target keyed once per frame moves between its keys as Blender interpolates it, so a body
+    following it at 1 m/s, let go at frame 24, goes on at 1 m/s, whatever the substeps. Held at
+    each frame's value for all the frame's steps, the target was reached in the first step and
+    the body stood still for the rest: with 10 substeps it stopped dead when let go (0 m/s)."""
+    soft, drive = moving_target_scenes(substeps)
+    x = simulate(soft).transforms[:, 0, 0, 3]
+    distance = simulate(drive).distance[:, 0]
+    for position in (x, distance):
+        assert position[24] == pytest.approx(1.0, abs=2e-3)
+        assert (position[48] - position[40]) * 24.0 / 8.0 == pytest.approx(1.0, abs=1e-3)  # m/s after letting go
+
+
+def test_a_pendulum_on_a_slider_driven_at_constant_speed_stays_hanging():
+    """A slider driven along x at 1 m/s (its aim keyed per frame), with a pendulum hanging from it,
+    all starting at 1 m/s: nothing accelerates, so the pendulum stays vertical. Measured: 1e-6 rad
+    with 10 substeps (4.8e-2 rad when the aim jumped to each frame's value in the frame's first
+    step, jerking the slider 24 times a second)."""
+    frames = 48
+    slider = Body(name="slider", mesh=box_mesh([0.2, 0.2, 0.2]), transform=pose(translation=(0.0, 0.0, 1.0)),
+                  linear_velocity=np.array([1.0, 0.0, 0.0]))
+    bob = Body(name="bob", mesh=box_mesh([0.05, 0.05, 1.0], center=(0.0, 0.0, -0.5)),
+               transform=pose(translation=(0.0, 0.0, 0.9)), linear_velocity=np.array([1.0, 0.0, 0.0]))
+    rail = Joint(name="rail", type="prismatic", l_body="base", r_body="slider", position0=np.array([0.0, 0.0, 1.0]),
+                 position1=np.array([1.0, 0.0, 1.0]), driving=Driving(aim_distance=np.arange(frames + 1) / 24.0))
+    hinge = Joint(name="hinge", type="revolute", l_body="slider", r_body="bob", position0=np.array([0.0, 0.0, 0.9]),
+                  position1=np.array([0.0, 1.0, 0.9]))
+    trajectory = simulate(Scene(settings=Settings(frame_count=frames, substeps=10),
+                                bodies=[fixed_base(), slider, bob], joints=[rail, hinge]))
+    assert trajectory.distance[-1, 0] == pytest.approx(2.0, abs=1e-3)
+    assert np.max(np.abs(trajectory.angle[:, 1])) < 1e-4

@@ -913,3 +913,27 @@ def test_documented_example_loads():
     rail = scene.joints[0]
     np.testing.assert_array_equal(rail.driving.aim_distance, [0.0, 0.1, 0.2, 0.3, 0.3])
     assert scene.bodies[1].mass.mass == 64.0
+
+
+def test_names_that_look_like_number_lists_survive_the_file(tmp_path, monkeypatch):
+    """Body and joint names and the scene file's own name are strings: putting each innermost
+    number list on one line must not touch them. "part[ 1 ]" came back as "part[1]" (so a
+    trajectory computed from the saved scene no longer matched the rig), and a scene saved as
+    "shot[ 1 ].json" named its arrays file "shot[1]_meshes.npz", which did not exist."""
+    from solver import scene_io
+
+    document = prismatic()
+    names = {"base": "base[ 1 ]", "slider": "arm [ 2,  3 ]"}
+    for body in document["bodies"]:
+        body["name"] = names[body["name"]]
+    for joint in document["joints"]:
+        joint["name"] = "j[ 1 ]"
+        joint["l_body"], joint["r_body"] = names[joint["l_body"]], names[joint["r_body"]]
+    scene = load_scene(_write(tmp_path, document))
+    monkeypatch.setattr(scene_io, "INLINE_VERTEX_LIMIT", 7)  # every box goes to the arrays file
+    path = tmp_path / "shot[ 1 ].json"
+    assert save_scene(scene, path) == tmp_path / "shot[ 1 ]_meshes.npz"
+    loaded = load_scene(path)
+    assert [body.name for body in loaded.bodies] == ["base[ 1 ]", "arm [ 2,  3 ]"]
+    assert [joint.name for joint in loaded.joints] == ["j[ 1 ]"]
+    assert scene_digest(loaded) == scene_digest(scene)
