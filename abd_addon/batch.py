@@ -51,6 +51,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
 
     def report(done: int, total: int) -> None:
         if progress:
-            print(f"frame {done}/{total}", file=sys.stderr, flush=True)
+            print(f"{blend_path}: frame {done}/{total}", file=sys.stderr, flush=True)
 
     job = bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
     try:
@@ -110,22 +111,27 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         raise BatchError(f"{blend_path}: bake failed: {error}") from None
     if active is not None:
         window.scene = active
-    try:
-        bpy.ops.wm.save_as_mainfile(filepath=str(out_path), compress=True)
-    except Exception as error:  # noqa: BLE001
-        raise BatchError(f"{out_path}: cannot save: {error}") from None
     trajectory = job.trajectory
-    warning = trajectory.fast_rotation_warning()
-    if warning is not None:
-        print(f"warning: {blend_path}: {warning}", file=sys.stderr, flush=True)
+    # The trajectory goes to a temporary file beside its destination first and takes its name
+    # only once the .blend is saved: either both are written or neither.
+    written = None
     if trajectory_path is not None:
         from ..solver.scene_io import scene_digest
 
         trajectory.scene_digest = scene_digest(job.export.scene)  # as python -m solver run records it
-        try:
-            trajectory.save(trajectory_path)
-        except OSError as error:
-            raise BatchError(f"{trajectory_path}: cannot save the trajectory: {error}") from None
+        written = _save_trajectory_aside(trajectory, trajectory_path)
+    try:
+        # The file's own compression setting is kept (the operator's default reads it).
+        bpy.ops.wm.save_as_mainfile(filepath=str(out_path))
+    except Exception as error:  # noqa: BLE001
+        if written is not None:
+            os.remove(written)
+        raise BatchError(f"{out_path}: cannot save: {error}") from None
+    if written is not None:
+        os.replace(written, trajectory_file_name(trajectory_path))
+    warning = trajectory.fast_rotation_warning()
+    if warning is not None:
+        print(f"warning: {blend_path}: {warning}", file=sys.stderr, flush=True)
     return {
         "file": str(blend_path),
         "out": str(out_path),
@@ -137,6 +143,34 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         "all_converged": bool(trajectory.all_converged),
         "seconds": round(time.perf_counter() - started, 3),
     }
+
+
+def trajectory_file_name(path: str) -> str:
+    """The file a trajectory saved to ``path`` is written to: NumPy's ``savez`` adds ``.npz``
+    to a path without it."""
+    return path if path.endswith(".npz") else path + ".npz"
+
+
+def _save_trajectory_aside(trajectory, path: str) -> str:
+    """Save ``trajectory`` to a new temporary file in the folder of ``path``; returns its path.
+
+    Raises:
+        BatchError: the folder cannot be written, or the destination is a folder.
+    """
+    if os.path.isdir(trajectory_file_name(path)):
+        raise BatchError(f"{path}: cannot save the trajectory: it is a folder")
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=".abd-trajectory-", suffix=".npz",
+                                                 dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as error:
+        raise BatchError(f"{path}: cannot save the trajectory: {error}") from None
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            trajectory.save(handle)
+    except OSError as error:
+        os.remove(temporary)
+        raise BatchError(f"{path}: cannot save the trajectory: {error}") from None
+    return temporary
 
 
 def _open(blend_path: str, scene_name: str | None):
@@ -151,7 +185,7 @@ def _open(blend_path: str, scene_name: str | None):
     if not os.path.isfile(blend_path):
         raise BatchError(f"{blend_path}: no such file")
     try:
-        bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=False)
+        bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=True)  # saved back with the file's own UI
     except Exception as error:  # noqa: BLE001 - a broken or foreign file
         raise BatchError(f"{blend_path}: cannot open: {error}") from None
     window = bpy.context.window
@@ -226,7 +260,7 @@ def export_plan(blends: list, folder: str) -> list:
     """
     if not blends:
         raise ValueError("a .blend file is required")
-    if len({os.path.abspath(blend) for blend in blends}) != len(blends):
+    if len({os.path.realpath(blend) for blend in blends}) != len(blends):
         raise ValueError("the same .blend file is given twice")
     plan = [(blend, str(Path(folder) / f"{Path(blend).stem}.json")) for blend in blends]
     if len({target for _, target in plan}) != len(plan):
@@ -274,15 +308,29 @@ def bake_plan(blends: list, out: str | None = None, out_dir: str | None = None, 
         target = out if out is not None else str(Path(out_dir) / name.name) if out_dir is not None else blend
         plan.append((blend, target, per_input(trajectory, trajectory_dir, name),
                      per_input(from_trajectory, from_trajectory_dir, name)))
-    inputs = [os.path.abspath(blend) for blend in blends]
+    # Real paths: an output folder that is a link to the inputs' folder writes over them.
+    inputs = [os.path.realpath(blend) for blend in blends]
     if len(set(inputs)) != len(inputs):
         raise ValueError("the same .blend file is given twice")
-    written = [os.path.abspath(path) for _, target, saved, _ in plan for path in (target, saved) if path is not None]
+    written = [os.path.realpath(path) for _, target, saved, _ in plan for path in (target, saved) if path is not None]
     if len(set(written)) != len(written):
         raise ValueError("two files would be written to the same path (inputs with the same name in --out-dir?)")
     if not in_place and set(written) & set(inputs):
         raise ValueError("an output would overwrite an input; use --in-place to bake files in place")
     return plan
+
+
+def destination_problem(path: str) -> str | None:
+    """Why a file cannot be written at ``path`` (its folder missing, not a folder or not
+    writable, or the path itself a folder), or None: checked before anything is baked."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return f"{path}: is a folder"
+    if not os.path.isdir(folder):
+        return f"{path}: no folder {folder}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{path}: the folder {folder} is not writable"
+    return None
 
 
 def main(argv=None) -> int:
@@ -302,7 +350,7 @@ def main(argv=None) -> int:
     parser.add_argument("--warm-up", action="store_true",
                         help="instead of baking, compile the solver's kernels into the cache that later bakes "
                              "load (once per machine and solver version)")
-    parser.add_argument("--progress", action="store_true", help="print each finished frame to stderr")
+    parser.add_argument("--progress", action="store_true", help="print each finished frame to stderr (<file>: frame N/total)")
     trajectory = parser.add_mutually_exclusive_group()
     trajectory.add_argument("--trajectory", metavar="NPZ", help="also save the solver's trajectory (.npz) there "
                                                                 "(one input file)")
@@ -344,6 +392,19 @@ def main(argv=None) -> int:
                                  args.trajectory_dir, args.from_trajectory, args.from_trajectory_dir)
             except ValueError as error:
                 parser.error(str(error))
+        # Output folders are made, and every output checked, before anything is opened or baked.
+        for folder in (args.out_dir, args.trajectory_dir, args.export_scene_dir):
+            if folder:
+                try:
+                    os.makedirs(folder, exist_ok=True)
+                except OSError as error:
+                    parser.error(f"cannot make the folder {folder}: {error.strerror}")
+        outputs = [path for _, out, saved, _ in plan for path in (out, saved and trajectory_file_name(saved))
+                   if path] + [target for _, target in exports]
+        for path in outputs:
+            problem = destination_problem(path)
+            if problem is not None:
+                parser.error(f"cannot write {problem}")
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
@@ -359,9 +420,6 @@ def main(argv=None) -> int:
             cache = importlib.import_module(addon.__name__ + ".warmup").warm_up_here(
                 addon.extension_package(), addon.extension_root())
             _print_summary({"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"})
-        for folder in (args.out_dir, args.trajectory_dir, args.export_scene_dir):
-            if folder:
-                os.makedirs(folder, exist_ok=True)
         batch = importlib.import_module(addon.__name__ + ".batch")
         for blend, scene_path in exports:
             try:

@@ -292,3 +292,58 @@ def test_export_plan_names_scene_files_after_the_inputs(addon):
         addon.batch.export_plan(["x/a.blend", "y/a.blend"], "farm")
     with pytest.raises(ValueError, match="required"):
         addon.batch.export_plan([], "farm")
+
+
+def test_outputs_that_cannot_be_written_are_refused_before_anything_is_baked(tmp_path):
+    """A trajectory destination that is a folder, an output in a missing folder, an output folder
+    that is a file: exit 2 and every input byte for byte as it was. Before, the .blend was baked
+    and saved first (the trajectory failed after it), or the whole scene was simulated before
+    the save failed."""
+    slider_rig(frame_end=6)
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    before = source.read_bytes()
+    (tmp_path / "results" / "rig.npz").mkdir(parents=True)
+    (tmp_path / "a_file").write_text("")
+    for args, message in (
+        (("--in-place", "--trajectory-dir", tmp_path / "results"), "rig.npz: is a folder"),
+        (("--out", tmp_path / "missing" / "out.blend"), "no folder"),
+        (("--out-dir", tmp_path / "a_file"), "cannot make the folder"),
+    ):
+        result = run_batch(tmp_path, source, *args)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert source.read_bytes() == before
+        assert not (tmp_path / "rig.blend1").exists()
+
+
+def test_an_output_folder_that_links_to_the_inputs_is_refused(tmp_path):
+    """--out-dir through a symbolic link to the inputs' folder would write over the inputs
+    without --in-place: refused as the folder itself is."""
+    slider_rig(frame_end=6)
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    source = shots / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    before = source.read_bytes()
+    (tmp_path / "link").symlink_to(shots, target_is_directory=True)
+    result = run_batch(tmp_path, source, "--out-dir", tmp_path / "link")
+    assert result.returncode == 2 and "would overwrite an input" in result.stderr
+    assert source.read_bytes() == before
+
+
+def test_a_baked_file_keeps_its_workspaces_and_its_compression(tmp_path):
+    """The batch saves the file's own interface (an artist's renamed workspace stays; before, the
+    bpy module's default interface was saved over it) and its own compression setting (an
+    uncompressed file stays uncompressed; before, every file was saved compressed)."""
+    slider_rig(frame_end=6)
+    bpy.data.workspaces["Animation"].name = "ArtistAnim"
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source), compress=False)
+    assert source.read_bytes()[:7] == b"BLENDER"
+    result = run_batch(tmp_path, source, "--in-place", "--progress")
+    assert result.returncode == 0, result.stderr
+    assert f"{source}: frame 5/5" in result.stderr  # progress lines name their file
+    assert source.read_bytes()[:7] == b"BLENDER"
+    bpy.ops.wm.open_mainfile(filepath=str(source))
+    assert "ArtistAnim" in bpy.data.workspaces
+    assert bpy.data.objects["Slider"].abd_bake.is_baked
