@@ -14,7 +14,8 @@ What is read, and how:
   :func:`~.properties.set_precise` are read in double precision while unedited.
 - **Joints** are the objects with ``abd_joint.enabled`` (Empties, as Blender's rigid-body
   constraints): anchor ``position0`` = the Empty's world origin, ``position1`` = origin + its
-  world Z axis normalised to 1 m, so the Empty's scale does not change the joint.
+  world Z axis normalised to 1 m, so the Empty's scale does not change the joint (a zero scale,
+  whose pose the bake could not key, is refused).
 - **Per-frame values** (animated bodies' poses, soft-transform targets and strengths, the drive
   and the limit) are sampled once per frame: ``scene.frame_set``, then read from the objects, so
   F-curves, drivers, parents and constraints are all honoured; the scene is put back at the frame
@@ -171,6 +172,17 @@ def _check_scale(ob: bpy.types.Object, matrix: np.ndarray) -> None:
         raise RigError(f"Object '{ob.name}' has zero scale: set a non-zero scale on every axis (or apply the scale)")
 
 
+def _absence(ob: bpy.types.Object, view_layer: bpy.types.ViewLayer) -> str:
+    """Why ``ob`` is not among the objects of ``view_layer``, and what to do, as the end of a sentence."""
+    if not ob.users_collection:
+        return ("is in no collection: it was deleted, or joined into another mesh (Ctrl+J); set another body in "
+                "the joint's settings")
+    collections = ", ".join(f"'{collection.name}'" for collection in ob.users_collection)
+    return (f"is in the file but not in the view layer '{view_layer.name}': the collection holding it ({collections}) "
+            "is excluded from the view layer (its checkbox in the Outliner) or belongs to another scene; include it, "
+            "or set another body in the joint's settings")
+
+
 def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     """The body objects and joint Empties of a view layer, checked; raises :class:`RigError`.
 
@@ -196,9 +208,7 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
             if body is None:
                 raise RigError(f"Joint '{ob.name}': the {label} body is not set (or its object was deleted)")
             if body not in members:
-                raise RigError(
-                    f"Joint '{ob.name}': the {label} body '{body.name}' is not in the scene (was it deleted?)"
-                )
+                raise RigError(f"Joint '{ob.name}': the {label} body '{body.name}' {_absence(body, view_layer)}")
             if not body.abd_body.enabled:
                 raise RigError(
                     f"Joint '{ob.name}': the {label} object '{body.name}' is not an affine body (use Add Affine Body)"
@@ -615,12 +625,11 @@ def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
     values = sampler.joint_values[name]
     world = sampler.joint_matrix0[name]
     result.joint_matrix[name] = world
-    axis = world[:3, 2]
-    length = float(np.linalg.norm(axis))
-    if not length > 1e-9:
-        raise RigError(f"Joint '{ob.name}' has zero scale along its Z axis: the axis direction is undefined")
+    if not abs(np.linalg.det(world[:3, :3])) > ZERO_SCALE:  # the bake could not key its pose
+        raise RigError(f"Joint '{ob.name}' has zero scale (its own or a parent's): set a non-zero scale on every axis "
+                       "(a joint's scale does not change the joint; its local Z axis is the joint axis)")
     position0 = world[:3, 3].copy()
-    position1 = position0 + axis / length
+    position1 = position0 + world[:3, 2] / np.linalg.norm(world[:3, 2])
     prismatic = props.type == "PRISMATIC"
     limit = None
     use = values[:, 0]

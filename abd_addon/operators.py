@@ -49,11 +49,6 @@ def report_exception(operator: Operator, error: BaseException, what: str) -> set
     return {"CANCELLED"}
 
 
-def selected_meshes(context) -> list:
-    """The selected mesh objects."""
-    return [ob for ob in context.selected_objects if ob.type == "MESH"]
-
-
 def linked_message(objects: list) -> str:
     """Why linked ``objects`` were left alone, and what to do."""
     names = ", ".join(f"'{ob.name}'" for ob in objects)
@@ -61,8 +56,26 @@ def linked_message(objects: list) -> str:
             "(Object > Relations > Make Local) or give it a library override (Object > Library Override > Make)")
 
 
-class ABD_OT_body_add(Operator):
-    """Make the selected meshes affine bodies"""
+class _BodyOperator:
+    """What Add / Remove Affine Body act on: the selected objects, or (``context_object``, set by
+    the Physics properties' button) the object those properties show, as Blender's own Physics
+    buttons act on it."""
+
+    context_object: BoolProperty(
+        name="Context Object",
+        description="Act on the object the properties show (the active or pinned one) instead of the selected objects",
+        default=False, options={"HIDDEN", "SKIP_SAVE"},
+    )
+
+    def targets(self, context) -> list:
+        """The objects to act on: ``[context.object]`` with ``context_object``, else the selection."""
+        if self.context_object:
+            return [context.object] if context.object is not None else []
+        return list(context.selected_objects)
+
+
+class ABD_OT_body_add(_BodyOperator, Operator):
+    """Make the selected meshes affine bodies (in the Physics properties: the object shown there)"""
 
     bl_idname = "abd.body_add"
     bl_label = "Add Affine Body"
@@ -70,13 +83,14 @@ class ABD_OT_body_add(Operator):
 
     @classmethod
     def poll(cls, context):
-        """Needs a selection."""
-        return bool(context.selected_objects)
+        """Needs a selection, or an object (the one the Physics properties show)."""
+        return bool(context.selected_objects) or context.object is not None
 
     def execute(self, context):
-        """Enable ``abd_body`` on every selected editable mesh (other objects, and linked ones,
-        whose settings the file would not keep, are skipped with a warning)."""
-        meshes = selected_meshes(context)
+        """Enable ``abd_body`` on every editable mesh of :meth:`targets` (other objects, and linked
+        ones, whose settings the file would not keep, are skipped with a warning)."""
+        targets = self.targets(context)
+        meshes = [ob for ob in targets if ob.type == "MESH"]
         if not meshes:
             self.report({"ERROR"}, "Select one or more mesh objects: only meshes can be affine bodies")
             return {"CANCELLED"}
@@ -88,7 +102,7 @@ class ABD_OT_body_add(Operator):
         for ob in meshes:
             ob.abd_body.enabled = True
             store_groups(ob)
-        skipped = len(context.selected_objects) - len(meshes) - len(linked)
+        skipped = len(targets) - len(meshes) - len(linked)
         message = f"{len(meshes)} affine bod{'y' if len(meshes) == 1 else 'ies'} added"
         if skipped:
             message += f"; {skipped} non-mesh object(s) skipped"
@@ -98,8 +112,8 @@ class ABD_OT_body_add(Operator):
         return {"FINISHED"}
 
 
-class ABD_OT_body_remove(Operator):
-    """Stop simulating the selected objects as affine bodies"""
+class ABD_OT_body_remove(_BodyOperator, Operator):
+    """Stop simulating the selected objects as affine bodies (in the Physics properties: the object shown there)"""
 
     bl_idname = "abd.body_remove"
     bl_label = "Remove Affine Body"
@@ -107,12 +121,17 @@ class ABD_OT_body_remove(Operator):
 
     @classmethod
     def poll(cls, context):
-        """Needs a selected affine body."""
-        return any(ob.abd_body.enabled for ob in context.selected_objects)
+        """Needs a selected affine body, or an object that is one (the one the Physics properties show)."""
+        return (any(ob.abd_body.enabled for ob in context.selected_objects)
+                or context.object is not None and context.object.abd_body.enabled)
 
     def execute(self, context):
-        """Disable ``abd_body`` on the selected editable objects (linked ones are skipped with a warning)."""
-        bodies = [ob for ob in context.selected_objects if ob.abd_body.enabled]
+        """Disable ``abd_body`` on the editable bodies of :meth:`targets` (linked ones are skipped
+        with a warning)."""
+        bodies = [ob for ob in self.targets(context) if ob.abd_body.enabled]
+        if not bodies:
+            self.report({"ERROR"}, "Select one or more affine bodies")
+            return {"CANCELLED"}
         linked = [ob for ob in bodies if not ob.is_editable]
         removed = [ob for ob in bodies if ob.is_editable]
         if not removed:
@@ -146,6 +165,16 @@ AXIS_ITEMS = (
     ("Z", "Z", "World Z axis"),
     ("VIEW", "View", "Along the view direction (towards the viewer)"),
 )
+
+
+def new_object_collection(context) -> bpy.types.Collection:
+    """The collection a new object goes to, as with Blender's Add menu: the active collection, or
+    the scene's own (Scene Collection) where the active one takes no new objects, being linked
+    from a library or a library override."""
+    collection = context.collection
+    if collection.library is not None or collection.override_library is not None:
+        return context.scene.collection
+    return collection
 
 
 def joint_matrix(pivot: Vector, axis: Vector) -> Matrix:
@@ -229,7 +258,14 @@ class ABD_OT_connect(Operator):
         else:
             axis = Vector([1.0 if self.axis == name else 0.0 for name in "XYZ"])
 
-        joints = [self._joint(context, parent, child, axis) for parent, child in pairs]
+        joints = []
+        try:
+            for parent, child in pairs:
+                self._joint(context, parent, child, axis, joints)
+        except Exception as error:  # noqa: BLE001 - reported, never raised at the user
+            for empty in joints:
+                bpy.data.objects.remove(empty)
+            return report_exception(self, error, "Connect failed")
         for ob in selected:
             ob.select_set(False)
         for empty in joints:
@@ -244,8 +280,10 @@ class ABD_OT_connect(Operator):
                                   f"from '{root.name}')")
         return {"FINISHED"}
 
-    def _joint(self, context, parent, child, axis: Vector):
-        """A new joint Empty of this operator's type from ``parent`` to ``child`` along ``axis``."""
+    def _joint(self, context, parent, child, axis: Vector, joints: list) -> None:
+        """Append to ``joints`` a new joint Empty of this operator's type from ``parent`` to
+        ``child`` along ``axis`` (appended as soon as it exists, so that a failure later in
+        setting it up leaves it in ``joints`` to remove)."""
         if self.pivot_type == "ACTIVE":
             pivot = parent.matrix_world.translation.copy()
         elif self.pivot_type == "CURSOR":
@@ -253,17 +291,17 @@ class ABD_OT_connect(Operator):
         else:
             pivot = (parent.matrix_world.translation + child.matrix_world.translation) / 2.0
         empty = bpy.data.objects.new(f"Joint_{parent.name}_{child.name}", None)
+        joints.append(empty)
         empty.empty_display_type = "SINGLE_ARROW"
         empty.empty_display_size = 0.5
         empty.matrix_world = joint_matrix(pivot, axis)
-        context.collection.objects.link(empty)
+        new_object_collection(context).objects.link(empty)
         joint = empty.abd_joint
         joint.enabled = True
         joint.type = self.type
         joint.l_body = parent
         joint.r_body = child
         store_groups(empty)
-        return empty
 
 
 def write_keys(operator: Operator, job, require_converged: bool) -> set:

@@ -59,9 +59,10 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         body = context.object.abd_body
         row = layout.row(align=True)
         if body.enabled:
-            row.operator("abd.body_remove", icon="REMOVE")
+            button = row.operator("abd.body_remove", icon="REMOVE")
         else:
-            row.operator("abd.body_add", icon="ADD")
+            button = row.operator("abd.body_add", icon="ADD")
+        button.context_object = True  # on this panel's object (active or pinned), as Blender's Physics buttons
         row.operator("abd.connect", icon="CONSTRAINT")
         if body.enabled:
             _override_warning(layout, context, body.motion == "DYNAMIC")

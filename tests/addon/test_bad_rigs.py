@@ -17,8 +17,25 @@ def _delete_body_data(base, slider, joint):
 
 def _delete_body_operator(base, slider, joint):
     select_only(slider)
-    bpy.ops.object.delete()
-    return joint.name
+    bpy.ops.object.delete()  # the joint's pointer keeps the object in bpy.data, in no collection
+    return f"Joint '{joint.name}': the child body 'Slider' is in no collection: it was deleted, or joined"
+
+
+def _join_body(base, slider, joint):
+    select_only(base, slider, active=base)
+    assert bpy.ops.object.join() == {"FINISHED"}  # Ctrl+J: Slider's mesh is now part of Base's
+    return "the child body 'Slider' is in no collection: it was deleted, or joined into another mesh (Ctrl+J)"
+
+
+def _exclude_body_collection(base, slider, joint):
+    collection = bpy.data.collections.new("Props")
+    bpy.context.scene.collection.children.link(collection)
+    for owner in list(slider.users_collection):
+        owner.objects.unlink(slider)
+    collection.objects.link(slider)
+    bpy.context.view_layer.layer_collection.children["Props"].exclude = True  # the Outliner's checkbox
+    return ("the child body 'Slider' is in the file but not in the view layer 'ViewLayer': the collection holding it "
+            "('Props') is excluded from the view layer")
 
 
 def _self_joint(base, slider, joint):
@@ -51,6 +68,15 @@ def _open_mesh(base, slider, joint):
 def _zero_scale(base, slider, joint):
     slider.scale = (0.5, 0.0, 1.0)
     return "Slider"
+
+
+def _zero_joint_scale(axis: int):
+    """A breaker setting the joint Empty's scale on ``axis`` to 0: a singular matrix, whose pose
+    the bake could not key (decomposed, a zero X scale turned the joint by 37 degrees)."""
+    def breaker(base, slider, joint):
+        joint.scale[axis] = 0.0
+        return f"Joint '{joint.name}' has zero scale"
+    return breaker
 
 
 def _crossed_limit(base, slider, joint):
@@ -180,7 +206,12 @@ BREAKERS = {
     "non-mesh body": _non_mesh_body,
     "non-mesh object in a joint": _non_mesh_in_joint,
     "open mesh (Suzanne)": _open_mesh,
+    "body moved to an excluded collection": _exclude_body_collection,
+    "body joined into another mesh (Ctrl+J)": _join_body,
     "zero scale": _zero_scale,
+    "joint with zero X scale": _zero_joint_scale(0),
+    "joint with zero Y scale": _zero_joint_scale(1),
+    "joint with zero Z scale": _zero_joint_scale(2),
     "limit lower above upper": _crossed_limit,
     "absurd animated value": _absurd_animated_value,
     "joint to an object that is no body": _not_a_body,

@@ -191,6 +191,50 @@ def test_connect_of_many_refuses_a_non_body_and_creates_nothing():
     assert len(bpy.data.objects) == count
 
 
+def test_connect_with_a_linked_collection_active_puts_the_joint_in_the_scene_collection(tmp_path):
+    """A collection linked from a library takes no new objects: as Blender's own Add menu, the
+    joint goes to the Scene Collection (before: a traceback, and an Empty left in no collection)."""
+    clear_objects()
+    bpy.context.scene.collection.children.link(bpy.data.collections.new("Set"))
+    library = str(tmp_path / "set.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=library)
+    bpy.ops.wm.read_homefile(app_template="")
+    clear_objects()
+    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
+        data_to.collections = ["Set"]
+    bpy.context.scene.collection.children.link(data_to.collections[0])
+    boxes = _bodies({"A": (0.0, 0.0, 0.0), "B": (2.0, 0.0, 0.0)})
+    view_layer = bpy.context.view_layer
+    view_layer.active_layer_collection = view_layer.layer_collection.children["Set"]  # clicked in the Outliner
+    assert bpy.context.collection.library is not None
+    select_only(*boxes.values(), active=boxes["A"])
+    assert bpy.ops.abd.connect() == {"FINISHED"}
+    joint = bpy.context.active_object
+    assert joint.abd_joint.enabled and list(joint.users_collection) == [bpy.context.scene.collection]
+    assert len(bpy.data.objects) == 3
+
+
+def test_connect_that_fails_part_way_removes_the_joints_it_made_and_reports(addon, monkeypatch, capsys):
+    boxes = _bodies({"Hub": (0.0, 0.0, 0.0), "P": (1.0, 0.0, 0.0), "Q": (0.0, 1.0, 0.0)})
+    select_only(*boxes.values(), active=boxes["Hub"])
+    names = sorted(ob.name for ob in bpy.data.objects)
+    made = []
+
+    def failing_on_the_second(ob):  # the first joint is complete, the second half made
+        made.append(ob.name)
+        if len(made) == 2:
+            raise RuntimeError("could not store the groups")
+
+    monkeypatch.setattr(addon.operators, "store_groups", failing_on_the_second)
+    with pytest.raises(RuntimeError) as caught:
+        bpy.ops.abd.connect()
+    message = str(caught.value)
+    assert message.startswith("Error: Connect failed: unexpected RuntimeError: could not store the groups")
+    assert "Traceback" not in message and "Traceback" in capsys.readouterr().err  # the details in the console
+    assert len(made) == 2 and sorted(ob.name for ob in bpy.data.objects) == names
+    assert all(ob.select_get() for ob in boxes.values()) and bpy.context.active_object == boxes["Hub"]
+
+
 def test_a_chain_connected_in_one_call_bakes_as_a_hanging_chain():
     # Five boxes hanging straight down from a fixed one, connected in one Connect call as a chain
     # by distance from the fixed top (selected bottom first): each joint between neighbours, so

@@ -10,7 +10,29 @@ import importlib.util
 
 import bpy
 import pytest
-from abd_rigs import hinge_rig, select_only, slider_rig
+from abd_rigs import add_box, hinge_rig, select_only, slider_rig
+
+
+class OperatorProperties:
+    """Stands in for the properties of a button's operator: validates and records each one set
+    as ``("set", idname, name, value)``."""
+
+    def __init__(self, idname, calls):
+        object.__setattr__(self, "idname", idname)
+        object.__setattr__(self, "calls", calls)
+
+    def __setattr__(self, name, value):
+        module, operator = self.idname.split(".")
+        assert name in getattr(getattr(bpy.ops, module), operator).get_rna_type().properties, (self.idname, name)
+        self.calls.append(("set", self.idname, name, value))
+
+
+def press(calls, idname):
+    """Run the operator of the button ``idname`` recorded in ``calls`` with the properties the
+    panel set on it, as pressing the button does."""
+    properties = {call[2]: call[3] for call in calls if call[0] == "set" and call[1] == idname}
+    module, name = idname.split(".")
+    return getattr(getattr(bpy.ops, module), name)(**properties)
 
 
 class RecordingLayout:
@@ -46,7 +68,7 @@ class RecordingLayout:
         module, name = idname.split(".")
         assert hasattr(getattr(bpy.ops, module), name) and getattr(getattr(bpy.ops, module), name).idname(), idname
         self.calls.append(("operator", idname))
-        return type("OperatorProperties", (), {})()
+        return OperatorProperties(idname, self.calls)
 
     def label(self, **kwargs):
         self.calls.append(("label", kwargs.get("text")))
@@ -129,3 +151,39 @@ def test_a_fixed_bodys_mass_stays_editable_as_it_sets_its_joints_stiffness(addon
     select_only(base)
     calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
     assert ("prop", "mass") in calls and ("inactive", "mass") not in calls
+
+
+def test_affine_body_buttons_act_on_the_panels_object_not_the_selection(addon):
+    """The Physics properties show the active object (selected or not), or a pinned one: their
+    Add / Remove Affine Body button acts on it, as Blender's own Physics buttons do; the sidebar's
+    act on the selection."""
+    base, arm, joint = hinge_rig(frame_end=4)
+    cube = add_box("Cube", location=(4.0, 0.0, 0.0))
+    select_only(base, active=arm)  # Arm active but not selected (Ctrl+click), Base selected
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert ("operator", "abd.body_remove") in calls
+    assert press(calls, "abd.body_remove") == {"FINISHED"}
+    assert not arm.abd_body.enabled and base.abd_body.enabled
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert press(calls, "abd.body_add") == {"FINISHED"}
+    assert arm.abd_body.enabled and not cube.abd_body.enabled
+    with bpy.context.temp_override(object=cube):  # Cube pinned in the Physics properties
+        calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+        assert press(calls, "abd.body_add") == {"FINISHED"}
+    assert cube.abd_body.enabled and base.abd_body.enabled and arm.abd_body.enabled
+    select_only(active=cube)  # nothing selected: the panel's button still works
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert press(calls, "abd.body_remove") == {"FINISHED"}
+    assert not cube.abd_body.enabled and base.abd_body.enabled and arm.abd_body.enabled
+    select_only(cube, arm, active=base)  # the sidebar: on the selected objects
+    calls = draw_panel(addon.ui.VIEW3D_PT_abd, bpy.context)
+    assert press(calls, "abd.body_add") == {"FINISHED"}
+    assert cube.abd_body.enabled
+    assert press(calls, "abd.body_remove") == {"FINISHED"}
+    assert not cube.abd_body.enabled and not arm.abd_body.enabled and base.abd_body.enabled
+    select_only(active=base)  # nothing selected: the sidebar's buttons say so (the active body is kept)
+    with pytest.raises(RuntimeError, match="Select one or more affine bodies"):
+        press(calls, "abd.body_remove")
+    with pytest.raises(RuntimeError, match="Select one or more mesh objects"):
+        press(calls, "abd.body_add")
+    assert base.abd_body.enabled
