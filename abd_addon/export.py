@@ -350,6 +350,24 @@ def _object_dependencies(ob: bpy.types.Object, settings_only: bool) -> list:
     return found
 
 
+def invalid_driver(ob: bpy.types.Object) -> str | None:
+    """Why a driver on what the export reads from ``ob`` (its transform and ABD settings) gave no
+    value, or None: Blender flags a driver it could not evaluate (``driver.is_valid``) and leaves
+    the property at its stored value, so the bake would silently use that. A Python expression
+    that is not a simple one runs only where the file's scripts may run (Blender's Auto Run Python
+    Scripts, off for an untrusted file and in a headless bake); a variable may also read a missing
+    object or property."""
+    drivers = ob.animation_data.drivers if ob.animation_data is not None else ()
+    for fcurve in drivers:
+        if (fcurve.data_path in TRANSFORM_PATHS or fcurve.data_path.startswith(SETTING_PATHS)) \
+                and not fcurve.driver.is_valid:
+            return (f"the driver on {fcurve.data_path}[{fcurve.array_index}] could not be evaluated (a Python "
+                    "expression other than a simple one runs only with Auto Run Python Scripts, which an untrusted "
+                    "file and a headless bake leave off; or a variable reads something missing): fix the driver or "
+                    "use a simple expression (Drivers editor)")
+    return None
+
+
 def keyed_dependency(ob: bpy.types.Object, keyed: set) -> str | None:
     """Why ``ob`` (a body, joint or soft-transform target the export samples) cannot be sampled
     before the bake, or None: what the solver reads from it (its pose, unless it is keyed itself;
@@ -514,6 +532,10 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
         sampler.sample(index, bodies, joints, parented)
 
     sample_frames(scene, range(start, end + 1), record)
+    for ob in bodies + joints + targets:  # evaluated at every frame by now
+        problem = invalid_driver(ob)
+        if problem is not None:
+            raise RigError(f"Object '{ob.name}': {problem}")
 
     result = Export(scene=None, frame_start=start, frame_end=end, bodies=bodies, joints=joints, keyed=keyed)
     solver_bodies = [_body(ob, sampler, meshes[ob.name_full], result) for ob in bodies]

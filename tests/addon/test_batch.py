@@ -347,3 +347,23 @@ def test_a_baked_file_keeps_its_workspaces_and_its_compression(tmp_path):
     bpy.ops.wm.open_mainfile(filepath=str(source))
     assert "ArtistAnim" in bpy.data.workspaces
     assert bpy.data.objects["Slider"].abd_bake.is_baked
+
+
+def test_a_driver_the_headless_bake_cannot_run_fails_the_file(tmp_path):
+    """aim_distance driven by a Python expression that is not a simple one: a headless bake, which
+    runs no script of the file, cannot evaluate it and Blender leaves the stored value, so the
+    slider stayed at its start on every frame and the batch said nothing (exit 0). Now the file
+    fails, naming the object and the driver, and nothing is written."""
+    base, slider, joint = slider_rig(frame_end=8)
+    joint.animation_data_clear()
+    fcurve = joint.abd_joint.drive.driver_add("aim_distance")
+    fcurve.driver.type = "SCRIPTED"
+    fcurve.driver.expression = "-0.5 if bpy.context.scene.frame_current > 3 else 0.0"
+    assert not fcurve.driver.is_simple_expression
+    source = tmp_path / "driven.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
+    assert result.returncode == 1
+    assert joint.name in result.stderr and "abd_joint.drive.aim_distance" in result.stderr
+    assert "could not be evaluated" in result.stderr
+    assert not (tmp_path / "out.blend").exists()
