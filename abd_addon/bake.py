@@ -34,6 +34,7 @@ disabled).
 from __future__ import annotations
 
 import contextlib
+import uuid
 import zipfile
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -460,6 +461,7 @@ def _record_previous(ob: bpy.types.Object) -> None:
     state.had_animation_data = ad is not None
     state.previous_action = ad.action if ad else None
     state.previous_slot = slot_identifier(ad)
+    state.bake_token, state.baked_name = uuid.uuid4().hex, ob.name
     if ad is not None:
         state.previous_influence = ad.action_influence
         state.previous_blend_type = ad.action_blend_type
@@ -528,6 +530,36 @@ def baked_objects(scene: bpy.types.Scene) -> list:
     return [ob for ob in scene.objects if ob.abd_bake.is_baked]
 
 
+def unshare_previous_actions() -> None:
+    """Give each baked object of the file that was duplicated after its bake its own copy of the
+    action it is to get back (the action before the bake, and that action's slot).
+
+    Duplicating a baked object (Shift+D) copies its ``abd_bake`` state, the pointer to the action
+    from before the bake included: the copy would get the original's action back from Free Bake
+    and carry its edits into it. Each object draws a token at its first bake (``bake_token``),
+    which a copy takes along: objects with the same action and token are an original and its
+    copies, while objects that shared an action before their bake (different tokens) keep sharing
+    it. Of an original and its copies, the one with the name recorded at the bake keeps the
+    action, or where none has it (renamed since) the earliest-made one (lowest ``session_uid``:
+    creation order in a session, name order in a file just opened); the others then restore, and
+    carry their edits into, their copies, under tokens of their own. Run before anything
+    restores or edits those actions.
+    """
+    copies = {}
+    for ob in bpy.data.objects:
+        state = ob.abd_bake
+        if state.is_baked and state.previous_action is not None:
+            copies.setdefault((state.previous_action, state.previous_slot, state.bake_token), []).append(ob)
+    for objects in copies.values():
+        named = [ob for ob in objects if ob.name == ob.abd_bake.baked_name]
+        original = named[0] if named else min(objects, key=lambda ob: ob.session_uid)
+        for ob in objects:
+            if ob is not original:
+                state = ob.abd_bake
+                state.previous_action = state.previous_action.copy()
+                state.bake_token, state.baked_name = uuid.uuid4().hex, ob.name
+
+
 @contextlib.contextmanager
 def original_animation(scene: bpy.types.Scene):
     """Temporarily give every baked object of ``scene`` its pre-bake animation and transform.
@@ -535,9 +567,11 @@ def original_animation(scene: bpy.types.Scene):
     So a re-bake exports the user's animation (soft-transform targets, animated drives) and the
     pre-bake pose, not the previous bake. Edits made since the bake to the F-curves the bake
     does not key are carried into that animation first (:func:`keep_animation_edits`, which
-    stays). Everything else is put back on exit, and the scene is re-evaluated at its current
-    frame.
+    stays, as do the copies of that animation :func:`unshare_previous_actions` gives objects
+    duplicated after their bake). Everything else is put back on exit, and the scene is
+    re-evaluated at its current frame.
     """
+    unshare_previous_actions()
     swapped = []
     try:
         for ob in baked_objects(scene):
@@ -647,6 +681,7 @@ def _free_object(ob: bpy.types.Object, baked_actions: list) -> None:
     state.action = None
     state.previous_action = None
     state.previous_slot = ""
+    state.bake_token = state.baked_name = ""
     if baked is not None:
         baked_actions.append(baked)
 
@@ -658,8 +693,10 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
     transform each object had before its first bake, with the edits made since to the F-curves
     the bake does not key (:func:`keep_animation_edits`), removes the
     ``abd_distance``/``abd_angle`` properties, and deletes the baked action when nothing else
-    uses it.
+    uses it. An object duplicated after its bake gets a copy of its original's action
+    (:func:`unshare_previous_actions`).
     """
+    unshare_previous_actions()
     objects = baked_objects(scene) if objects is None else [ob for ob in objects if ob.abd_bake.is_baked]
     baked_actions = []
     for ob in objects:

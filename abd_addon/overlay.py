@@ -1,11 +1,14 @@
 """Viewport overlay (gpu module): each joint's axis, anchor and limit range.
 
 :func:`joints_geometry` computes the lines and points of all joints in world space at once
-(plain NumPy, testable headless); :func:`draw` sends them to the GPU. The geometry is kept
-until the scene changes (:func:`invalidate` on ``bpy.app.handlers`` and on the drawn settings'
-updates), so orbiting or zooming a view with a thousand joints computes nothing: the first
-draw after a change takes about 15 ms for a thousand limited joints (110 ms joint by joint). The
-draw handler is only installed when Blender has a UI (``bpy.app.background`` is False).
+(plain NumPy, testable headless); :func:`draw` sends them to the GPU. A revolute limit is drawn
+where the solver applies it: from the child body's current direction, offset by the joint's
+current angle (:func:`scene_geometry`). The geometry is kept until the scene changes
+(:func:`invalidate` on ``bpy.app.handlers`` and on the drawn settings' updates), so orbiting or
+zooming a view with a thousand joints computes nothing: the first draw after a change takes
+about 11 ms for a thousand limited revolute joints on a two-core machine (110 ms joint by
+joint). The draw handler is only installed when Blender has a UI (``bpy.app.background`` is
+False).
 """
 
 from __future__ import annotations
@@ -25,24 +28,44 @@ ARC_SEGMENTS = 48
 _handle = None
 
 
-def _unit_rows(vectors: np.ndarray, fallback: np.ndarray) -> np.ndarray:
-    """Rows of ``vectors`` (n, 3) normalised, ``fallback`` (n, 3) where a row is (nearly) zero."""
+def _unit_rows(vectors: np.ndarray, fallback: np.ndarray, tolerance=1e-12) -> np.ndarray:
+    """Rows of ``vectors`` (n, 3) normalised, ``fallback`` (n, 3) where a row is no longer than
+    ``tolerance`` (a scalar or (n,), in the rows' unit)."""
     length = np.linalg.norm(vectors, axis=1)
-    tiny = length <= 1e-12
+    tiny = length <= tolerance
     return np.where(tiny[:, None], fallback, vectors / np.where(tiny, 1.0, length)[:, None])
 
 
+def _in_plane(vectors: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Rows of ``vectors`` (n, 3) projected onto the planes normal to the unit rows of ``z`` (n, 3)."""
+    return vectors - z * np.einsum("ij,ij->i", vectors, z)[:, None]
+
+
+#: Where a revolute joint's reference direction falls back to the next candidate: a child origin
+#: closer to the axis than this fraction of the drawn size (a wheel's, on its axle), or a child
+#: X axis within this sine of the joint axis.
+REFERENCE_TOLERANCE = 1e-3
+
+
 def joints_geometry(matrices: np.ndarray, revolute: np.ndarray, use_limit: np.ndarray, lower: np.ndarray,
-                    upper: np.ndarray, size: np.ndarray) -> dict:
+                    upper: np.ndarray, size: np.ndarray, children: np.ndarray) -> dict:
     """World-space overlay geometry of n joints at once.
+
+    A revolute joint's angles are measured about the axis (right-handed, as the solver's angle)
+    from its child's current direction: the direction from the anchor to the child's origin in
+    the plane normal to the axis, or where that origin is (nearly) on the axis the child's local
+    X in that plane, or where that is (nearly) along the axis the Empty's local X.
 
     Args:
         matrices: (n, 4, 4) the joint Empties' world matrices (origin = anchor, local Z = axis).
         revolute: (n,) bool, True for a revolute joint, False for a prismatic one.
         use_limit: (n,) bool, whether to draw each joint's limit range.
-        lower, upper: (n,) the limits, in m (prismatic, along the axis) or rad (revolute, about
-            it, measured from the Empty's local X).
+        lower, upper: (n,) the limits, in m (prismatic, along the axis from the anchor) or rad
+            (revolute, about it from the child's current direction); a revolute span of a full
+            turn or more is drawn as the full circle.
         size: (n,) length of the drawn half-axis and radius scale of the angle arc, in m.
+        children: (n, 4, 4) the world matrices of the joints' child bodies (r), or of the
+            Empties themselves for joints without one.
 
     Returns:
         ``{"axis": (2n, 3), "anchor": (n, 3), "limit": (2k, 3)}`` float32 arrays; ``axis`` and
@@ -50,15 +73,14 @@ def joints_geometry(matrices: np.ndarray, revolute: np.ndarray, use_limit: np.nd
         then the revolute arcs (one segment per 1/48 turn or less), then each arc's two spokes.
     """
     matrices = np.asarray(matrices, dtype=np.float64).reshape(-1, 4, 4)
+    children = np.asarray(children, dtype=np.float64).reshape(-1, 4, 4)
     count = len(matrices)
     size = np.asarray(size, dtype=np.float64)[:, None]
     anchor = matrices[:, :3, 3]
     z = _unit_rows(matrices[:, :3, 2], np.tile([0.0, 0.0, 1.0], (count, 1)))
-    x = matrices[:, :3, 0] - z * np.einsum("ij,ij->i", matrices[:, :3, 0], z)[:, None]
     # Local X along the axis (or zero): any direction normal to the axis.
     normal = _unit_rows(np.cross(z, [1.0, 0.0, 0.0]), np.cross(z, [0.0, 1.0, 0.0]))
-    x = _unit_rows(x, normal)
-    y = np.cross(z, x)
+    x = _unit_rows(_in_plane(matrices[:, :3, 0], z), normal)
     axis = np.stack([anchor - size * z, anchor + size * z], axis=1).reshape(-1, 3)
 
     slider = np.asarray(use_limit, dtype=bool) & ~np.asarray(revolute, dtype=bool)
@@ -69,19 +91,26 @@ def joints_geometry(matrices: np.ndarray, revolute: np.ndarray, use_limit: np.nd
     ranges = np.stack([a, b, a - tick, a + tick, b - tick, b + tick], axis=1).reshape(-1, 3)
 
     hinge = np.asarray(use_limit, dtype=bool) & np.asarray(revolute, dtype=bool)
-    span = np.maximum(upper[hinge] - lower[hinge], 0.0)
+    pivot, hinge_z, child = anchor[hinge], z[hinge], children[hinge]
+    child_x = child[:, :3, 0]
+    reference = _unit_rows(_in_plane(child_x, hinge_z), x[hinge],
+                           REFERENCE_TOLERANCE * np.linalg.norm(child_x, axis=1))
+    reference = _unit_rows(_in_plane(child[:, :3, 3] - pivot, hinge_z), reference,
+                           REFERENCE_TOLERANCE * size[hinge, 0])
+    side = np.cross(hinge_z, reference)
+    span = np.clip(upper[hinge] - lower[hinge], 0.0, 2.0 * math.pi)
     points_per_arc = np.maximum(2, np.ceil(ARC_SEGMENTS * span / (2.0 * math.pi)).astype(np.int64) + 1)
     owner = np.repeat(np.arange(len(span)), points_per_arc)  # the arc of each point
     first = np.cumsum(points_per_arc) - points_per_arc  # each arc's first point
+    last = first + points_per_arc - 1
     step = (np.arange(len(owner)) - first[owner]) / (points_per_arc[owner] - 1)
     angles = lower[hinge][owner] + span[owner] * step
     radius = 0.6 * size[hinge][owner]
-    points = anchor[hinge][owner] + radius * (np.cos(angles)[:, None] * x[hinge][owner]
-                                              + np.sin(angles)[:, None] * y[hinge][owner])
-    starts = np.setdiff1d(np.arange(len(points)), first + points_per_arc - 1)  # all but each arc's last
+    points = pivot[owner] + radius * (np.cos(angles)[:, None] * reference[owner]
+                                       + np.sin(angles)[:, None] * side[owner])
+    starts = np.setdiff1d(np.arange(len(points)), last)  # all but each arc's last
     arcs = np.stack([points[starts], points[starts + 1]], axis=1).reshape(-1, 3)
-    last = first + points_per_arc - 1
-    spokes = np.stack([anchor[hinge], points[first], anchor[hinge], points[last]], axis=1).reshape(-1, 3)
+    spokes = np.stack([pivot, points[first], pivot, points[last]], axis=1).reshape(-1, 3)
     return {
         "axis": axis.astype(np.float32),
         "anchor": anchor.astype(np.float32),
@@ -91,18 +120,42 @@ def joints_geometry(matrices: np.ndarray, revolute: np.ndarray, use_limit: np.nd
 
 def scene_geometry(view_layer) -> dict:
     """Overlay geometry of every visible enabled joint of ``view_layer``, concatenated
-    (:func:`joints_geometry` of them all: one pass of NumPy, not one per joint)."""
+    (:func:`joints_geometry` of them all: one pass of NumPy, not one per joint).
+
+    A revolute limit is drawn where it acts: the solver measures the angle x from the bodies'
+    relative pose at the bake's first frame and keeps it within [lower + init_angle, upper +
+    init_angle] (rad); the child is now at x_now = ``abd_angle`` - init_angle (the baked readout,
+    init_angle + x, on the Empty), or 0 where the Empty has none (not baked: the current pose is
+    the first frame's), so the wedge spans lower + init_angle - x_now .. upper + init_angle -
+    x_now from the child's current direction.
+    """
+    from .bake import READOUT_PROPERTIES  # not at the top: bake -> export -> properties -> overlay
+
+    # Every object's world matrix in one read (foreach_get gives each column by column).
+    objects = bpy.data.objects
+    flat = np.empty(len(objects) * 16, dtype=np.float32)
+    objects.foreach_get("matrix_world", flat)
+    worlds = flat.reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)
+    row = {ob: k for k, ob in enumerate(objects)}
     joints = [ob for ob in view_layer.objects if ob.abd_joint.enabled and ob.visible_get()]
     settings = [ob.abd_joint for ob in joints]
     revolute = np.array([joint.type == "REVOLUTE" for joint in settings], dtype=bool)
     limits = [joint.limit for joint in settings]
+    lower = np.array([limit.lower_angle if hinge else limit.lower for limit, hinge in zip(limits, revolute)])
+    upper = np.array([limit.upper_angle if hinge else limit.upper for limit, hinge in zip(limits, revolute)])
+    init_angle = np.array([joint.init_angle for joint in settings])
+    readout = READOUT_PROPERTIES["revolute"]
+    x_now = np.array([ob.get(readout, joint.init_angle) for ob, joint in zip(joints, settings)], dtype=np.float64)
+    x_now -= init_angle
+    offset = np.where(revolute, init_angle - x_now, 0.0)
     return joints_geometry(
-        np.array([ob.matrix_world for ob in joints], dtype=np.float64).reshape(-1, 4, 4),
+        worlds[np.array([row[ob] for ob in joints], dtype=np.intp)],
         revolute,
         np.array([limit.use for limit in limits], dtype=bool),
-        np.array([limit.lower_angle if hinge else limit.lower for limit, hinge in zip(limits, revolute)]),
-        np.array([limit.upper_angle if hinge else limit.upper for limit, hinge in zip(limits, revolute)]),
+        lower + offset,
+        upper + offset,
         np.array([max(ob.empty_display_size, 0.1) for ob in joints]),
+        worlds[np.array([row[joint.r_body or ob] for ob, joint in zip(joints, settings)], dtype=np.intp)],
     )
 
 

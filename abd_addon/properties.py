@@ -334,6 +334,9 @@ class ABDBakeState(PropertyGroup):
     action: PointerProperty(override=OVERRIDABLE, type=bpy.types.Action, options=STATIC, description="The baked action")
     previous_action: PointerProperty(override=OVERRIDABLE, type=bpy.types.Action, options=STATIC, description="The action before the bake")
     previous_slot: StringProperty(override=OVERRIDABLE, options=STATIC, description="Identifier of the action slot before the bake")
+    bake_token: StringProperty(override=OVERRIDABLE, options=STATIC,
+                               description="Drawn at the object's first bake: a copy made since has the same one")
+    baked_name: StringProperty(override=OVERRIDABLE, options=STATIC, description="The object's name at its first bake")
     had_animation_data: BoolProperty(override=OVERRIDABLE, default=False, options=STATIC)
     previous_influence: FloatProperty(override=OVERRIDABLE, default=1.0, options=STATIC)
     previous_blend_type: StringProperty(override=OVERRIDABLE, default="REPLACE", options=STATIC)

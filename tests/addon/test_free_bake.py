@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 import pytest
-from abd_rigs import fcurves, key_property, scene_snapshot, slider_rig
+from abd_rigs import fcurves, hinge_rig, key_property, scene_snapshot, select_only, slider_rig, world
 
 
 def test_free_bake_restores_previous_keyframes_exactly(addon):
@@ -157,3 +157,97 @@ def test_curve_modifiers_are_copied_into_the_bake_and_kept_with_edits(addon):
     restored = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
     assert [(m.type, addon.bake.modifier_settings(m)) for m in restored.modifiers] == settings
     assert restored.keyframe_points[1].co.y == pytest.approx(-0.4)
+
+
+@pytest.mark.parametrize("linked", [False, True])
+@pytest.mark.parametrize("first", ["original", "copy", "both"])
+def test_a_body_duplicated_after_the_bake_gets_its_own_action_back(addon, first, linked):
+    """Shift+D (or Alt+D, sharing the baked action too) of a baked body that follows its own
+    animation: the duplicate's bake state points at the original's action from before the bake.
+    Free Bake, of both or of either first, gives the original exactly that action and the copy
+    its own copy of it, with the copy's edits: none goes into the original's (after Alt+D the
+    two play one baked action, so an edit there is the original's too)."""
+    base, arm, joint = hinge_rig(frame_end=8)
+    key_property(arm, "location", ((1, (0.6, 0.0, 0.0)), (8, (0.6, 0.0, 0.5))))
+    key_property(arm, "color", ((1, (1.0, 1.0, 1.0, 1.0)), (8, (1.0, 0.0, 0.0, 1.0))))  # not keyed by the bake
+    arm.abd_body.soft_transform.is_constrained = True  # follows its own animation
+    bpy.context.scene.frame_set(1)
+    user_action = arm.animation_data.action
+    before = scene_snapshot()
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    select_only(arm)
+    assert bpy.ops.object.duplicate(linked=linked) == {"FINISHED"}
+    copy = bpy.context.active_object
+    assert copy.abd_bake.previous_action == user_action
+    red = next(fc for fc in fcurves(copy) if fc.data_path == "color" and fc.array_index == 0)
+    red.keyframe_points[-1].co.y = 0.25  # an edit of the copy's (played) animation after the bake
+    red.update()
+
+    freed = {"original": [arm], "copy": [copy], "both": [arm, copy]}[first]
+    assert addon.bake.free_bake(bpy.context.scene, freed) == len(freed)
+    addon.bake.free_bake(bpy.context.scene, [arm, copy])
+    assert arm.animation_data.action == user_action
+    assert copy.animation_data.action not in (None, user_action)
+    after = scene_snapshot()
+    original = after["objects"]["Arm"]
+    edited = original["keys"].pop(("color", 0)), after["objects"][copy.name]["keys"].pop(("color", 0))
+    unedited = before["objects"]["Arm"]["keys"].pop(("color", 0))
+    assert edited[0] != unedited if linked else edited[0] == unedited
+    assert edited[1] != unedited  # the copy's edit, in its own action
+    assert original == before["objects"]["Arm"]
+    assert after["objects"][copy.name]["keys"] == original["keys"]
+    assert all(after["poses"][("Arm", frame)] == before["poses"][("Arm", frame)] for frame in (1, 4, 8))
+
+    # Re-keying the copy now moves the copy alone.
+    for fc in fcurves(copy):
+        if fc.data_path == "location" and fc.array_index == 2:
+            fc.keyframe_points[-1].co.y = 3.0
+            fc.update()
+    bpy.context.scene.frame_set(8)
+    assert world(arm)[2, 3] == pytest.approx(0.5, abs=1e-6)
+    assert world(copy)[2, 3] == pytest.approx(3.0, abs=1e-6)
+
+
+def test_a_rebake_carries_a_duplicates_edits_into_its_own_action(addon):
+    """After Shift+D of a baked body, a re-bake carries the copy's edits into a copy of the
+    original's action from before the bake, and leaves the original's as it was."""
+    base, arm, joint = hinge_rig(frame_end=8)
+    key_property(arm, "color", ((1, (1.0, 1.0, 1.0, 1.0)), (8, (1.0, 0.0, 0.0, 1.0))))
+    user_action = arm.animation_data.action
+    before = scene_snapshot()["objects"]["Arm"]["keys"]
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    select_only(arm)
+    assert bpy.ops.object.duplicate() == {"FINISHED"}
+    copy = bpy.context.active_object
+    red = next(fc for fc in fcurves(copy) if fc.data_path == "color" and fc.array_index == 0)
+    red.keyframe_points[-1].co.y = 0.25
+    red.update()
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert arm.abd_bake.previous_action == user_action
+    assert copy.abd_bake.previous_action not in (None, user_action)
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert arm.animation_data.action == user_action
+    after = scene_snapshot()["objects"]
+    assert after["Arm"]["keys"] == before
+    assert after[copy.name]["keys"][("color", 0)][0][-1] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("renamed", [False, True])
+def test_bodies_that_shared_an_action_before_the_bake_share_it_after_free_bake(addon, renamed):
+    """Two bodies playing one action (and slot) before their bake, as a linked duplicate made
+    before baking does: they are not copies made after the bake, so Free Bake gives both that
+    same action back, not one of them a copy, also when one was renamed after the bake."""
+    base, arm, joint = hinge_rig(frame_end=8)
+    key_property(arm, "color", ((1, (1.0, 1.0, 1.0, 1.0)), (8, (1.0, 0.0, 0.0, 1.0))))
+    select_only(arm)
+    assert bpy.ops.object.duplicate_move_linked(TRANSFORM_OT_translate={"value": (0.0, 2.0, 0.0)}) == {"FINISHED"}
+    twin = bpy.context.active_object
+    user_action = arm.animation_data.action
+    assert twin.animation_data.action == user_action and twin.abd_body.enabled
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert twin.abd_bake.is_baked and twin.abd_bake.previous_action == user_action
+    if renamed:
+        arm.name = "ArmLeft"
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert arm.animation_data.action == user_action
+    assert twin.animation_data.action == user_action

@@ -6,13 +6,24 @@ import math
 
 import bpy
 import numpy as np
-from abd_rigs import hinge_rig, slider_rig
+import pytest
+from abd_rigs import hinge_rig, slider_rig, world
 
 
-def one_joint(addon, matrix, joint_type: str, use_limit: bool, lower: float, upper: float, size: float = 1.0):
-    """The overlay geometry of one joint (joints_geometry of it alone)."""
+def one_joint(addon, matrix, joint_type: str, use_limit: bool, lower: float, upper: float, size: float = 1.0,
+              child=None):
+    """The overlay geometry of one joint (joints_geometry of it alone); ``child`` is its child's
+    world matrix (default: the Empty's own, as for a joint without a child)."""
+    child = matrix if child is None else child
     return addon.overlay.joints_geometry(np.asarray(matrix, dtype=np.float64)[None], [joint_type == "REVOLUTE"],
-                                         [use_limit], [lower], [upper], [size])
+                                         [use_limit], [lower], [upper], [size],
+                                         np.asarray(child, dtype=np.float64)[None])
+
+
+def angle_about(axis, start, direction) -> float:
+    """The right-handed angle (rad, in (-pi, pi]) about ``axis`` from ``start`` to ``direction``."""
+    axis = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
+    return float(np.arctan2(np.dot(np.cross(start, direction), axis), np.dot(start, direction)))
 
 
 def test_prismatic_axis_anchor_and_limit(addon):
@@ -43,6 +54,84 @@ def test_revolute_limit_arc_spans_lower_to_upper(addon):
     assert math.isclose(angles[-1], math.pi / 4, abs_tol=1e-6)
 
 
+def test_revolute_angles_are_measured_from_the_childs_direction(addon):
+    # The Empty's local X is world -X, its Z world +Y (as Connect makes a hinge about Y); the
+    # angles start from the child, not from the Empty's X: its origin, else its X, else the Empty's.
+    matrix = np.eye(4)
+    matrix[:3, :3] = [[-1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    matrix[:3, 3] = (1.0, 2.0, 3.0)
+    child = np.eye(4)
+    child[:3, :3] = [[0.0, 0.0, 2.0], [0.0, 2.0, 0.0], [-2.0, 0.0, 0.0]]  # local X = world -Z, scaled
+    child[:3, 3] = (1.0, 5.0, 3.5)  # 0.5 m above the anchor (world +Z), 3 m along the axis
+    cases = (
+        (child[:3, 3], [0.0, 0.0, 1.0]),  # the direction to the child's origin
+        ((1.0, 7.0, 3.0), [0.0, 0.0, -1.0]),  # its origin on the axis: the child's X
+    )
+    for origin, reference in cases:
+        child[:3, 3] = origin
+        spokes = one_joint(addon, matrix, "REVOLUTE", True, 0.0, math.pi / 2, size=1.0, child=child)["limit"][-4:]
+        np.testing.assert_allclose(spokes[1] - spokes[0], 0.6 * np.array(reference), atol=1e-6)
+        # +90 degrees about +Y (right-handed): +Z goes to +X.
+        np.testing.assert_allclose(spokes[3] - spokes[2], 0.6 * np.cross([0.0, 1.0, 0.0], reference), atol=1e-6)
+    child[:3, :3] = [[0.0, 0.0, 2.0], [2.0, 0.0, 0.0], [0.0, 2.0, 0.0]]  # and its X along the axis: the Empty's X
+    spokes = one_joint(addon, matrix, "REVOLUTE", True, 0.0, math.pi / 2, size=1.0, child=child)["limit"][-4:]
+    np.testing.assert_allclose(spokes[1] - spokes[0], [-0.6, 0.0, 0.0], atol=1e-6)
+
+
+def test_a_revolute_span_beyond_a_turn_draws_one_circle(addon):
+    # An enormous span (the bake accepts it) draws the full circle, not one segment per 1/48 turn of it.
+    matrix = np.eye(4)
+    lower = -math.pi / 4
+    huge = one_joint(addon, matrix, "REVOLUTE", True, lower, 1e5, size=1.0)["limit"]
+    turn = one_joint(addon, matrix, "REVOLUTE", True, lower, lower + 2.0 * math.pi, size=1.0)["limit"]
+    assert len(huge) == 2 * addon.overlay.ARC_SEGMENTS + 4
+    np.testing.assert_allclose(huge[:-4], turn[:-4], atol=1e-6)
+    np.testing.assert_allclose(huge[0], huge[-5], atol=1e-6)  # it closes
+
+
+def _wedge(addon, joint):
+    """(anchor, start, end, span): the drawn revolute wedge of the scene's one joint, its spokes'
+    directions and the angle (rad) between them about the joint's axis."""
+    spokes = addon.overlay.scene_geometry(bpy.context.view_layer)["limit"][-4:].astype(np.float64)
+    axis = np.array(joint.matrix_world.col[2][:3])
+    start, end = spokes[1] - spokes[0], spokes[3] - spokes[2]
+    return spokes[0], start, end, angle_about(axis, start, end)
+
+
+@pytest.mark.parametrize("init_angle", [0.0, -math.radians(20.0)])
+def test_the_revolute_wedge_holds_the_baked_child(addon, init_angle):
+    # A hinge made with Connect (its Empty's X points away from the arm) with the asymmetric limit
+    # [0, 40] degrees: the arm falls under gravity the positive way and stops at 40 (at 20 with
+    # init_angle -20: the bounds are lower + init_angle, upper + init_angle). Wherever the
+    # overlay is drawn, before the bake or at any frame of its playback, the wedge is the same
+    # (the base does not move) and the arm is inside it.
+    base, arm, joint = hinge_rig(frame_end=24)
+    limit = joint.abd_joint.limit
+    limit.use, limit.lower_angle, limit.upper_angle, limit.strength = True, 0.0, math.radians(40.0), 1000.0
+    joint.abd_joint.init_angle = init_angle
+    axis = np.array(joint.matrix_world.col[2][:3])
+    scene = bpy.context.scene
+    scene.frame_set(1)
+    anchor, start, end, span = _wedge(addon, joint)
+    arm_start = np.array(arm.matrix_world.translation) - anchor
+    assert angle_about(axis, start, arm_start) == pytest.approx(-init_angle, abs=1e-5)
+    assert span == pytest.approx(math.radians(40.0), abs=1e-5)
+
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    swing = 0.0
+    for frame in (1, 3, 6, 9, 12, 18, 24):
+        scene.frame_set(frame)
+        now = _wedge(addon, joint)
+        np.testing.assert_allclose(now[0], anchor, atol=1e-6)
+        np.testing.assert_allclose(now[1], start, atol=1e-4)
+        np.testing.assert_allclose(now[2], end, atol=1e-4)
+        arm_now = world(arm)[:3, 3] - anchor
+        assert -math.radians(1.0) <= angle_about(axis, start, arm_now) <= span + math.radians(1.0)
+        swing = max(swing, angle_about(axis, arm_start, arm_now))
+    assert swing == pytest.approx(math.radians(40.0) + init_angle, abs=math.radians(1.0))  # it did fall
+    assert angle_about(axis, arm_now, end) == pytest.approx(0.0, abs=math.radians(1.0))  # resting on the upper end
+
+
 def test_scene_geometry_covers_enabled_visible_joints(addon):
     base, slider, joint = slider_rig(frame_end=4)
     assert len(addon.overlay.scene_geometry(bpy.context.view_layer)["anchor"]) == 1
@@ -60,20 +149,23 @@ def test_scene_geometry_covers_enabled_visible_joints(addon):
 def test_many_joints_geometry_is_each_joints_own(addon):
     # joints_geometry of several joints at once is the concatenation of each one's alone.
     rng = np.random.default_rng(3)
-    matrices, kinds, limited, lower, upper, size = [], [], [], [], [], []
+    matrices, kinds, limited, lower, upper, size, children = [], [], [], [], [], [], []
     for k in range(6):
-        matrix = np.eye(4)
+        matrix, child = np.eye(4), np.eye(4)
         q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
         matrix[:3, :3], matrix[:3, 3] = q * (1.0 + k), rng.normal(size=3)
+        child[:3, :3], child[:3, 3] = rng.normal(size=(3, 3)), rng.normal(size=3)
         matrices.append(matrix)
+        children.append(matrix if k == 4 else child)  # one without a child
         kinds.append(k % 2 == 0)
         limited.append(k % 3 != 2)
         lower.append(-0.3 * k)
         upper.append(0.2 * k + 0.1)
         size.append(0.5 + 0.1 * k)
-    together = addon.overlay.joints_geometry(np.array(matrices), np.array(kinds), np.array(limited), lower, upper, size)
-    alone = [one_joint(addon, m, "REVOLUTE" if r else "PRISMATIC", u, lo, up, s)
-             for m, r, u, lo, up, s in zip(matrices, kinds, limited, lower, upper, size)]
+    together = addon.overlay.joints_geometry(np.array(matrices), np.array(kinds), np.array(limited), lower, upper, size,
+                                             np.array(children))
+    alone = [one_joint(addon, m, "REVOLUTE" if r else "PRISMATIC", u, lo, up, s, c)
+             for m, r, u, lo, up, s, c in zip(matrices, kinds, limited, lower, upper, size, children)]
     np.testing.assert_allclose(together["axis"], np.concatenate([g["axis"] for g in alone]), atol=1e-6)
     np.testing.assert_allclose(together["anchor"], np.concatenate([g["anchor"] for g in alone]), atol=1e-6)
     # The same limit segments (as a set of point pairs: the batch groups them by kind).
