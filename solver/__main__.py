@@ -12,6 +12,14 @@ Commands:
     or a bad command line); 1 when the solver fails (``SolverError``) or a time step did not
     converge (the trajectory is still saved, and the first step that failed is printed).
 
+``warm-up``
+    Compile every solver kernel into the on-disk cache that later ``run`` commands of this
+    entry point load (once per machine and solver version, e.g. in a render-farm image; a first
+    ``run`` otherwise compiles the kernels its scene needs, several seconds). The cache is kept per
+    import name of the solver (``solver`` here; the Blender add-on's copy has its own, which
+    ``python -m abd_addon.batch --warm-up`` fills). Prints the cache folder; exit status 0, or 1
+    if the solver fails on its warm-up scene (a bug).
+
 More commands (``import-urdf``) are added by registering a sub-parser in :func:`build_parser`
 and a handler that returns the exit status.
 """
@@ -135,6 +143,23 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _warm_up(args: argparse.Namespace) -> int:
+    """``warm-up``: simulate :func:`solver.warmup.warm_up_scene` (every kernel compiled or loaded)
+    and print the Numba cache folder of this solver version."""
+    import numba
+
+    from .simulation import SolverError
+    from .warmup import warm_up
+
+    try:
+        warm_up()
+    except SolverError as error:
+        _error(f"the warm-up scene failed: {error}")
+        return EXIT_SOLVER_FAILED
+    print(f"warm_up=done cache={numba.config.CACHE_DIR}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per command; each sets ``handler(args) -> int``."""
     parser = argparse.ArgumentParser(prog="python -m solver", description="Affine Body Dynamics solver with joints.")
@@ -157,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     run.set_defaults(handler=_run)
+    warm = commands.add_parser("warm-up", help="compile the solver's kernels into the cache later runs load "
+                                               "(once per machine and solver version)")
+    warm.set_defaults(handler=_warm_up)
     from .urdf import add_parser as add_import_urdf_parser  # import-urdf (yourdfpy/trimesh load lazily)
 
     add_import_urdf_parser(commands)

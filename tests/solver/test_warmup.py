@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from solver.model import Model
@@ -215,3 +217,25 @@ def test_a_cache_path_that_cannot_be_a_folder_falls_back_with_a_warning(tmp_path
     used = completed.stdout.strip()
     assert used.startswith(str(tmp_path / "abd_joints-")) and os.path.isdir(used)
     assert "cannot be written" in completed.stderr
+
+
+def test_the_command_line_warm_up_fills_the_cache_that_runs_load(tmp_path):
+    """``python -m solver warm-up`` compiles every kernel into this entry point's cache folder (a
+    render-farm node's first ``run`` then loads them: the batch's --warm-up fills the add-on
+    copy's folder, not this one) and prints where it is."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    environment = dict(os.environ, ABD_JOINTS_CACHE_DIR=str(tmp_path))
+    environment.pop("NUMBA_CACHE_DIR", None)
+    result = subprocess.run([sys.executable, "-m", "solver", "warm-up"], cwd=root, env=environment,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    (folder,) = (tmp_path / "numba").glob("solver-*")
+    assert f"cache={folder}" in result.stdout
+    kernels = {path.name.split("-")[0] for path in folder.rglob("*.nbi")}
+    for kernel in ("prismatic_group._gradient_hessian_kernel", "revolute_joint_limit._gradient_hessian_kernel",
+                   "ortho_potential._gradient_hessian_kernel", "linear_solver._transpose_band", "newton._direction_size"):
+        assert kernel in kernels, sorted(kernels)
