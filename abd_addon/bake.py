@@ -43,7 +43,7 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
-from .export import TRANSFORM_PROPERTIES, Export, RigError, export_scene, rigid_transforms
+from .export import TRANSFORM_PROPERTIES, Export, RigError, export_scene, refuse_tweak_mode, rigid_transforms
 
 
 class TrajectoryFileError(ValueError):
@@ -308,6 +308,13 @@ def fcurve_keys(fcurve) -> list:
     return values
 
 
+def fcurve_samples(fcurve) -> np.ndarray:
+    """The sampled points of ``fcurve`` (Convert to Samples), flat (frame, value, frame, value, ...)."""
+    samples = np.empty(2 * len(fcurve.sampled_points), dtype=np.float32)
+    fcurve.sampled_points.foreach_get("co", samples)
+    return samples
+
+
 #: F-curve modifier properties that are interface state, not settings (which one is active in the
 #: Graph Editor, whether its panel is open): neither copied nor compared.
 MODIFIER_UI_STATE = ("active", "show_expanded")
@@ -330,20 +337,34 @@ def modifier_settings(modifier) -> dict:
 
 
 def same_fcurve(first, second) -> bool:
-    """Whether two F-curves hold the same keys, handles, interpolation, extrapolation, mute and modifiers."""
+    """Whether two F-curves hold the same keys, handles, interpolation, sampled points, auto handle
+    smoothing, extrapolation, mute and modifiers: everything that sets the values they play."""
     return (first.extrapolation == second.extrapolation and first.mute == second.mute
+            and first.auto_smoothing == second.auto_smoothing
             and len(first.keyframe_points) == len(second.keyframe_points)
             and all(np.array_equal(a, b) for a, b in zip(fcurve_keys(first), fcurve_keys(second)))
+            and np.array_equal(fcurve_samples(first), fcurve_samples(second))
             and [(m.type, modifier_settings(m)) for m in first.modifiers]
             == [(m.type, modifier_settings(m)) for m in second.modifiers])
 
 
 def copy_fcurve(source, target) -> None:
-    """Copy F-curve ``source`` (keys, handles, interpolation, extrapolation, mute, modifiers) into
-    the empty F-curve ``target``."""
+    """Copy F-curve ``source`` (keys, handles, interpolation, sampled points, auto handle smoothing,
+    extrapolation, mute, modifiers) into the empty F-curve ``target``.
+
+    The smoothing is set first: ``update`` recomputes automatic handles with it. Sampled points
+    (Convert to Samples: one per frame) cannot be added from Python; they are made as Blender
+    makes them, from a LINEAR key on each, by ``convert_to_samples`` over their frames (its end
+    is exclusive), before the modifiers are added (it would bake them in).
+    """
+    target.auto_smoothing = source.auto_smoothing
     target.keyframe_points.add(len(source.keyframe_points))
     for (name, _, _), values in zip(KEYFRAME_ATTRIBUTES, fcurve_keys(source)):
         target.keyframe_points.foreach_set(name, values)
+    samples = fcurve_samples(source)
+    if len(samples):
+        set_linear_keys(target, samples[0::2], samples[1::2])
+        target.convert_to_samples(int(samples[0]), int(samples[-2]) + 1)
     target.extrapolation = source.extrapolation
     target.mute = source.mute
     for modifier in source.modifiers:
@@ -362,13 +383,13 @@ def copy_fcurve(source, target) -> None:
     target.update()
 
 
-def fcurve_collection(action, slot_identifier: str, ob: bpy.types.Object) -> tuple:
-    """(collection, slot identifier): the collection (``new``/``remove``) of ``action``'s F-curves
-    for ``ob``, those of the slot ``slot_identifier`` (Blender 4.4+: the slot, named after ``ob``,
-    and its channelbag created where missing), or ``Action.fcurves`` and '' (4.2/4.3). Unlike
-    :func:`ensure_fcurve` it does not need ``action`` to be assigned to ``ob``."""
+def fcurve_owner(action, slot_identifier: str, ob: bpy.types.Object) -> tuple:
+    """(owner, slot identifier): what holds ``action``'s F-curves for ``ob`` (its ``fcurves`` and
+    channel ``groups``), the channelbag of the slot ``slot_identifier`` (Blender 4.4+: the slot,
+    named after ``ob``, and its channelbag created where missing), or the Action itself and ''
+    (4.2/4.3). Unlike :func:`ensure_fcurve` it does not need ``action`` to be assigned to ``ob``."""
     if not hasattr(action, "slots"):
-        return action.fcurves, ""  # Blender 4.2 / 4.3
+        return action, ""  # Blender 4.2 / 4.3
     from bpy_extras import anim_utils
 
     slot = next((slot for slot in action.slots if slot.identifier == slot_identifier), None)
@@ -379,7 +400,18 @@ def fcurve_collection(action, slot_identifier: str, ob: bpy.types.Object) -> tup
         layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
         strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
         channelbag = strip.channelbag(slot, ensure=True)
-    return channelbag.fcurves, slot.identifier
+    return channelbag, slot.identifier
+
+
+def add_fcurve_copy(owner, source):
+    """A copy (:func:`copy_fcurve`) of F-curve ``source`` added to ``owner`` (a channelbag, or an
+    Action before Blender 4.4: :func:`fcurve_owner`), in a channel group named as ``source``'s
+    (made where missing)."""
+    target = owner.fcurves.new(source.data_path, index=source.array_index)
+    if source.group is not None:
+        target.group = owner.groups.get(source.group.name) or owner.groups.new(source.group.name)
+    copy_fcurve(source, target)
+    return target
 
 
 def user_fcurves(action, slot_identifier: str = "") -> dict:
@@ -500,16 +532,16 @@ def keep_animation_edits(ob: bpy.types.Object) -> None:
         previous = bpy.data.actions.new(f"{ob.name}Action")
     elif previous.library is not None:  # not editable here
         previous = previous.copy()
-    curves, state.previous_slot = fcurve_collection(previous, state.previous_slot, ob)
+    owner, state.previous_slot = fcurve_owner(previous, state.previous_slot, ob)
     state.previous_action = previous
     missing = dict(edited)
     for key, fcurve in user_fcurves(previous, state.previous_slot).items():
         if key in edited and same_fcurve(edited[key], fcurve):
             del missing[key]
         else:
-            curves.remove(fcurve)
+            owner.fcurves.remove(fcurve)
     for fcurve in missing.values():
-        copy_fcurve(fcurve, curves.new(fcurve.data_path, index=fcurve.array_index))
+        add_fcurve_copy(owner, fcurve)
 
 
 def _apply_previous(ob: bpy.types.Object) -> None:
@@ -570,7 +602,11 @@ def original_animation(scene: bpy.types.Scene):
     stays, as do the copies of that animation :func:`unshare_previous_actions` gives objects
     duplicated after their bake). Everything else is put back on exit, and the scene is
     re-evaluated at its current frame.
+
+    Raises:
+        RigError: a baked object is in NLA tweak mode (nothing is changed).
     """
+    refuse_tweak_mode(baked_objects(scene))
     unshare_previous_actions()
     swapped = []
     try:
@@ -619,8 +655,9 @@ def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete:
         set_linear_keys(ensure_fcurve(action, ob, "scale", index), frames, keys.scale[:, index])
     for key, values in keys.custom.items():
         set_linear_keys(ensure_fcurve(action, ob, f'["{key}"]', 0), frames, values)
+    owner, _ = fcurve_owner(action, _baked_slot(action), ob)
     for source in sources:
-        copy_fcurve(source, ensure_fcurve(action, ob, source.data_path, source.array_index))
+        add_fcurve_copy(owner, source)
     state.is_baked = True
     state.action = action
 
@@ -632,8 +669,9 @@ def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
     Animated, or no longer an affine body; a joint disabled) have that bake freed, as
     :func:`free_bake` does: the re-bake simulated them with their own animation, so that is what
     they play. On any error the objects are put back as they were (actions, slots, transforms,
-    custom properties, ``abd_bake`` state), the new actions are deleted, and the error is
-    re-raised. The actions of a previous bake are deleted only after everything was written.
+    custom properties, ``abd_bake`` state), each also when putting back another one failed
+    (noted on the error), the new actions are deleted, and the error is re-raised. The actions
+    of a previous bake are deleted only after everything was written.
     """
     frames = frame_start + np.arange(len(keys[0].location) if keys else 0, dtype=np.float64)
     keyed = {object_keys_.ob for object_keys_ in keys}
@@ -646,9 +684,13 @@ def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
             if ob not in keyed:
                 snapshots.append(_Snapshot(ob))
                 _free_object(ob, obsolete)
-    except BaseException:
+    except BaseException as error:
         for snapshot in reversed(snapshots):
-            snapshot.restore()
+            try:
+                snapshot.restore()
+            except Exception as restore_error:  # noqa: BLE001 - the others are restored all the same
+                error.add_note(f"Putting back '{snapshot.ob.name}' failed: {type(restore_error).__name__}: "
+                               f"{restore_error}")
         remove_actions(created)
         scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
         raise
@@ -695,9 +737,13 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
     ``abd_distance``/``abd_angle`` properties, and deletes the baked action when nothing else
     uses it. An object duplicated after its bake gets a copy of its original's action
     (:func:`unshare_previous_actions`).
+
+    Raises:
+        RigError: one of the objects is in NLA tweak mode (nothing is changed).
     """
-    unshare_previous_actions()
     objects = baked_objects(scene) if objects is None else [ob for ob in objects if ob.abd_bake.is_baked]
+    refuse_tweak_mode(objects)
+    unshare_previous_actions()
     baked_actions = []
     for ob in objects:
         _free_object(ob, baked_actions)
@@ -753,9 +799,11 @@ class BakeJob:
         or ``Trajectory.save``) computed for this export's scene file.
 
         Raises:
-            TrajectoryFileError: when the file cannot be read as a trajectory, or its bodies,
-                joints, frame count or frame rate are not this export's, or a body's first pose
-                is not where the rig has it (nothing is changed).
+            TrajectoryFileError: when the file cannot be read as a trajectory, an array of it has
+                the wrong shape or a NaN or infinite value the bake would use
+                (:func:`trajectory_damage`), or its bodies, joints, frame count or frame rate are
+                not this export's, or a body's first pose is not where the rig has it (nothing is
+                changed).
         """
         from ..solver.trajectory import Trajectory
 
@@ -763,6 +811,9 @@ class BakeJob:
             trajectory = Trajectory.load(path)
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:  # missing, not an .npz, a field missing
             raise TrajectoryFileError(f"{path}: not a readable trajectory file ({type(error).__name__}: {error})") from None
+        problem = trajectory_damage(self.export, trajectory)
+        if problem:
+            raise TrajectoryFileError(f"{path} is damaged: {problem}")
         problem = trajectory_mismatch(self.export, trajectory)
         if problem:
             raise TrajectoryFileError(f"{path} was not computed for this rig: {problem}")
@@ -774,6 +825,58 @@ class BakeJob:
         keys = compute_keys(self.export, self.trajectory)
         write_bake(self.scene, keys, self.export.frame_start)
         return [k.ob for k in keys]
+
+
+#: A trajectory's per-time-step arrays (frame count x substeps long).
+STEP_ARRAYS = ("newton_iterations", "line_search_iterations", "converged", "fast_rotation", "residual")
+
+
+def _shape_problem(trajectory, name: str, shape: tuple, layout: str) -> Optional[str]:
+    """Why ``trajectory``'s array ``name`` is not numbers of ``shape`` (described by ``layout``), or None."""
+    array = np.asarray(getattr(trajectory, name))
+    if array.shape == shape and array.dtype.kind in "biuf":
+        return None
+    return f"its '{name}' array is {array.dtype} of shape {array.shape}, not numbers of shape {shape} ({layout})"
+
+
+def trajectory_damage(export: Export, trajectory) -> Optional[str]:
+    """What makes ``trajectory``'s arrays unfit to bake, naming the array, or None: ``body_names``
+    or ``joint_names`` not a list, ``transforms`` not (frames, bodies, 4, 4) for its own body
+    names, ``distance`` or ``angle`` not (frames, joints), a per-step array (:data:`STEP_ARRAYS`)
+    not frame count x substeps long, or a NaN or infinite value where the bake reads one: a
+    transform, or the readout it keys of each of the rig's joints (``distance`` of a prismatic
+    joint, ``angle`` of a revolute one; the other is NaN by design). Checked before the file is
+    compared with the rig (:func:`trajectory_mismatch`), which reads its first poses.
+    """
+    for name in ("body_names", "joint_names"):
+        if np.ndim(getattr(trajectory, name)) != 1:
+            return f"its '{name}' array is not a list of names"
+    bodies, joints = len(trajectory.body_names), len(trajectory.joint_names)
+    frames = len(trajectory.transforms) if np.ndim(trajectory.transforms) else 0
+    frame_count, substeps = max(frames - 1, 0), trajectory.substeps
+    problem = _shape_problem(trajectory, "transforms", (frames, bodies, 4, 4), "frames, bodies, 4, 4")
+    for name in ("distance", "angle"):
+        problem = problem or _shape_problem(trajectory, name, (frames, joints), "frames, joints")
+    for name in STEP_ARRAYS:
+        problem = problem or _shape_problem(trajectory, name, (frame_count * substeps,),
+                                            f"{frame_count} frames x {substeps} substeps")
+    if problem:
+        return problem
+    not_finite = ~np.isfinite(trajectory.transforms).all(axis=(2, 3))
+    if not_finite.any():
+        frame, body = np.argwhere(not_finite)[0]
+        return (f"its 'transforms' array holds a NaN or infinite value for body '{trajectory.body_names[body]}' "
+                f"at frame {export.frame_start + int(frame)}")
+    types = {joint.name: joint.type for joint in export.scene.joints}
+    for column, name in enumerate(map(str, trajectory.joint_names)):
+        if name not in types:
+            continue  # not the rig's: trajectory_mismatch says so
+        readout = "distance" if types[name] == "prismatic" else "angle"
+        bad = np.flatnonzero(~np.isfinite(getattr(trajectory, readout)[:, column]))
+        if len(bad):
+            return (f"its '{readout}' array holds a NaN or infinite value for joint '{name}' "
+                    f"at frame {export.frame_start + int(bad[0])}")
+    return None
 
 
 def trajectory_mismatch(export: Export, trajectory) -> Optional[str]:

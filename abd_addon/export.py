@@ -262,6 +262,18 @@ def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool)
     return None
 
 
+def refuse_tweak_mode(objects) -> None:
+    """Raise :class:`RigError` naming the first of ``objects`` whose animation is in NLA tweak mode
+    (a strip's action opened for editing, Tab in the NLA editor): Blender then keeps its action
+    read-only, so neither a bake nor Free Bake could change it."""
+    for ob in objects:
+        if ob.animation_data is not None and ob.animation_data.use_tweak_mode:
+            raise RigError(
+                f"Object '{ob.name}' is in NLA tweak mode (a strip's action is open for editing), where Blender "
+                "does not let its action be replaced: exit tweak mode in the NLA editor (Tab); nothing was changed"
+            )
+
+
 def viewport_enabled(view_layer: bpy.types.ViewLayer) -> set:
     """The objects of ``view_layer`` that its depsgraph evaluates: not disabled in viewports
     (``Object.hide_viewport``, the monitor icon) and in at least one collection that is neither
@@ -513,6 +525,7 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
         if override is not None:
             what, fix = override
             raise RigError(f"Object '{ob.name}': its {what} would override the bake on playback: {fix}")
+    refuse_tweak_mode(keyed)
     for ob in keyed:
         problem = parenting_problem(ob, keyed_set)
         if problem is not None:

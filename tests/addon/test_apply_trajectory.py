@@ -4,6 +4,7 @@ rig, frame range or pose is refused with nothing changed."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -110,3 +111,60 @@ def test_an_unconverged_result_is_refused_unless_accepted(tmp_path):
     assert scene_snapshot() == before
     assert bpy.ops.abd.apply_trajectory(filepath=str(result), require_converged=False) == {"FINISHED"}
     assert slider.abd_bake.is_baked
+
+
+def _nan_readout(trajectory):
+    distance = trajectory.distance.copy()
+    distance[6:] = np.nan
+    return {"distance": distance}, "its 'distance' array holds a NaN or infinite value for joint 'Joint_Base_Slider' at frame 7"
+
+
+def _nan_pose(trajectory):
+    transforms = trajectory.transforms.copy()
+    transforms[6, 1, 0, 3] = np.inf
+    return {"transforms": transforms}, "its 'transforms' array holds a NaN or infinite value for body 'Slider' at frame 7"
+
+
+def _nan_first_pose(trajectory):
+    transforms = trajectory.transforms.copy()
+    transforms[0, 0] = np.nan
+    return {"transforms": transforms}, "its 'transforms' array holds a NaN or infinite value for body 'Base' at frame 1"
+
+
+def _short_readout(trajectory):
+    return ({"distance": trajectory.distance[:5]},
+            "its 'distance' array is float64 of shape (5, 1), not numbers of shape (12, 1) (frames, joints)")
+
+
+def _affine_rows_missing(trajectory):
+    return ({"transforms": trajectory.transforms[:, :, :3]},
+            "its 'transforms' array is float64 of shape (12, 2, 3, 4), not numbers of shape (12, 2, 4, 4)")
+
+
+def _short_step_array(trajectory):
+    return ({"converged": trajectory.converged[:3]},
+            "its 'converged' array is bool of shape (3,), not numbers of shape (110,) (11 frames x 10 substeps)")
+
+
+@pytest.mark.parametrize("damage", [_nan_readout, _nan_pose, _nan_first_pose, _short_readout, _affine_rows_missing,
+                                    _short_step_array],
+                         ids=["NaN readout", "infinite pose", "NaN first pose", "short readout", "3x4 transforms",
+                              "short per-step array"])
+def test_a_damaged_result_is_refused_naming_the_array_and_nothing_changes(addon, tmp_path, damage):
+    """A result with the rig's bodies, joints and frames but a damaged array: a NaN or infinite
+    value the bake would key, or an array of the wrong shape, is refused naming the array, with
+    nothing changed (such values were keyed and a short per-step array taken; the others failed
+    with an 'unexpected' LinAlgError, ValueError or IndexError)."""
+    slider_rig(frame_end=12)
+    job = addon.bake.BakeJob(bpy.context.scene)
+    job.prepare()
+    trajectory = job.simulate()
+    changes, expected = damage(trajectory)
+    path = tmp_path / "damaged.npz"
+    dataclasses.replace(trajectory, **changes).save(path)
+    before = scene_snapshot()
+    with pytest.raises(RuntimeError) as caught:
+        bpy.ops.abd.apply_trajectory(filepath=str(path))
+    message = str(caught.value)
+    assert f"{path} is damaged: {expected}" in message and "unexpected" not in message
+    assert scene_snapshot() == before

@@ -194,6 +194,25 @@ def _fixed_body_moved_by_its_parent(base, slider, joint):
     return "'Base' is a Fixed body but moves from frame 2 on"
 
 
+def _in_nla_tweak_mode(which: str):
+    """A breaker opening an NLA strip of the joint Empty (holding its aim curve) or of the slider
+    for editing (Tab in the NLA editor): Blender keeps the object's action read-only then, so the
+    bake failed with an 'unexpected AttributeError' and its rollback left the other half-written."""
+    def breaker(base, slider, joint):
+        ob = {"joint": joint, "body": slider}[which]
+        ad = ob.animation_data_create()
+        action = ad.action or bpy.data.actions.new("Sway")
+        track = ad.nla_tracks.new()
+        strip = track.strips.new("Edit", 1, action)
+        ad.action = None
+        track.select = strip.select = True
+        ad.use_tweak_mode = True
+        assert ad.use_tweak_mode
+        return (f"Object '{ob.name}' is in NLA tweak mode (a strip's action is open for editing), where Blender "
+                "does not let its action be replaced: exit tweak mode in the NLA editor (Tab)")
+    return breaker
+
+
 def _time_stretching(base, slider, joint):
     bpy.context.scene.render.frame_map_new = 200
     return "Time Stretching (Output properties > Frame Range) maps 100 frames to 200"
@@ -230,6 +249,8 @@ BREAKERS = {
     "driver on a setting reading a simulated body": _driver_reads_a_simulated_body,
     "time stretching": _time_stretching,
     "fixed body moved by its parent": _fixed_body_moved_by_its_parent,
+    "joint Empty in NLA tweak mode": _in_nla_tweak_mode("joint"),
+    "dynamic body in NLA tweak mode": _in_nla_tweak_mode("body"),
 }
 
 

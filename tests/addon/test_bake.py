@@ -213,6 +213,31 @@ def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
     assert scene_snapshot() == before
 
 
+def test_rollback_puts_back_every_object_when_one_cannot_be(addon):
+    """Writing fails on the joint Empty (opened in NLA tweak mode between the solve and the write,
+    bypassing the refusal up front: its action is read-only), and putting its action back fails
+    the same way: the rollback still puts back the slider written before it and deletes the new
+    actions (it stopped at the first failure, leaving the slider baked and the actions behind),
+    then raises the first error, the second noted on it."""
+    base, slider, joint = slider_rig(frame_end=8)
+    job = addon.bake.BakeJob(bpy.context.scene)
+    job.prepare()
+    job.simulate()
+    ad = joint.animation_data
+    track = ad.nla_tracks.new()
+    strip = track.strips.new("Aim", 1, ad.action)
+    track.select = strip.select = True
+    ad.action = None
+    ad.use_tweak_mode = True
+    before = scene_snapshot()
+    with pytest.raises(AttributeError, match="read-only") as caught:
+        job.apply()
+    assert scene_snapshot() == before
+    assert not slider.abd_bake.is_baked and not joint.abd_bake.is_baked
+    assert any(note.startswith(f"Putting back '{joint.name}' failed: AttributeError")
+               for note in getattr(caught.value, "__notes__", ()))
+
+
 def test_failed_or_cancelled_rebake_keeps_the_previous_bake(addon, solver):
     base, slider, joint = slider_rig(frame_end=12)
     assert bpy.ops.abd.bake() == {"FINISHED"}
