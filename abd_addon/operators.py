@@ -445,7 +445,9 @@ class ABD_OT_bake(Operator):
         context.workspace.status_text_set(None)
         from ..solver.simulation import SimulationCancelled
 
-        if isinstance(self._error, SimulationCancelled) or (self._cancel and self._error is not None):
+        # Esc counts whenever it came before this point, also after the solver had finished (a
+        # status bar that offers "Esc to cancel" until the next timer tick must honour it).
+        if isinstance(self._error, SimulationCancelled) or self._cancel:
             self.report({"WARNING"}, "Bake cancelled: nothing was changed")
             return {"CANCELLED"}
         if self._error is not None:

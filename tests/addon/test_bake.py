@@ -358,6 +358,20 @@ def test_modal_bake_escape_cancels_and_changes_nothing(addon):
     assert scene_snapshot() == before
 
 
+def test_modal_bake_escape_after_the_solver_finished_still_cancels(addon):
+    """Esc pressed after the worker thread ended but before the next timer tick (the status bar
+    still offers "Esc to cancel"): the bake is cancelled and nothing changes. It was written."""
+    slider_rig(frame_end=8)
+    before = scene_snapshot()
+    fake, context = _modal_operator(addon)
+    assert fake._start(context) == {"RUNNING_MODAL"}
+    fake._thread.join()  # the solver has finished ...
+    assert fake.modal(context, _event("ESC")) == {"RUNNING_MODAL"}  # ... and then the artist presses Esc
+    assert fake.modal(context, _event("TIMER")) == {"CANCELLED"}
+    assert any("cancelled" in message for _kind, message in fake.reports)
+    assert scene_snapshot() == before
+
+
 def _fake_warm_up(addon, monkeypatch, seconds: float):
     """A stand-in background warm-up: a child process that sleeps ``seconds``."""
     import subprocess
