@@ -6,7 +6,9 @@ merged over fixed joints) with their simulation meshes, poses and URDF inertias,
 prismatic joints with limits in the solver's conventions. This module only turns that scene into
 Blender data, so that the add-on's export (:mod:`.export`) gives the same scene back:
 
-- one collection named after the robot, linked into the active collection;
+- one collection named after the robot, linked into the active collection (into the Scene
+  Collection where the active one is linked from a library or overridden, as Blender's Add menu
+  does: :func:`.operators.new_object_collection`);
 - one mesh object per body, named after the body (its top link): the mesh is the body's
   simulation shape in object space, ``matrix_world`` its initial pose, ``Object.color`` the
   colour of its first coloured ``<visual>``. ``abd_body`` is enabled, motion FIXED for a fixed
@@ -41,7 +43,7 @@ from mathutils import Matrix, Vector
 
 from ..solver.mass import mesh_volume
 from ..solver.urdf import DEFAULT_LIMIT_STRENGTH, DEFAULT_STRENGTH_RATIO, UrdfError, UrdfWarning, import_urdf
-from .operators import joint_matrix
+from .operators import joint_matrix, new_object_collection
 from .properties import set_precise, store_groups
 
 #: Python packages the URDF reader needs (bundled as wheels in the extension zip).
@@ -270,7 +272,7 @@ class IMPORT_SCENE_OT_abd_urdf(Operator, ImportHelper):
                                    "(details in the console)")
             return {"CANCELLED"}
         try:
-            rig = build_rig(result, context.collection or context.scene.collection, result.robot_name or path.stem)
+            rig = build_rig(result, new_object_collection(context), result.robot_name or path.stem)
         except Exception as error:  # noqa: BLE001
             traceback.print_exception(type(error), error, error.__traceback__)
             self.report({"ERROR"}, f"URDF import failed while creating objects: {type(error).__name__}: {error}")

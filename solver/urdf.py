@@ -38,11 +38,14 @@ Shape
     the group's inertia (the box of uniform density with the same principal moments, centred on
     the centre of mass along the principal axes), or a ``PLACEHOLDER_SIZE`` cube at the frame
     origin when it has no mass either. Boxes, cylinders and spheres are meshed by trimesh; mesh
-    files are loaded by trimesh (STL, OBJ, DAE, ...), scaled by ``<mesh scale>``. Each geometry
-    element must be a closed, outward-oriented triangle mesh (the solver needs the enclosed
-    volume): one that is not (open, non-manifold, inconsistently wound, or with an inside-out part
-    that no other part encloses) is replaced by its convex hull, with a warning naming the link
-    and file; an inside-out one is flipped.
+    files are loaded by trimesh (STL, OBJ, DAE, ...), converted to metres from the unit the file
+    records (COLLADA ``<unit meter>``; other files are taken as metres) and scaled by ``<mesh
+    scale>`` (its first 3 numbers where it has more, as PyBullet does). A ``<visual>`` without
+    volume (a zero radius or size, a zero scale, no triangles) is skipped with a warning; such a
+    ``<collision>`` is an error. Each geometry element must be a closed, outward-oriented
+    triangle mesh (the solver needs the enclosed volume): one that is not (open, non-manifold,
+    inconsistently wound, or with an inside-out part that no other part encloses) is replaced by
+    its convex hull, with a warning naming the link and file; an inside-out one is flipped.
 Joints
     ``revolute`` -> Revolute Joint #18 plus Revolute Joint Limit #670 from ``<limit>``;
     ``continuous`` -> #18 without a limit; ``prismatic`` -> Prismatic Joint #20 plus #669.
@@ -67,7 +70,10 @@ Limits
     limit, 1e-4 rad at dt = 1/240 s and 3e-3 rad at dt = 1/24 s; the cartpole's cart hitting the
     rail end at 2 m/s, < 1e-4 m and 2e-3 m; the Panda's fingers opening at 0.5 m/s onto their
     4 cm stop, < 1e-5 m and 8e-4 m. With 1e3 J these overshoots grow 3 to 5 times (a cubic stop's
-    overshoot scales as s^(-1/3) to s^(-1/2)).
+    overshoot scales as s^(-1/3) to s^(-1/2)). The strength is capped at the scene format's 1e12 J,
+    so a window wider than 464 units (with 1e4 J) stops more softly (warning). A bound beyond
+    +-``UNLIMITED_BOUND`` (1e9 m or rad; Gazebo writes +-1e16 for "no limit") imports the joint
+    without a limit (warning), as does lower > upper (PyBullet's rule).
 Unsupported
     ``floating`` joints add no joint (the child group is a free body; warning); ``planar`` and
     unknown types raise :class:`UrdfError`; ``<mimic>`` is ignored, the joint imported as an
@@ -101,12 +107,17 @@ import numpy as np
 
 from .mass import mesh_mass_properties, mesh_volume
 from .scene import (
-    Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem, mesh_inside_out_problem,
-    validate_scene,
+    MAX_MAGNITUDE, Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem,
+    mesh_inside_out_problem, validate_scene,
 )
 
 #: Base strength (J) of every #669/#670 limit unless given (scaled by :func:`scaled_limit_strength`).
 DEFAULT_LIMIT_STRENGTH = 1.0e4
+#: A URDF limit bound beyond +-this (m or rad) means "no limit" (Gazebo and SDFormat write +-1e16 for
+#: an unlimited joint): the joint is imported without a limit, with a warning. Far inside the scene
+#: format's cap on any number (:data:`solver.scene.MAX_MAGNITUDE`, 1e12), so that the bounds
+#: written, offset by the initial position, stay valid.
+UNLIMITED_BOUND = 1.0e9
 #: Joint strength ratio gamma (K = gamma (m_i + m_j)) written to every joint unless given.
 DEFAULT_STRENGTH_RATIO = 100.0
 #: Mass of a massless non-root group as a fraction of the lightest massive group.
@@ -313,14 +324,18 @@ def import_urdf(
 
 
 def scaled_limit_strength(strength: float, lower: float, upper: float) -> float:
-    """Strength s (J) written to a limit with window [lower, upper]: ``strength * max(1, upper - lower)^3``.
+    """Strength s (J) written to a limit with window [lower, upper]: ``strength * max(1, upper - lower)^3``,
+    at most :data:`solver.scene.MAX_MAGNITUDE` (1e12 J, the scene format's cap) unless ``strength``
+    itself is more.
 
     The solver's cubic penalty s ((x - u) / (u - l))^3 divides the overshoot by the window width,
     so with a constant s a wide window (the cartpole's 30 m rail) would stop a joint far more
     softly than a narrow one. Scaling s by the width cubed for windows wider than one unit (m or
     rad) makes the stop as crisp as that of a 1-unit window: s' (x - u)^3 with s' = ``strength``.
+    A window wider than (1e12 J / ``strength``)^(1/3) (464 units with the default 1e4 J) gets the
+    cap, and so a softer stop.
     """
-    return strength * max(1.0, upper - lower) ** 3
+    return max(strength, min(strength * max(1.0, upper - lower) ** 3, MAX_MAGNITUDE))
 
 
 def revolute_limit(lower: float, upper: float, init_angle: float, strength: float) -> Limit:
@@ -451,6 +466,8 @@ class _Importer:
 
     def warn(self, message: str) -> None:
         text = f"{self.name}: {message}"
+        if text in self.warnings:  # a <visual> is read twice: as the body's shape and for display
+            return
         self.warnings.append(text)
         # Attribute the warning to the first caller outside this module.
         level, frame = 1, sys._getframe(0)
@@ -475,7 +492,9 @@ class _Importer:
         if not self.path.is_file():
             raise self.error(f"no such file: {str(self.path)!r}")
         try:
-            raw = self.path.read_bytes()
+            # PyBullet's parser (tinyxml2) stops at </robot>; pybullet_data's humanoid.urdf ends
+            # with a NUL byte, which lxml calls "Extra content at the end of the document".
+            raw = self.path.read_bytes().rstrip(b"\0 \t\r\n")
         except OSError as error:
             raise self.error(f"cannot read the file: {error}") from None
         parser = etree.XMLParser(remove_blank_text=True, remove_comments=True, resolve_entities=False)
@@ -549,7 +568,8 @@ class _Importer:
                     except ValueError:
                         values = None
                     counts = count if isinstance(count, tuple) else (count,)
-                    if values is None or len(values) not in counts:
+                    # <mesh scale> with more than 3 numbers: PyBullet uses the first 3, as does _element_mesh.
+                    if values is None or not (len(values) in counts or attribute == "scale" and len(values) > 3):
                         raise self.error(
                             f"{where}: <{item.tag} {attribute}=\"{text}\"> at line {item.sourceline}: expected "
                             + " or ".join(f"{n} numbers separated by spaces" if n > 1 else "a number" for n in counts)
@@ -714,6 +734,15 @@ class _Importer:
             self.warn(f"joint {joint.name!r}: <limit> lower {lower:g} > upper {upper:g}; imported without a limit "
                       "(as PyBullet does)")
             return None, None
+        if max(abs(lower), abs(upper)) > UNLIMITED_BOUND:
+            self.warn(f"joint {joint.name!r}: <limit> [{lower:g}, {upper:g}] reaches beyond +-{UNLIMITED_BOUND:g}, "
+                      "which means no limit (Gazebo writes +-1e16); imported without a limit")
+            return None, None
+        width = upper - lower
+        if scaled_limit_strength(self.limit_strength, lower, upper) < self.limit_strength * width**3:
+            self.warn(f"joint {joint.name!r}: <limit> window [{lower:g}, {upper:g}] is {width:g} wide: its strength "
+                      f"is capped at {MAX_MAGNITUDE:g} J, so the joint stops more softly at its bounds than in a "
+                      f"window narrower than {(MAX_MAGNITUDE / self.limit_strength) ** (1.0 / 3.0):.3g}")
         return lower, upper
 
     # -- groups, mass and shape -----------------------------------------------------------------
@@ -796,10 +825,11 @@ class _Importer:
             for name in group.links:
                 link = self.links[name]
                 elements, kind = (link.collisions, "collision") if link.collisions else (link.visuals, "visual")
-                if elements:
-                    sources.add(kind)
                 for index, element in enumerate(elements):
                     mesh = self._element_mesh(name, kind, index, element, closed=True)
+                    if mesh is None:
+                        continue
+                    sources.add(kind)
                     mesh.apply_transform(group.local[name])
                     parts.append(mesh)
                     link_parts.setdefault(name, []).append(mesh)
@@ -832,7 +862,8 @@ class _Importer:
                 group.inertia = self._combine_inertia(group, unit_inertia)
 
     def _element_mesh(self, link: str, kind: str, index: int, element, *, closed: bool):
-        """A trimesh of one <visual>/<collision> element in the link frame (closed if asked)."""
+        """A trimesh of one <visual>/<collision> element in the link frame (closed if asked), or
+        None for a degenerate <visual> (see :meth:`_degenerate`)."""
         import trimesh
 
         geometry = element.geometry
@@ -842,17 +873,19 @@ class _Importer:
         if geometry.box is not None:
             size = np.asarray(geometry.box.size, dtype=np.float64)
             if size.shape != (3,) or not np.all(size > 0.0):
-                raise self.error(f"{where}: <box size> must be 3 positive numbers, got {geometry.box.size!r}")
+                return self._degenerate(kind, f"{where}: <box size> must be 3 positive numbers, got "
+                                              f"{geometry.box.size!r}")
             mesh = trimesh.creation.box(extents=size)
         elif geometry.sphere is not None:
             radius = float(geometry.sphere.radius)
             if not radius > 0.0:
-                raise self.error(f"{where}: <sphere radius> must be > 0, got {radius}")
+                return self._degenerate(kind, f"{where}: <sphere radius> must be > 0, got {radius}")
             mesh = trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=radius)
         elif geometry.cylinder is not None:
             radius, length = float(geometry.cylinder.radius), float(geometry.cylinder.length)
             if not (radius > 0.0 and length > 0.0):
-                raise self.error(f"{where}: <cylinder> radius and length must be > 0, got {radius}, {length}")
+                return self._degenerate(kind, f"{where}: <cylinder> radius and length must be > 0, got {radius}, "
+                                              f"{length}")
             mesh = trimesh.creation.cylinder(radius=radius, height=length, sections=CYLINDER_SECTIONS)
         else:
             filename = geometry.mesh.filename
@@ -861,24 +894,32 @@ class _Importer:
             if resolved is None:
                 raise self.error(f"{label}: file not found (relative to {str(self.path.parent)!r})")
             try:
-                loaded = trimesh.load(resolved, force="mesh", skip_materials=True)
+                scene = trimesh.load_scene(resolved, skip_materials=True)
+                # Texture coordinates (an OBJ's vt) give a part a textured material whose default
+                # image needs Pillow, which Blender does not ship; only the geometry is used here.
+                for part in scene.geometry.values():
+                    if isinstance(part, trimesh.Trimesh):
+                        part.visual = trimesh.visual.ColorVisuals()
+                loaded = scene.to_mesh()
+                # The file's own unit (COLLADA <asset><unit meter>, recorded by trimesh as e.g.
+                # "0.001 * meters") to metres, before <mesh scale>; a file without one is in metres.
+                if scene.units is not None:
+                    loaded.apply_scale(trimesh.units.unit_conversion(scene.units, "meters"))
             except Exception as error:  # trimesh raises many types for unreadable files
                 raise self.error(f"{label}: cannot read {resolved!r}: {type(error).__name__}: {error}") from None
-            if not isinstance(loaded, trimesh.Trimesh) or len(loaded.faces) == 0:
-                raise self.error(f"{label}: {resolved!r} contains no triangles (with finite vertices)")
+            if len(loaded.faces) == 0:
+                return self._degenerate(kind, f"{label}: {resolved!r} contains no triangles (with finite vertices)")
             mesh = trimesh.Trimesh(vertices=loaded.vertices, faces=loaded.faces, process=True)
             mesh.merge_vertices(merge_tex=True, merge_norm=True)
             scale = geometry.mesh.scale
             if scale is not None:
                 factors = np.atleast_1d(np.asarray(scale, dtype=np.float64))
-                if factors.size > 3:
+                if factors.size > 3:  # PyBullet's racecar_differential.urdf has scale="1 1 1 1"
                     self.warn(f"{label}: <mesh scale> has {factors.size} numbers; using the first 3")
                     factors = factors[:3]
-                if factors.size not in (1, 3):
-                    raise self.error(f"{label}: <mesh scale> must be 1 or 3 numbers, got {scale!r}")
                 factors = np.broadcast_to(factors, (3,))
                 if not np.all(np.isfinite(factors)) or np.any(factors == 0.0):
-                    raise self.error(f"{label}: <mesh scale> must be non-zero, got {scale!r}")
+                    return self._degenerate(kind, f"{label}: <mesh scale> must be finite and non-zero, got {scale!r}")
                 matrix = np.eye(4)
                 matrix[:3, :3] = np.diag(factors)
                 mesh.apply_transform(matrix)  # trimesh flips the winding of a mirroring scale
@@ -886,6 +927,15 @@ class _Importer:
             mesh = self._closed_mesh(mesh, label)
         mesh.apply_transform(origin)
         return mesh
+
+    def _degenerate(self, kind: str, message: str) -> None:
+        """A <collision> element without volume (zero size, no triangles) is an error; a <visual>
+        one is skipped with a warning, as PyBullet loads it (pybullet_data's laikago_toes*.urdf
+        mark the toes with <visual><sphere radius="0">): visuals are shown, and make the body's
+        shape only where a link has no <collision>."""
+        if kind == "collision":
+            raise self.error(message)
+        self.warn(f"{message}; this <visual> is skipped")
 
     def _resolve(self, filename: str) -> Optional[str]:
         """The existing file a URDF mesh ``filename`` refers to, or None.
@@ -944,6 +994,8 @@ class _Importer:
         for name in group.links:
             for index, element in enumerate(self.links[name].visuals):
                 mesh = self._element_mesh(name, "visual", index, element, closed=False)
+                if mesh is None:
+                    continue
                 mesh.apply_transform(group.local[name])
                 rgba, material = None, None
                 if element.material is not None:

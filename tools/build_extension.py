@@ -9,9 +9,9 @@ Steps:
 
 1. ``pip download --only-binary=:all: --no-deps --python-version 3.11 --platform <tag>`` the pinned
    binary wheels (numba, llvmlite, scipy; lxml for the URDF importer) for every platform of the manifest,
-   and once the pure-Python wheels (threadpoolctl; the URDF importer's yourdfpy, trimesh, six), into
-   ``wheels/`` (git-ignored, never committed). numpy is not bundled: Blender ships it. Wheels
-   already there are reused.
+   and once the pure-Python wheels (threadpoolctl; the URDF importer's yourdfpy, trimesh, six,
+   pycollada, python-dateutil, tzdata), into ``wheels/`` (git-ignored, never committed). numpy is
+   not bundled: Blender ships it. Wheels already there are reused.
 2. Copy the extension's sources into ``build/extension/abd_joints`` and write a build copy of
    ``blender_manifest.toml`` that lists those wheels (``wheels = ["./wheels/<file>.whl", ...]``);
    the manifest in the repository stays free of machine-specific file lists.
@@ -42,8 +42,12 @@ MANIFEST = "blender_manifest.toml"
 WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.15.3", "lxml==6.1.3")
 #: Pure-Python wheels (``py3-none-any``): one for every platform. threadpoolctl for the solver;
 #: yourdfpy needs lxml, trimesh,
-#: six and numpy (numpy comes with Blender); trimesh's core needs numpy only.
-PURE_WHEEL_REQUIREMENTS = ("threadpoolctl==3.8.0", "yourdfpy==0.0.60", "trimesh==5.2.0", "six==1.17.0")
+#: six and numpy (numpy comes with Blender); trimesh's core needs numpy only, its COLLADA (.dae)
+#: loader pycollada, which needs python-dateutil (and that tzdata) and numpy.
+PURE_WHEEL_REQUIREMENTS = (
+    "threadpoolctl==3.8.0", "yourdfpy==0.0.60", "trimesh==5.2.0", "six==1.17.0",
+    "pycollada==0.9.3", "python-dateutil==4.0.0", "tzdata==2026.6",
+)
 
 #: The newest macOS major version a bundled macOS wheel may require.
 MACOS_NEWEST = 12
@@ -103,9 +107,10 @@ def wheel_platform(filename: str) -> str | None:
 def _wheel_files(wheel_dir: Path, requirement: str, platform: str) -> list[Path]:
     """The wheels of ``requirement`` (``name==version``) in ``wheel_dir`` for ``platform`` (or "any")."""
     name, version = requirement.split("==")
+    # A wheel's file name spells a "-" in the project name as "_" (PEP 427: python_dateutil-...).
     return [
         path
-        for path in sorted(wheel_dir.glob(f"{name}-{version}-*.whl"))
+        for path in sorted(wheel_dir.glob(f"{name.replace('-', '_')}-{version}-*.whl"))
         if wheel_platform(path.name) == platform
     ]
 

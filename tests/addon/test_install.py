@@ -2,7 +2,8 @@
 
 The zip is built (``tools/build_extension.py``, linux-x64 only) once per session into a tmp
 folder; the bundled wheels (the solver's numba, llvmlite, scipy and threadpoolctl, and the URDF
-importer's yourdfpy, trimesh, six and lxml) come from ``wheels/`` or are downloaded from PyPI.
+importer's yourdfpy, trimesh, six, lxml, pycollada, python-dateutil and tzdata) come from
+``wheels/`` or are downloaded from PyPI.
 Without them the tests skip with the reason. The install runs in a subprocess with its own
 ``BLENDER_USER_RESOURCES``, so it cannot clash with the extension this session has enabled;
 there every bundled package may only come from the extension's unpacked wheels (Blender itself
@@ -44,7 +45,8 @@ class BundledOnly:
     """The bundled packages come from the extension's unpacked wheels, never the venv."""
 
     def find_spec(self, name, path=None, target=None):
-        if path is None and name in ("numba", "llvmlite", "scipy", "threadpoolctl", "yourdfpy", "trimesh", "lxml", "six"):
+        if path is None and name in ("numba", "llvmlite", "scipy", "threadpoolctl", "yourdfpy", "trimesh", "lxml", "six",
+                                     "collada", "dateutil", "tzdata"):
             spec = importlib.machinery.PathFinder.find_spec(name, [site])
             if spec is None:
                 raise ModuleNotFoundError(f"{name} is not in the extension's site-packages", name=name)
@@ -114,8 +116,9 @@ def test_zip_contents(built_zip):
     assert "blender_manifest.toml" in names and "__init__.py" in names
     assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
     wheels = [n for n in names if n.startswith("wheels/")]
-    assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == ["llvmlite", "lxml", "numba", "scipy", "six",
-                                                                      "threadpoolctl", "trimesh", "yourdfpy"]
+    assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == [
+        "llvmlite", "lxml", "numba", "pycollada", "python_dateutil", "scipy", "six", "threadpoolctl", "trimesh", "tzdata",
+        "yourdfpy"]
     assert all("x86_64" in n or n.endswith("-none-any.whl") for n in wheels)
     assert not [n for n in names if n.startswith(("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/"))]
     assert not [n for n in names if "__pycache__" in n or n.startswith(".")]

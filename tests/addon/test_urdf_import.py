@@ -142,6 +142,35 @@ def test_fixed_base_option(addon):
     assert _bodies(collection)["panda_link0"].abd_body.motion == "FIXED"
 
 
+def test_import_with_a_linked_collection_active_goes_to_the_scene_collection(tmp_path):
+    """A collection linked from a library takes no new objects: as with Blender's Add menu, the
+    robot's collection goes into the Scene Collection (before: "Could not (un)link the collection",
+    and the import failed)."""
+    bpy.context.scene.collection.children.link(bpy.data.collections.new("Set"))
+    library = str(tmp_path / "set.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=library)
+    bpy.ops.wm.read_homefile(app_template="")
+    with bpy.data.libraries.load(library, link=True) as (data_from, data_to):
+        data_to.collections = ["Set"]
+    bpy.context.scene.collection.children.link(data_to.collections[0])
+    view_layer = bpy.context.view_layer
+    view_layer.active_layer_collection = view_layer.layer_collection.children["Set"]  # clicked in the Outliner
+    assert bpy.context.collection.library is not None
+    collection = _import(CARTPOLE)
+    assert collection.name in bpy.context.scene.collection.children
+    assert len(_bodies(collection)) == 3 and len(_joints(collection)) == 2
+
+
+def test_a_visual_without_volume_is_skipped_with_a_warning(addon, capfd):
+    """pybullet_data's laikago_toes_zup.urdf marks its toes with ``<visual><sphere radius="0">``,
+    which PyBullet loads; the import skips them, saying so (before: it failed on the first)."""
+    collection = _import(DATA / "laikago" / "laikago_toes_zup.urdf")
+    assert len(_bodies(collection)) == 13 and len(_joints(collection)) == 12
+    output = capfd.readouterr()
+    message = "link 'toeFR': <visual> #1: <sphere radius> must be > 0, got 0.0; this <visual> is skipped"
+    assert message in output.out + output.err
+
+
 def test_export_round_trip_gives_the_urdf_scene(addon, solver):
     collection = _import(PANDA)
     reference = _reference(solver, PANDA)

@@ -1,10 +1,12 @@
 """The solver as a package of its own (pyproject.toml), for render-farm nodes without Blender: its
 wheel holds the solver and nothing else, carries the extension's version and the solver's
-dependencies, and once installed runs a scene file from outside the repository."""
+dependencies, and once installed runs a scene file from outside the repository. And the packages
+the extension bundles (tools/build_extension.py) are enough for the URDF importer's mesh formats."""
 
 from __future__ import annotations
 
 import email
+import importlib.util
 import json
 import os
 import shutil
@@ -66,3 +68,81 @@ def test_the_installed_solver_runs_a_scene_file_outside_the_repository(wheel, tm
     where = subprocess.run([sys.executable, "-c", "import solver; print(solver.__file__)"], cwd=tmp_path,
                            env=environment, capture_output=True, text=True, timeout=60)
     assert Path(where.stdout.strip()).is_relative_to(target)  # the installed copy ran, not the checkout's
+
+
+BUNDLED_ONLY = r'''
+import importlib.machinery, json, sys, warnings
+
+ALLOWED = set(json.loads(sys.argv[1]))
+
+
+class BundledOnly(importlib.machinery.PathFinder):
+    """Blender's Python: the standard library, numpy and the extension's wheels; other packages
+    of this venv are not found (optional ones, such as Pillow, are then skipped as there)."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if path is None and name not in ALLOWED and name not in sys.stdlib_module_names:
+            return None
+        return super().find_spec(name, path, target)
+
+
+sys.meta_path[sys.meta_path.index(importlib.machinery.PathFinder)] = BundledOnly
+from solver.urdf import import_urdf
+
+warnings.simplefilter("ignore")
+for path in sys.argv[2:]:
+    result = import_urdf(path, load_visuals=True)
+    print("RESULT", len(result.bodies), sum(len(body.visuals) for body in result.bodies), flush=True)
+'''
+
+#: A closed tetrahedron with texture coordinates and a textured material, as exported by Blender
+#: (pybullet_data's laikago meshes): trimesh gives it a textured material, which needs Pillow.
+TEXTURED_OBJ = """mtllib part.mtl
+v 0 0 0
+v 0.1 0 0
+v 0 0.1 0
+v 0 0 0.1
+vt 0 0
+vt 1 0
+vt 0 1
+usemtl skin
+f 1/1 3/3 2/2
+f 1/1 2/2 4/3
+f 1/1 4/3 3/3
+f 2/2 3/3 4/1
+"""
+
+
+def test_the_urdf_importer_reads_dae_and_textured_obj_meshes_with_the_bundled_packages_alone(tmp_path):
+    """In Blender the URDF importer has the wheels tools/build_extension.py bundles, numpy and the
+    standard library, nothing else: no Pillow and, before, no pycollada. A COLLADA mesh (trimesh
+    needs pycollada for it) and an OBJ with texture coordinates (trimesh's default texture image
+    needs Pillow) failed there with ImportError; a subprocess that can import nothing else reads
+    both, as collision and as visual meshes."""
+    import trimesh
+    from importlib.metadata import packages_distributions
+    from packaging.utils import canonicalize_name
+
+    spec = importlib.util.spec_from_file_location("build_extension", REPO / "tools" / "build_extension.py")
+    build_extension = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_extension)
+    bundled = {canonicalize_name(requirement.split("==")[0])
+               for requirement in build_extension.WHEEL_REQUIREMENTS + build_extension.PURE_WHEEL_REQUIREMENTS}
+    allowed = ["solver"] + [module for module, distributions in packages_distributions().items()
+                            if {canonicalize_name(name) for name in distributions} & (bundled | {"numpy"})]
+    (tmp_path / "part.dae").write_bytes(trimesh.creation.box(extents=(0.1, 0.2, 0.3)).export(file_type="dae"))
+    (tmp_path / "part.obj").write_text(TEXTURED_OBJ)
+    (tmp_path / "part.mtl").write_text("newmtl skin\nKd 1 1 1\nmap_Kd skin.png\n")
+    paths = []
+    for mesh in ("part.dae", "part.obj"):
+        path = tmp_path / f"{mesh}.urdf"
+        geometry = f'<geometry><mesh filename="{mesh}"/></geometry>'
+        path.write_text(f'<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" '
+                        f'ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial><collision>{geometry}</collision>'
+                        f'<visual>{geometry}</visual></link></robot>')
+        paths.append(str(path))
+    ran = subprocess.run([sys.executable, "-c", BUNDLED_ONLY, json.dumps(allowed), *paths], cwd=REPO,
+                         capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert [line for line in ran.stdout.splitlines() if line.startswith("RESULT")] == ["RESULT 1 1"] * 2

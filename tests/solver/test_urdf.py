@@ -455,6 +455,58 @@ def test_a_wide_limit_window_stops_as_crisply_as_a_narrow_one():
     assert distance.max() == pytest.approx(15.0, abs=5e-3)
 
 
+WIDE = """<?xml version="1.0"?>
+<robot name="wide">
+  <link name="base"/>
+  <link name="slider">
+    <inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision>
+  </link>
+  <link name="wheel">
+    <inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <collision><geometry><sphere radius="0.1"/></geometry></collision>
+  </link>
+  <joint name="rail" type="prismatic">
+    <parent link="base"/><child link="slider"/><axis xyz="1 0 0"/>
+    <limit lower="-{bound}" upper="{bound}" effort="100" velocity="10"/>
+  </joint>
+  <joint name="spin" type="revolute">
+    <parent link="slider"/><child link="wheel"/><origin xyz="0 0 -0.3"/><axis xyz="0 1 0"/>
+    <limit lower="-{bound}" upper="{bound}" effort="100" velocity="10"/>
+  </joint>
+</robot>
+"""
+
+
+def test_limits_meaning_no_limit_and_very_wide_windows_import_with_warnings(tmp_path):
+    """Gazebo's +-1e16 ("no limit"; PX4's rotors, Neobotix's wheels) imports without a limit, and a
+    window too wide for the width-scaled strength (+-10000 m rails) gets the scene format's cap
+    on the strength; both with a warning naming the joint. Before, both refused the whole file:
+    a bound or a strength above 1e12."""
+    from solver.scene import MAX_MAGNITUDE
+
+    with pytest.warns(UrdfWarning) as caught:
+        result = import_urdf(write(tmp_path, WIDE.format(bound="1e16"), "unlimited.urdf"))
+    assert [(j.name, j.limit) for j in result.scene.joints] == [("rail", None), ("spin", None)]
+    assert [(j.lower, j.upper) for j in result.joints] == [(None, None), (None, None)]
+    for name in ("rail", "spin"):
+        assert any(f"joint {name!r}: <limit> [-1e+16, 1e+16]" in str(w.message) and "without a limit" in str(w.message)
+                   for w in caught)
+    with pytest.warns(UrdfWarning) as caught:
+        result = import_urdf(write(tmp_path, WIDE.format(bound="10000"), "wide.urdf"))
+    assert [float(j.limit.strength) for j in result.scene.joints] == [MAX_MAGNITUDE, MAX_MAGNITUDE]
+    assert [(j.limit.lower, j.limit.upper) for j in result.scene.joints] == [(-1e4, 1e4), (-1e4, 1e4)]
+    for name in ("rail", "spin"):
+        assert any(f"joint {name!r}: <limit> window [-10000, 10000] is 20000 wide" in str(w.message)
+                   and "capped" in str(w.message) for w in caught)
+    simulate(_short(result.scene, frames=2))
+    # A window the cap does not reach keeps the width-cubed strength, without a warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UrdfWarning)
+        result = import_urdf(write(tmp_path, WIDE.format(bound="230"), "narrow.urdf"))
+    assert float(result.scene.joints[0].limit.strength) == pytest.approx(DEFAULT_LIMIT_STRENGTH * 460.0**3)
+
+
 SLIDER = """<?xml version="1.0"?>
 <robot name="slider">
   <link name="rail"/>
@@ -647,6 +699,56 @@ def test_mesh_with_an_inside_out_part_is_replaced_by_its_hull_and_a_cavity_is_ke
     assert mesh_volume(hollow.mesh.vertices, hollow.mesh.triangles) == pytest.approx(1.0 - 0.125)
 
 
+def test_collada_unit_is_converted_to_metres_before_the_mesh_scale(tmp_path):
+    """A COLLADA file's ``<asset><unit meter="0.001">`` (millimetres; COLLADA 1.4.1 specification,
+    <unit>: metres per file unit) is applied before ``<mesh scale>``, as PyBullet does; before, a
+    millimetre part came in 1000 times too large."""
+    import trimesh
+
+    text = trimesh.creation.box(extents=(100.0, 200.0, 300.0)).export(file_type="dae").decode()
+    assert "<unit" not in text  # trimesh writes none: metres
+    millimetre = text.replace("<up_axis>", '<unit meter="0.001" name="millimeter"/><up_axis>', 1)
+    (tmp_path / "box_mm.dae").write_text(millimetre)
+    (tmp_path / "box_m.dae").write_text(text)
+    link = ('<link name="{0}"><inertial><mass value="1"/>'
+            '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+            '<collision><geometry><mesh filename="{1}" scale="2 1 1"/></geometry></collision>'
+            '<visual><geometry><mesh filename="{1}"/></geometry></visual></link>')
+    path = write(tmp_path, '<?xml version="1.0"?><robot name="units">' + link.format("mm", "box_mm.dae")
+                 + link.format("m", "box_m.dae")
+                 + '<joint name="j" type="continuous"><parent link="mm"/><child link="m"/></joint></robot>')
+    result = quiet_import(path)
+    millimetres, metres = result.scene.bodies
+    np.testing.assert_allclose(np.ptp(millimetres.mesh.vertices, axis=0), [0.2, 0.2, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(np.ptp(result.bodies[0].visuals[0].vertices, axis=0), [0.1, 0.2, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(np.ptp(metres.mesh.vertices, axis=0), [200.0, 200.0, 300.0], rtol=1e-6)
+
+
+def test_a_visual_without_volume_is_skipped_and_a_collision_one_is_an_error(tmp_path):
+    """pybullet_data's laikago_toes*.urdf mark the toes with ``<visual><sphere radius="0">``:
+    PyBullet loads them; visuals are shown (and make the shape only of a link without
+    ``<collision>``), so such a visual is skipped with a warning. Before, the import with visuals
+    (Blender's) failed."""
+    zero = '<visual><geometry><sphere radius="0"/></geometry></visual>'
+    text = TWO_LINKS.format(joints=hinge(), geometry=zero + '<visual><geometry><box size="1 2 3"/></geometry>'
+                            '<material name="red"><color rgba="1 0 0 1"/></material></visual>')
+    with pytest.warns(UrdfWarning) as caught:
+        result = import_urdf(write(tmp_path, text))
+    (message,) = [str(w.message) for w in caught if "skipped" in str(w.message)]  # once, though read twice
+    assert message == ("robot.urdf: link 'arm': <visual> #1: <sphere radius> must be > 0, got 0.0; "
+                       "this <visual> is skipped")
+    arm = result.bodies[1]
+    assert arm.shape == "visual" and len(arm.visuals) == 1 and arm.visuals[0].material == "red"
+    np.testing.assert_allclose(np.ptp(result.scene.bodies[1].mesh.vertices, axis=0), [1.0, 2.0, 3.0])
+    # A link whose only visual is skipped gets the box of its inertia.
+    only = quiet_import(write(tmp_path, TWO_LINKS.format(joints=hinge(), geometry=zero), "only.urdf"))
+    assert only.bodies[1].shape == "inertia box" and only.bodies[1].visuals == []
+    with pytest.raises(UrdfError, match=r"link 'arm': <collision> #1: <sphere radius> must be > 0, got 0.0$"):
+        quiet_import(write(tmp_path, TWO_LINKS.format(joints=hinge(), geometry=zero.replace("visual", "collision"))))
+    toes = quiet_import(DATA / "laikago" / "laikago_toes_zup.urdf")
+    assert sum("toe" in w and "skipped" in w for w in toes.warnings) == 4
+
+
 def test_massless_root_link_fixes_a_welded_base(tmp_path):
     """ROS idiom: an empty "world" link welded to a massive base fixes the base (PyBullet's rule)."""
     text = ARM.format(lower=-1, upper=1).replace(
@@ -744,6 +846,29 @@ def test_pybullet_leniencies_are_accepted(tmp_path):
     with pytest.warns(UrdfWarning, match=r"link 'base': <collision> at line 3: geometry <plane> is not supported"):
         scene = scene_from_urdf(write(tmp_path, text))
     assert [b.name for b in scene.bodies] == ["base", "arm"]
+
+
+def test_nul_bytes_after_the_robot_element_are_ignored(tmp_path):
+    """PyBullet's parser stops at </robot>; pybullet_data's humanoid.urdf ends with a NUL byte
+    (before: "not well-formed XML: Extra content at the end of the document")."""
+    path = tmp_path / "cartpole.urdf"
+    path.write_bytes(CARTPOLE.read_bytes() + b"\0\0\n")
+    assert [b.name for b in quiet_scene(path).bodies] == ["slideBar", "cart", "pole"]
+
+
+def test_a_mesh_scale_with_more_than_three_numbers_uses_the_first_three(tmp_path):
+    """pybullet_data's racecar_differential.urdf has <mesh scale="1 1 1 1">: PyBullet uses the first
+    3 numbers (before: refused by the attribute check)."""
+    from solver.primitives import box_mesh
+
+    box = box_mesh([1.0, 1.0, 1.0])
+    (tmp_path / "box.obj").write_text(_obj([(box.vertices, box.triangles)]))
+    text = TWO_LINKS.format(joints=hinge(), geometry='<collision><geometry><mesh filename="box.obj" scale="2 3 4 5"/>'
+                            '</geometry></collision>')
+    with pytest.warns(UrdfWarning, match=r"link 'arm': <collision> #1: mesh 'box.obj': <mesh scale> has 4 numbers; "
+                                         r"using the first 3"):
+        scene = scene_from_urdf(write(tmp_path, text))
+    np.testing.assert_allclose(np.ptp(scene.bodies[1].mesh.vertices, axis=0), [2.0, 3.0, 4.0])
 
 
 def test_unreadable_files_and_bad_arguments(tmp_path):
