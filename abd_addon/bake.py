@@ -580,7 +580,9 @@ def unshare_previous_actions() -> None:
     copies = {}
     for ob in bpy.data.objects:
         state = ob.abd_bake
-        if state.is_baked and state.previous_action is not None:
+        # Objects baked before tokens were drawn cannot be told from objects that shared an
+        # action before their bake: they are left as they are.
+        if state.is_baked and state.previous_action is not None and state.bake_token:
             copies.setdefault((state.previous_action, state.previous_slot, state.bake_token), []).append(ob)
     for objects in copies.values():
         named = [ob for ob in objects if ob.name == ob.abd_bake.baked_name]

@@ -79,10 +79,12 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     trajectory file instead of simulating (:meth:`abd_addon.bake.BakeJob.load_trajectory`: it must
     have been computed for this rig). Raises :class:`BatchError` on any failure (a missing scene
     names the file's scenes; a trajectory file for another rig says how it differs); nothing is
-    saved then.
+    saved then (but for a trajectory that cannot take its name once the .blend is saved, which
+    the message says).
     """
     import bpy
 
+    from ..solver.trajectory import npz_file_name
     from . import bake
     from .operators import solver_errors
 
@@ -121,14 +123,21 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         trajectory.scene_digest = scene_digest(job.export.scene)  # as python -m solver run records it
         written = _save_trajectory_aside(trajectory, trajectory_path)
     try:
-        # The file's own compression setting is kept (the operator's default reads it).
-        bpy.ops.wm.save_as_mainfile(filepath=str(out_path))
-    except Exception as error:  # noqa: BLE001
+        try:
+            # The file's own compression setting is kept (the operator's default reads it).
+            bpy.ops.wm.save_as_mainfile(filepath=str(out_path))
+        except Exception as error:  # noqa: BLE001
+            raise BatchError(f"{out_path}: cannot save: {error}") from None
         if written is not None:
+            try:
+                os.replace(written, npz_file_name(trajectory_path))
+            except OSError as error:
+                raise BatchError(f"{trajectory_path}: cannot save the trajectory ({error}); {out_path} was "
+                                 "saved") from None
+    except BaseException:  # also Ctrl+C: no temporary file is left behind
+        if written is not None and os.path.exists(written):
             os.remove(written)
-        raise BatchError(f"{out_path}: cannot save: {error}") from None
-    if written is not None:
-        os.replace(written, trajectory_file_name(trajectory_path))
+        raise
     warning = trajectory.fast_rotation_warning()
     if warning is not None:
         print(f"warning: {blend_path}: {warning}", file=sys.stderr, flush=True)
@@ -145,32 +154,49 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     }
 
 
-def trajectory_file_name(path: str) -> str:
-    """The file a trajectory saved to ``path`` is written to: NumPy's ``savez`` adds ``.npz``
-    to a path without it."""
-    return path if path.endswith(".npz") else path + ".npz"
-
-
 def _save_trajectory_aside(trajectory, path: str) -> str:
-    """Save ``trajectory`` to a new temporary file in the folder of ``path``; returns its path.
+    """Save ``trajectory`` to a new temporary file in the folder of ``path``, readable as a file
+    saved there directly would be (the process's umask); returns its path.
 
     Raises:
         BatchError: the folder cannot be written, or the destination is a folder.
     """
-    if os.path.isdir(trajectory_file_name(path)):
-        raise BatchError(f"{path}: cannot save the trajectory: it is a folder")
+    from ..solver.trajectory import file_problem, npz_file_name
+
+    problem = file_problem(npz_file_name(path))
+    if problem is not None:
+        raise BatchError(f"{path}: cannot save the trajectory: {problem}")
     try:
         descriptor, temporary = tempfile.mkstemp(prefix=".abd-trajectory-", suffix=".npz",
                                                  dir=os.path.dirname(os.path.abspath(path)))
     except OSError as error:
         raise BatchError(f"{path}: cannot save the trajectory: {error}") from None
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private (0600)
         with os.fdopen(descriptor, "wb") as handle:
             trajectory.save(handle)
-    except OSError as error:
+    except BaseException as error:
         os.remove(temporary)
-        raise BatchError(f"{path}: cannot save the trajectory: {error}") from None
+        if isinstance(error, OSError):
+            raise BatchError(f"{path}: cannot save the trajectory: {error}") from None
+        raise
     return temporary
+
+
+def output_problem(plan: list, exports: list) -> str | None:
+    """Why an output of a batch (``plan`` of :func:`bake_plan`, ``exports`` of
+    :func:`export_plan`) cannot be written, or None: checked before anything is opened or baked
+    (:func:`solver.trajectory.file_problem`)."""
+    from ..solver.trajectory import file_problem, npz_file_name
+
+    outputs = [path for _, out, saved, _ in plan for path in (out, saved and npz_file_name(saved)) if path]
+    for path in outputs + [target for _, target in exports]:
+        problem = file_problem(path)
+        if problem is not None:
+            return f"cannot write {path}: {problem}"
+    return None
 
 
 def _open(blend_path: str, scene_name: str | None):
@@ -320,19 +346,6 @@ def bake_plan(blends: list, out: str | None = None, out_dir: str | None = None, 
     return plan
 
 
-def destination_problem(path: str) -> str | None:
-    """Why a file cannot be written at ``path`` (its folder missing, not a folder or not
-    writable, or the path itself a folder), or None: checked before anything is baked."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        return f"{path}: is a folder"
-    if not os.path.isdir(folder):
-        return f"{path}: no folder {folder}"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"{path}: the folder {folder} is not writable"
-    return None
-
-
 def main(argv=None) -> int:
     """Command-line entry point; returns the exit status (see the module docstring)."""
     parser = argparse.ArgumentParser(
@@ -399,12 +412,6 @@ def main(argv=None) -> int:
                     os.makedirs(folder, exist_ok=True)
                 except OSError as error:
                     parser.error(f"cannot make the folder {folder}: {error.strerror}")
-        outputs = [path for _, out, saved, _ in plan for path in (out, saved and trajectory_file_name(saved))
-                   if path] + [target for _, target in exports]
-        for path in outputs:
-            problem = destination_problem(path)
-            if problem is not None:
-                parser.error(f"cannot write {problem}")
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
@@ -421,6 +428,10 @@ def main(argv=None) -> int:
                 addon.extension_package(), addon.extension_root())
             _print_summary({"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"})
         batch = importlib.import_module(addon.__name__ + ".batch")
+        problem = batch.output_problem(plan, exports)  # before anything is opened or baked
+        if problem is not None:
+            print(f"{parser.prog}: error: {problem}", file=sys.stderr)
+            return 2
         for blend, scene_path in exports:
             try:
                 _print_summary(batch.export_file(blend, scene_path, scene_name=args.scene))

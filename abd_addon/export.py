@@ -166,9 +166,14 @@ def mesh_arrays(ob_eval: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
     return vertices.reshape(-1, 3), triangles.reshape(-1, 3)
 
 
+def collapses(matrix: np.ndarray) -> bool:
+    """Whether a (4, 4) world matrix collapses a direction (a zero scale, its own or a parent's)."""
+    return not abs(np.linalg.det(matrix[:3, :3])) > ZERO_SCALE
+
+
 def _check_scale(ob: bpy.types.Object, matrix: np.ndarray) -> None:
     """Raise :class:`RigError` when the world matrix of ``ob`` collapses a direction."""
-    if not abs(np.linalg.det(matrix[:3, :3])) > ZERO_SCALE:
+    if collapses(matrix):
         raise RigError(f"Object '{ob.name}' has zero scale: set a non-zero scale on every axis (or apply the scale)")
 
 
@@ -368,11 +373,12 @@ def invalid_driver(ob: bpy.types.Object) -> str | None:
     the property at its stored value, so the bake would silently use that. A Python expression
     that is not a simple one runs only where the file's scripts may run (Blender's Auto Run Python
     Scripts, off for an untrusted file and in a headless bake); a variable may also read a missing
-    object or property."""
+    object or property. A muted driver is not evaluated (the stored value is what plays), so it
+    is not asked about."""
     drivers = ob.animation_data.drivers if ob.animation_data is not None else ()
     for fcurve in drivers:
         if (fcurve.data_path in TRANSFORM_PATHS or fcurve.data_path.startswith(SETTING_PATHS)) \
-                and not fcurve.driver.is_valid:
+                and not fcurve.mute and not fcurve.driver.is_valid:
             return (f"the driver on {fcurve.data_path}[{fcurve.array_index}] could not be evaluated (a Python "
                     "expression other than a simple one runs only with Auto Run Python Scripts, which an untrusted "
                     "file and a headless bake leave off; or a variable reads something missing): fix the driver or "
@@ -660,7 +666,7 @@ def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
     values = sampler.joint_values[name]
     world = sampler.joint_matrix0[name]
     result.joint_matrix[name] = world
-    if not abs(np.linalg.det(world[:3, :3])) > ZERO_SCALE:  # the bake could not key its pose
+    if collapses(world):  # the bake could not key its pose
         raise RigError(f"Joint '{ob.name}' has zero scale (its own or a parent's): set a non-zero scale on every axis "
                        "(a joint's scale does not change the joint; its local Z axis is the joint axis)")
     position0 = world[:3, 3].copy()

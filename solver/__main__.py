@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -54,22 +53,9 @@ def _output_path(out: Optional[str], scene_path: Path) -> Path:
         return default
     if Path(out).is_dir():
         return Path(out) / default.name
-    return Path(out if out.endswith(".npz") else out + ".npz")
+    from .trajectory import npz_file_name
 
-
-def _output_problem(path: Path) -> Optional[str]:
-    """Why the trajectory file ``path`` cannot be written, or None if it can (as far as
-    ``os.access`` tells: the file's or else its directory's write permission)."""
-    if not path.parent.is_dir():
-        return f"directory {str(path.parent)!r} does not exist"
-    if path.is_dir():
-        return f"{str(path)!r} is a directory, not a file that can be written"
-    if path.exists():
-        if not os.access(path, os.W_OK):
-            return f"{str(path)!r} exists and is not writable"
-    elif not os.access(path.parent, os.W_OK | os.X_OK):
-        return f"cannot create files in directory {str(path.parent)!r} (no write permission)"
-    return None
+    return npz_file_name(out)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -79,7 +65,9 @@ def _run(args: argparse.Namespace) -> int:
 
     scene_path = Path(args.scene)
     out = _output_path(args.out, scene_path)
-    problem = _output_problem(out)
+    from .trajectory import file_problem
+
+    problem = file_problem(out)
     if problem is not None:
         where = "--out" if args.out else "the trajectory file beside the scene file (choose another with --out)"
         _error(f"{where}: {problem}")

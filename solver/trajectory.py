@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Optional, Union
@@ -77,8 +78,9 @@ class Trajectory:
                 "0.9 pi (162 degrees): its angle readout and limit may have counted a turn the wrong way "
                 "round; raise the substeps")
 
-    def save(self, path: Union[str, Path]) -> None:
-        """Write every field to a compressed ``.npz`` file at ``path``."""
+    def save(self, path) -> None:
+        """Write every field to a compressed ``.npz`` file at ``path`` (a str or Path, to which
+        NumPy appends ``.npz`` when missing: :func:`npz_file_name`; or a binary file object)."""
         np.savez_compressed(path, **{f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
 
     @classmethod
@@ -95,3 +97,27 @@ class Trajectory:
         values["substeps"] = int(values["substeps"])
         values["scene_digest"] = str(values["scene_digest"])
         return cls(**values)
+
+
+def npz_file_name(path: Union[str, Path]) -> Path:
+    """The file :meth:`Trajectory.save` writes for ``path``: NumPy's ``savez`` appends ``.npz``
+    to a path without it."""
+    path = str(path)
+    return Path(path if path.endswith(".npz") else path + ".npz")
+
+
+def file_problem(path: Union[str, Path]) -> Optional[str]:
+    """Why a file cannot be written at ``path``, or None if it can (as far as ``os.access`` tells:
+    the file's or else its folder's write permission): checked before a run or a bake, so that a
+    result is never computed only to be lost."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return f"directory {str(path.parent)!r} does not exist"
+    if path.is_dir():
+        return f"{str(path)!r} is a directory, not a file that can be written"
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            return f"{str(path)!r} exists and is not writable"
+    elif not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"cannot create files in directory {str(path.parent)!r} (no write permission)"
+    return None

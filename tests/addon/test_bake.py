@@ -469,3 +469,25 @@ def test_euler_keys_near_gimbal_lock_reproduce_the_poses(addon):
     keyed = Rotation.from_euler("xyz", keys.rotation.astype(np.float32)).as_matrix()
     assert np.abs(keyed - matrices[:, :3, :3]).max() < 1e-6
     assert np.abs(np.diff(keys.rotation, axis=0)).max() < 0.05  # no jumps between equivalent triples
+
+
+def test_a_driver_blender_cannot_evaluate_fails_the_bake_unless_muted(addon):
+    """aim_distance driven through a variable that reads a missing property: Blender flags the
+    driver invalid and plays the stored value, so the bake refuses, naming it, with nothing
+    changed. Muted, the driver is not evaluated at all (the stored value is what plays): baked."""
+    base, slider, joint = slider_rig(frame_end=6)
+    joint.animation_data_clear()
+    fcurve = joint.abd_joint.drive.driver_add("aim_distance")
+    variable = fcurve.driver.variables.new()
+    variable.targets[0].id = base
+    variable.targets[0].data_path = '["no_such_property"]'
+    fcurve.driver.expression = variable.name
+    bpy.context.scene.frame_set(2)
+    bpy.context.scene.frame_set(1)
+    before = scene_snapshot()
+    with pytest.raises(RuntimeError, match="driver on abd_joint.drive.aim_distance.*could not be evaluated"):
+        bpy.ops.abd.bake()
+    assert scene_snapshot() == before
+    fcurve.mute = True
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert slider.abd_bake.is_baked

@@ -306,8 +306,8 @@ def test_outputs_that_cannot_be_written_are_refused_before_anything_is_baked(tmp
     (tmp_path / "results" / "rig.npz").mkdir(parents=True)
     (tmp_path / "a_file").write_text("")
     for args, message in (
-        (("--in-place", "--trajectory-dir", tmp_path / "results"), "rig.npz: is a folder"),
-        (("--out", tmp_path / "missing" / "out.blend"), "no folder"),
+        (("--in-place", "--trajectory-dir", tmp_path / "results"), "rig.npz' is a directory"),
+        (("--out", tmp_path / "missing" / "out.blend"), "does not exist"),
         (("--out-dir", tmp_path / "a_file"), "cannot make the folder"),
     ):
         result = run_batch(tmp_path, source, *args)
@@ -340,10 +340,13 @@ def test_a_baked_file_keeps_its_workspaces_and_its_compression(tmp_path):
     source = tmp_path / "rig.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source), compress=False)
     assert source.read_bytes()[:7] == b"BLENDER"
-    result = run_batch(tmp_path, source, "--in-place", "--progress")
+    result = run_batch(tmp_path, source, "--in-place", "--progress", "--trajectory", tmp_path / "result")
     assert result.returncode == 0, result.stderr
     assert f"{source}: frame 5/5" in result.stderr  # progress lines name their file
     assert source.read_bytes()[:7] == b"BLENDER"
+    # The trajectory (.npz appended) as readable as the .blend, and no temporary file left.
+    assert (tmp_path / "result.npz").stat().st_mode & 0o777 == source.stat().st_mode & 0o777
+    assert not list(tmp_path.glob(".abd-trajectory-*"))
     bpy.ops.wm.open_mainfile(filepath=str(source))
     assert "ArtistAnim" in bpy.data.workspaces
     assert bpy.data.objects["Slider"].abd_bake.is_baked

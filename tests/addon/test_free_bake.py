@@ -375,3 +375,20 @@ def test_a_baked_object_in_nla_tweak_mode_is_refused_and_nothing_changes(addon):
     joint.animation_data.use_tweak_mode = False
     assert bpy.ops.abd.bake_free() == {"FINISHED"}
     assert not slider.abd_bake.is_baked and not joint.abd_bake.is_baked
+
+
+def test_objects_baked_before_bake_tokens_keep_a_shared_action(addon):
+    """Objects baked by a version that drew no token (bake_token empty) cannot be told from objects
+    that shared an action before their bake: Free Bake leaves their sharing as it was instead of
+    giving all but one a copy."""
+    base, arm, joint = hinge_rig(frame_end=8)
+    key_property(arm, "color", ((1, (1.0, 1.0, 1.0, 1.0)), (8, (1.0, 0.0, 0.0, 1.0))))
+    select_only(arm)
+    assert bpy.ops.object.duplicate_move_linked(TRANSFORM_OT_translate={"value": (0.0, 2.0, 0.0)}) == {"FINISHED"}
+    twin = bpy.context.active_object
+    user_action = arm.animation_data.action
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    for ob in (arm, twin):
+        ob.abd_bake.bake_token = ob.abd_bake.baked_name = ""  # as an older version left them
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert arm.animation_data.action == user_action and twin.animation_data.action == user_action

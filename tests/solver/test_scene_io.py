@@ -874,7 +874,9 @@ def test_cli_unwritable_out_is_refused_before_simulating(tmp_path, monkeypatch, 
     else:  # os.access stands in for a directory without write permission (root may write anywhere)
         locked = tmp_path / "locked"
         locked.mkdir()
-        monkeypatch.setattr(cli.os, "access", lambda path, mode: Path(path) != locked)
+        from solver import trajectory
+
+        monkeypatch.setattr(trajectory.os, "access", lambda path, mode: Path(path) != locked)
         argv, expected = ["--out", str(locked)], f"error: --out: cannot create files in directory '{locked}'"
     assert cli.main(["run", str(scene_path), *argv]) == 2
     err = capsys.readouterr().err
