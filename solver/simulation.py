@@ -225,12 +225,13 @@ class _Stepper:
         return bool(np.any(self.soft_strength[:, frame] != self.soft_strength[:, frame - 1])
                     or np.any(self.soft_active[:, frame] != self.soft_active[:, frame - 1]))
 
-    def start_newton(self, start: np.ndarray) -> None:
+    def start_newton(self, start: np.ndarray) -> bool:
         """Set the dynamic rows of q, holding q^t (``start``, (dynamic, 12)) on entry, to Newton's
         starting point: the explicit prediction q^t + dt dq/dt, nearer the answer than q^t (fewer
         iterations and factorisations), unless a joint-limit penalty is active (its coordinate
         outside [lower, upper]; the step's limit parameters must be set) at q^t or at the
-        prediction, where q^t is kept.
+        prediction, where q^t is kept. Returns whether one is (the Newton loop then confirms
+        every direction it accepts: :func:`solver.newton.solve_step`).
 
         libuipc starts at q^t (reference §8, pitfall 3). The cubic limit penalty has no curvature
         at its bound, so a Newton direction taken on the other side of a bound than the answer does
@@ -244,10 +245,12 @@ class _Stepper:
         tightly converged run 2.6e-3 rad by frame 12 against 5.6e-4 from q^t (7.9e-5 with this
         rule, which the Newton loop's chord confirmation of a first direction helps)."""
         if self.has_limits and np.any(_active_limits(self.model, self.q)):
-            return
+            return True
         self.q[self.dynamic] += self.dt * self.velocity[self.dynamic]
         if self.has_limits and np.any(_active_limits(self.model, self.q)):
             self.q[self.dynamic] = start
+            return True
+        return False
 
     def step(self, potential: IncrementalPotential, frame: int, substep: int):
         """One implicit Euler step; returns its :class:`solver.newton.NewtonResult` and whether a
@@ -270,8 +273,8 @@ class _Stepper:
             limit.sin_t = self.joints.sin[limit.joint_indices].copy()
             limit.cos_t = self.joints.cos[limit.joint_indices].copy()
 
-        self.start_newton(start)
-        result = solve_step(potential, self.q, model.corners, dt, self.settings)
+        limited = self.start_newton(start)
+        result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
 

@@ -442,9 +442,9 @@ def newton_starts(scene, monkeypatch) -> tuple[list, np.ndarray]:
 
     starts, solve = [], simulation.solve_step
 
-    def spy(potential, q, *args):
+    def spy(potential, q, *args, **kwargs):
         starts.append(q.copy())
-        return solve(potential, q, *args)
+        return solve(potential, q, *args, **kwargs)
 
     monkeypatch.setattr(simulation, "solve_step", spy)
     return starts, q_from_transform(simulate(scene).transforms)
