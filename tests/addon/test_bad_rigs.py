@@ -27,12 +27,18 @@ def _join_body(base, slider, joint):
     return "the child body 'Slider' is in no collection: it was deleted, or joined into another mesh (Ctrl+J)"
 
 
-def _exclude_body_collection(base, slider, joint):
+def _move_to_new_collection(ob) -> bpy.types.Collection:
+    """Move ``ob`` into a new collection "Props" under the scene's; returns it."""
     collection = bpy.data.collections.new("Props")
     bpy.context.scene.collection.children.link(collection)
-    for owner in list(slider.users_collection):
-        owner.objects.unlink(slider)
-    collection.objects.link(slider)
+    for owner in list(ob.users_collection):
+        owner.objects.unlink(ob)
+    collection.objects.link(ob)
+    return collection
+
+
+def _exclude_body_collection(base, slider, joint):
+    _move_to_new_collection(slider)
     bpy.context.view_layer.layer_collection.children["Props"].exclude = True  # the Outliner's checkbox
     return ("the child body 'Slider' is in the file but not in the view layer 'ViewLayer': the collection holding it "
             "('Props') is excluded from the view layer")
@@ -129,12 +135,7 @@ def _body_disabled_in_viewports(base, slider, joint):
 
 
 def _collection_disabled_in_viewports(base, slider, joint):
-    collection = bpy.data.collections.new("Props")
-    bpy.context.scene.collection.children.link(collection)
-    for owner in list(base.users_collection):
-        owner.objects.unlink(base)
-    collection.objects.link(base)
-    collection.hide_viewport = True
+    _move_to_new_collection(base).hide_viewport = True
     return "'Base' is disabled in viewports"
 
 
