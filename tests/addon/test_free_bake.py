@@ -256,3 +256,127 @@ def test_bodies_that_shared_an_action_before_the_bake_share_it_after_free_bake(a
     assert bpy.ops.abd.bake_free() == {"FINISHED"}
     assert arm.animation_data.action == user_action
     assert twin.animation_data.action == user_action
+
+
+def _user_curves(ob) -> list:
+    """Per F-curve of the object's action that the bake does not key, in order: path, index,
+    channel group, auto handle smoothing, extrapolation, keys (with handles), sampled points."""
+    return [(fc.data_path, fc.array_index, fc.group.name if fc.group else "", fc.auto_smoothing, fc.extrapolation,
+             [(*point.co, *point.handle_left, *point.handle_right) for point in fc.keyframe_points],
+             [tuple(point.co) for point in fc.sampled_points])
+            for fc in fcurves(ob) if not fc.data_path.startswith(("location", "rotation", "scale", '["abd_'))]
+
+
+def _smoothing_none_rig():
+    """The slider rig with a Bezier aim curve whose Auto Handle Smoothing is None (older files, or
+    the preference), in the channel group 'Drive', after a linear curve of the Empty's display
+    size; returns ``(base, slider, joint)``."""
+    base, slider, joint = slider_rig(frame_end=24, aim_keys=((1, 0.0), (8, -0.5), (24, -0.1)))
+    key_property(joint, "empty_display_size", ((1, 1.0), (24, 2.0)))
+    aim = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
+    for point in aim.keyframe_points:
+        point.interpolation = "BEZIER"
+    aim.auto_smoothing = "NONE"
+    aim.group = _fcurve_owner(joint).groups.new("Drive")
+    aim.update()
+    return base, slider, joint
+
+
+def test_an_aim_curve_without_handle_smoothing_plays_the_same_and_free_bake_leaves_it(addon):
+    """The baked copy of an aim curve keeps its Auto Handle Smoothing 'None' (it got the default,
+    which moved its handles): it plays the same aim, a re-bake simulates that aim, and Free Bake
+    gives the curve back untouched (it saw an edit and rewrote it: smoothing and handles changed,
+    the channel group lost, the curve moved to the end)."""
+    base, slider, joint = _smoothing_none_rig()
+    curves = _user_curves(joint)
+    aims = [_aim_at(joint, frame) for frame in range(1, 25)]
+    job = addon.bake.BakeJob(bpy.context.scene)
+    simulated = job.prepare().scene.joints[0].driving.aim_distance
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert _user_curves(joint) == curves  # the baked action's copies
+    assert [_aim_at(joint, frame) for frame in range(1, 25)] == pytest.approx(aims, abs=1e-7)
+    job = addon.bake.BakeJob(bpy.context.scene)
+    assert job.prepare().scene.joints[0].driving.aim_distance == pytest.approx(simulated, abs=1e-7)
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert _user_curves(joint) == curves
+    assert [_aim_at(joint, frame) for frame in range(1, 25)] == pytest.approx(aims, abs=1e-7)
+
+
+def test_an_edited_curve_comes_back_in_its_channel_group_with_its_smoothing(addon):
+    """A key of the baked aim curve edited: Free Bake puts the edited curve back into the channel
+    group it was in, with its Auto Handle Smoothing."""
+    base, slider, joint = _smoothing_none_rig()
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    baked = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
+    baked.keyframe_points[1].co.y = -0.4
+    baked.update()
+    edited = _user_curves(joint)
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    restored = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
+    assert restored.group is not None and restored.group.name == "Drive"
+    assert restored.auto_smoothing == "NONE"
+    assert restored.keyframe_points[1].co.y == pytest.approx(-0.4)
+    assert sorted(_user_curves(joint)) == sorted(edited)
+
+
+def test_sampled_curves_play_while_baked_and_their_edits_are_kept(addon):
+    """F-curves converted to samples (Graph Editor > Channel > Convert to Samples), the aim and a
+    custom property of the body: the bake's copies hold the same samples (they were empty, so the
+    channels stopped animating), and an edited sample comes back by Free Bake."""
+    base, slider, joint = slider_rig(frame_end=16, aim_keys=((1, 0.0), (8, -0.5), (16, -0.2)))
+    for frame, glow in ((1, 0.0), (16, 5.0)):
+        slider["glow"] = glow
+        slider.keyframe_insert('["glow"]', frame=frame)
+    for ob in (joint, slider):
+        curve = next(fc for fc in fcurves(ob) if not fc.data_path.startswith("location"))
+        curve.convert_to_samples(1, 17)  # frames 1 to 16
+        assert len(curve.sampled_points) == 16 and len(curve.keyframe_points) == 0
+
+    def played():
+        values = []
+        for frame in range(1, 17):
+            bpy.context.scene.frame_set(frame)
+            values.append((joint.abd_joint.drive.aim_distance, slider["glow"]))
+        return values
+
+    before, curves = played(), {ob.name: _user_curves(ob) for ob in (joint, slider)}
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert {ob.name: _user_curves(ob) for ob in (joint, slider)} == curves
+    assert played() == before
+    baked = next(fc for fc in fcurves(slider) if fc.data_path == '["glow"]')
+    baked.sampled_points[3].co[1] = 9.0
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert _user_curves(joint) == curves[joint.name]
+    samples = [(frame, 9.0 if frame == 4.0 else value) for frame, value in curves["Slider"][0][6]]
+    assert _user_curves(slider)[0][6] == samples
+    bpy.context.scene.frame_set(4)
+    assert slider["glow"] == pytest.approx(9.0)
+
+
+def _tweak(ob) -> None:
+    """Open an NLA strip of ``ob`` for editing, as Tab in the NLA editor does (tweak mode)."""
+    ad = ob.animation_data_create()
+    track = ad.nla_tracks.new()
+    strip = track.strips.new("Edit", 1, bpy.data.actions.new("Strip"))
+    track.select = strip.select = True
+    ad.use_tweak_mode = True
+    assert ad.use_tweak_mode
+
+
+def test_a_baked_object_in_nla_tweak_mode_is_refused_and_nothing_changes(addon):
+    """A baked joint Empty in NLA tweak mode, where Blender keeps its action read-only: a re-bake
+    and Free Bake say so, naming it, and change nothing (they failed part way with an
+    'unexpected AttributeError', Free Bake leaving the body freed and the joint baked)."""
+    base, slider, joint = slider_rig(frame_end=8)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    _tweak(joint)
+    baked = scene_snapshot()
+    for operator, failed in ((bpy.ops.abd.bake, "Bake failed"), (bpy.ops.abd.bake_free, "Free Bake failed")):
+        with pytest.raises(RuntimeError, match=f"{failed}: Object '{joint.name}' is in NLA tweak mode .*: exit "
+                                               "tweak mode in the NLA editor"):
+            operator()
+        assert scene_snapshot() == baked
+        assert slider.abd_bake.is_baked and joint.abd_bake.is_baked
+    joint.animation_data.use_tweak_mode = False
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert not slider.abd_bake.is_baked and not joint.abd_bake.is_baked
