@@ -73,6 +73,20 @@ class _BodyOperator:
             return [context.object] if context.object is not None else []
         return list(context.selected_objects)
 
+    def editable(self, objects: list, none: str):
+        """``(editable, linked)``: ``objects`` this file can change, and those linked from a
+        library (skipped); or None, reported as an error, where there is none (``none`` says
+        what to select) or none editable."""
+        if not objects:
+            self.report({"ERROR"}, none)
+            return None
+        linked = [ob for ob in objects if not ob.is_editable]
+        editable = [ob for ob in objects if ob.is_editable]
+        if not editable:
+            self.report({"ERROR"}, linked_message(linked))
+            return None
+        return editable, linked
+
 
 class ABD_OT_body_add(_BodyOperator, Operator):
     """Make the selected meshes affine bodies (in the Physics properties: the object shown there)"""
@@ -90,15 +104,11 @@ class ABD_OT_body_add(_BodyOperator, Operator):
         """Enable ``abd_body`` on every editable mesh of :meth:`targets` (other objects, and linked
         ones, whose settings the file would not keep, are skipped with a warning)."""
         targets = self.targets(context)
-        meshes = [ob for ob in targets if ob.type == "MESH"]
-        if not meshes:
-            self.report({"ERROR"}, "Select one or more mesh objects: only meshes can be affine bodies")
+        split = self.editable([ob for ob in targets if ob.type == "MESH"],
+                              "Select one or more mesh objects: only meshes can be affine bodies")
+        if split is None:
             return {"CANCELLED"}
-        linked = [ob for ob in meshes if not ob.is_editable]
-        meshes = [ob for ob in meshes if ob.is_editable]
-        if not meshes:
-            self.report({"ERROR"}, linked_message(linked))
-            return {"CANCELLED"}
+        meshes, linked = split
         for ob in meshes:
             ob.abd_body.enabled = True
             store_groups(ob)
@@ -128,15 +138,11 @@ class ABD_OT_body_remove(_BodyOperator, Operator):
     def execute(self, context):
         """Disable ``abd_body`` on the editable bodies of :meth:`targets` (linked ones are skipped
         with a warning)."""
-        bodies = [ob for ob in self.targets(context) if ob.abd_body.enabled]
-        if not bodies:
-            self.report({"ERROR"}, "Select one or more affine bodies")
+        split = self.editable([ob for ob in self.targets(context) if ob.abd_body.enabled],
+                              "Select one or more affine bodies")
+        if split is None:
             return {"CANCELLED"}
-        linked = [ob for ob in bodies if not ob.is_editable]
-        removed = [ob for ob in bodies if ob.is_editable]
-        if not removed:
-            self.report({"ERROR"}, linked_message(linked))
-            return {"CANCELLED"}
+        removed, linked = split
         for ob in removed:
             ob.abd_body.enabled = False
         message = f"{len(removed)} affine bod{'y' if len(removed) == 1 else 'ies'} removed"

@@ -403,7 +403,7 @@ def solve_step(
     """
     potential.bind(q)
     if not len(potential.dynamic_indices):  # only fixed and animated bodies: nothing to solve
-        return _result(potential, 0, 0, True, chord=False, residual=0.0)
+        return _result(potential, 0, 0, True, reusable=False, residual=0.0)
     dynamic = potential.dynamic_rows
     line_search_total = 0
     corners_dynamic = corners[dynamic]
@@ -425,10 +425,8 @@ def solve_step(
         last_size[0] = size
         return direction, size
 
-    def result(iterations: int, converged: bool, chord: bool) -> NewtonResult:
-        size = last_size[0]
-        return _result(potential, iterations, line_search_total, converged, chord,
-                       max(size[0] / tolerances[0], size[1] / tolerances[1]))
+    def result(iterations: int, converged: bool, reusable: bool) -> NewtonResult:
+        return _result(potential, iterations, line_search_total, converged, reusable, relative(last_size[0]))
 
     def relative(size: tuple[float, float]) -> float:
         """A direction's size relative to the tolerance (1: just converged), the convergence test's
@@ -500,14 +498,12 @@ def solve_step(
                 contraction = relative(size) / relative(first_size) if relative(first_size) > 0.0 else 0.0
                 if chords_converge(relative(size), contraction):
                     potential.reuse_backoff.record(True)
-                    step_result = result(2, True, chord=True)
                     # The chord steps on a lagged Hessian contract more slowly as it ages (a
                     # swinging chain's OrthoPotential Hessian turns with the bodies): a step that
                     # needed more than REUSED_SOLVES_MAX solves is followed by one that needs more
                     # still or fails after four or five solves and factorises anyway (measured on
                     # the chains, docs/performance.md), so the next step factorises at once.
-                    potential.factorization_reusable = solves[0] <= REUSED_SOLVES_MAX
-                    return step_result
+                    return result(2, True, reusable=solves[0] <= REUSED_SOLVES_MAX)
         except NewtonFailure:
             q[dynamic] = start  # solved afresh below, which names what is not finite if it is the state itself
         potential.reuse_backoff.record(False)
@@ -539,10 +535,10 @@ def solve_step(
                 settings.min_iterations <= iteration + 1 <= settings.max_iterations
             ):
                 if chord_steps_after(newton_size):
-                    return result(iteration + 1, True, chord=True)
+                    return result(iteration + 1, True, reusable=True)
                 continue
             if iteration >= settings.min_iterations:
-                return result(iteration, True, chord=False)
+                return result(iteration, True, reusable=False)
             continue
         energy0 = potential.energy(q)
         if not np.isfinite(energy0):
@@ -569,14 +565,15 @@ def solve_step(
             converged = chord_steps_after(newton_size)
             potential.chord_backoff.record(converged)
             if converged:
-                return result(iteration + 1, True, chord=True)
-    return result(settings.max_iterations, False, chord=False)
+                return result(iteration + 1, True, reusable=True)
+    return result(settings.max_iterations, False, reusable=False)
 
 
 def _result(potential: IncrementalPotential, iterations: int, line_search: int, converged: bool,
-            chord: bool, residual: float) -> NewtonResult:
-    """The step's :class:`NewtonResult`. The step's last factorisation may start the next step
-    only if this one ended through the chord test (``chord``): where chord steps do not
-    contract within a step, a lagged Hessian would not either."""
-    potential.factorization_reusable = chord
+            reusable: bool, residual: float) -> NewtonResult:
+    """The step's :class:`NewtonResult`; whether the step's last factorisation may start the next
+    step (``reusable``): only where this one ended through the chord test (where chord steps do
+    not contract within a step, a lagged Hessian would not either), and not after a lagged step
+    that needed many solves (:data:`REUSED_SOLVES_MAX`)."""
+    potential.factorization_reusable = reusable
     return NewtonResult(iterations, line_search, converged, float(residual))

@@ -168,11 +168,12 @@ class _Stepper:
         self.soft_aim_q = q_from_transform(np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
         # Whether any target or bound interpolated between frames (begin_step) changes from frame
         # f - 1 to frame f: only then is it set per step, else once per frame.
-        series = [self.driving_series["aim_distance"], self.soft_aim_q.reshape(len(soft), frames, 12)]
+        series = [self.driving_series["aim_distance"], self.soft_aim_q]
         series += [limits[name] for limits in self.limit_series.values() for name in ("lower", "upper")]
         self.targets_move = np.zeros(frames, dtype=bool)
-        for values in series:
-            self.targets_move[1:] |= np.any(values[:, 1:] != values[:, :-1], axis=tuple({0} | set(range(2, values.ndim))))
+        for values in series:  # (series, frames) or (series, frames, 12): one row per frame
+            by_frame = np.moveaxis(values, 1, 0).reshape(frames, values.size // frames)
+            self.targets_move[1:] |= np.any(by_frame[1:] != by_frame[:-1], axis=1)
         self.soft_aim_poses = PoseInterpolation(np.swapaxes(self.soft_aim_q, 0, 1)) if len(soft) else None
 
     def begin_frame(self, frame: int) -> None:
