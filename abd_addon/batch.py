@@ -51,7 +51,6 @@ import importlib
 import importlib.util
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -156,40 +155,29 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
 
 def _save_trajectory_aside(trajectory, path: str) -> str:
     """Save ``trajectory`` to a new temporary file in the folder of ``path``, readable as a file
-    saved there directly would be (the process's umask); returns its path.
+    saved there directly would be (:func:`solver.output_files.write_aside`); returns its path.
 
     Raises:
         BatchError: the folder cannot be written, or the destination is a folder.
     """
-    from ..solver.trajectory import file_problem, npz_file_name
+    from ..solver.output_files import file_problem, write_aside
+    from ..solver.trajectory import npz_file_name
 
     problem = file_problem(npz_file_name(path))
     if problem is not None:
         raise BatchError(f"{path}: cannot save the trajectory: {problem}")
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=".abd-trajectory-", suffix=".npz",
-                                                 dir=os.path.dirname(os.path.abspath(path)))
+        return str(write_aside(npz_file_name(path), trajectory.save))
     except OSError as error:
         raise BatchError(f"{path}: cannot save the trajectory: {error}") from None
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private (0600)
-        with os.fdopen(descriptor, "wb") as handle:
-            trajectory.save(handle)
-    except BaseException as error:
-        os.remove(temporary)
-        if isinstance(error, OSError):
-            raise BatchError(f"{path}: cannot save the trajectory: {error}") from None
-        raise
-    return temporary
 
 
 def output_problem(plan: list, exports: list) -> str | None:
     """Why an output of a batch (``plan`` of :func:`bake_plan`, ``exports`` of
     :func:`export_plan`) cannot be written, or None: checked before anything is opened or baked
-    (:func:`solver.trajectory.file_problem`)."""
-    from ..solver.trajectory import file_problem, npz_file_name
+    (:func:`solver.output_files.file_problem`)."""
+    from ..solver.output_files import file_problem
+    from ..solver.trajectory import npz_file_name
 
     outputs = [path for _, out, saved, _ in plan for path in (out, saved and npz_file_name(saved)) if path]
     for path in outputs + [target for _, target in exports]:

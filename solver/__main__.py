@@ -61,21 +61,33 @@ def _output_path(out: Optional[str], scene_path: Path) -> Path:
 def _run(args: argparse.Namespace) -> int:
     """The ``run`` command: load, simulate, save. Returns the exit status."""
     from .scene import SceneError
-    from .scene_io import load_scene, scene_digest
+    from .scene_io import load_scene, scene_digest, scene_input_files
+
+    from .output_files import file_problem, write_whole
 
     scene_path = Path(args.scene)
+    if not scene_path.is_file():  # before the output's checks, which would name the scene's folder
+        reason = "a directory, not a scene file" if scene_path.is_dir() else "no such file"
+        _error(f"{args.scene}: cannot read the scene file: {reason}")
+        return EXIT_BAD_INPUT
+    if args.out is not None and not args.out.strip():
+        _error("--out: an empty path (leave --out out to write beside the scene file)")
+        return EXIT_BAD_INPUT
     out = _output_path(args.out, scene_path)
-    from .trajectory import file_problem
-
+    where = "--out" if args.out else "the trajectory file beside the scene file (choose another with --out)"
     problem = file_problem(out)
     if problem is not None:
-        where = "--out" if args.out else "the trajectory file beside the scene file (choose another with --out)"
         _error(f"{where}: {problem}")
         return EXIT_BAD_INPUT
     try:
         scene = load_scene(scene_path)
     except SceneError as error:
         _error(str(error))
+        return EXIT_BAD_INPUT
+    inputs = [path.resolve() for path in scene_input_files(scene_path)]
+    if out.resolve() in inputs:
+        _error(f"{where}: {str(out)!r} is an input of the run (the scene file or its arrays file), "
+               "which the trajectory would overwrite")
         return EXIT_BAD_INPUT
     if args.device is not None:
         scene.settings = dataclasses.replace(scene.settings, device=args.device)
@@ -105,8 +117,8 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     trajectory.scene_digest = scene_digest(scene)  # what Blender's Apply Trajectory File checks
 
-    try:
-        trajectory.save(out)
+    try:  # whole or not at all: a failed write leaves an earlier file at out as it was
+        write_whole(out, trajectory.save)
     except OSError as error:
         _error(f"cannot write {str(out)!r}: {error}")
         return EXIT_SOLVER_FAILED

@@ -336,7 +336,7 @@ def _float_array(value, where: str, field_name: str, *, allow_bool: bool = False
     except (ValueError, TypeError, OverflowError, RecursionError):
         raise _fail(where, field_name, "must be a number or a (nested) list of numbers of a regular shape") from None
     kind = array.dtype.kind
-    if kind == "b" and not allow_bool:
+    if not allow_bool and (kind == "b" or (kind in "iuf" and _holds_bool(value))):
         raise _fail(where, field_name, "must contain numbers, not booleans")
     if kind not in "biuf":
         raise _fail(where, field_name, "must contain only (finite, at most ~1e308) numbers")
@@ -344,6 +344,16 @@ def _float_array(value, where: str, field_name: str, *, allow_bool: bool = False
         return array.astype(np.float64)
     except (ValueError, TypeError, OverflowError):  # pragma: no cover - defensive
         raise _fail(where, field_name, "must contain only numbers") from None
+
+
+def _holds_bool(value) -> bool:
+    """Whether (nested lists or tuples of) ``value`` hold a boolean among numbers, which NumPy
+    would read as 1 or 0 (``[true, 0, -9.81]``); an array holds one type, told by its dtype."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_bool(item) for item in value)
+    return False
 
 
 def _fixed_array(value, shape: tuple, where: str, field_name: str) -> np.ndarray:

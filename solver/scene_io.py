@@ -19,13 +19,16 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
 
+from .output_files import move_into_place, write_aside
 from .scene import (
     Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
 )
@@ -210,7 +213,9 @@ def _reject_duplicate_keys(pairs: list) -> dict:
     result: dict = {}
     for key, value in pairs:
         if key in result:
-            raise SceneError(f"scene: {key}: duplicate key in a JSON object")
+            named = dict(pairs).get("name")  # which body or joint, where the object has a name
+            where = f"the object named {named!r:.60}" if isinstance(named, str) else "a JSON object"
+            raise SceneError(f"scene: {key}: duplicate key in {where}")
         result[key] = value
     return result
 
@@ -248,11 +253,27 @@ def load_scene(path: Union[str, Path]) -> Scene:
         raise SceneError(f'scene: arrays: must be the name of a .npz file in the scene file\'s folder, got {name!r:.60}')
     arrays_path = Path(path).parent / name
     try:
-        with np.load(arrays_path, allow_pickle=False) as npz:
+        loaded = np.load(arrays_path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):  # a .npy file under a .npz name: one array
+            raise ValueError("not a .npz archive of named arrays (a single .npy array?)")
+        with loaded as npz:
             arrays = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:  # missing, not a zip of .npy files, object arrays
+    # missing, not a zip of .npy files, a damaged member (zlib), object arrays
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
         raise SceneError(f"{arrays_path}: cannot read the scene's arrays file: {error}") from None
     return scene_from_dict(data, arrays)
+
+
+def scene_input_files(path: Union[str, Path]) -> list[Path]:
+    """The files a run of the scene file at ``path`` reads: the scene file and, when it names
+    one, its arrays file (a run's outputs must be neither). For a scene file that
+    :func:`load_scene` read; one it cannot read gives the scene file alone."""
+    path = Path(path)
+    try:
+        name = json.loads(path.read_text(encoding="utf-8")).get("arrays")
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, AttributeError):
+        return [path]
+    return [path, path.parent / name] if isinstance(name, str) else [path]
 
 
 def _plain(array: np.ndarray, flag: bool = False):
@@ -423,14 +444,15 @@ def save_scene(scene: Scene, path: Union[str, Path]) -> Path | None:
     Meshes with more than :data:`INLINE_VERTEX_LIMIT` vertices are written to the arrays file
     ``<stem>_meshes.npz`` beside it (compressed NumPy arrays, named by the document's
     ``"arrays"``), before the JSON file, so that a scene file never names an arrays file that is
-    not there.
+    not there. Both are written whole or not at all (:mod:`solver.output_files`): a failed write
+    leaves the files that were at those paths as they were.
 
     Returns:
         The arrays file's path when one was written, else None.
 
     Raises:
         SceneError: if the scene is not valid (nothing is written).
-        OSError: if a file cannot be written.
+        OSError: if a file cannot be written, or ``path`` is a directory (nothing is written).
     """
     path = Path(path)
     arrays: dict = {}
@@ -440,7 +462,26 @@ def save_scene(scene: Scene, path: Union[str, Path]) -> Path | None:
         arrays_path = path.with_name(path.stem + ARRAYS_SUFFIX)
         document = {"format": document.pop("format"), "version": document.pop("version"),
                     "arrays": arrays_path.name, **document}
-        with open(arrays_path, "wb") as stream:  # a file object: savez would append ".npz" to a name
-            np.savez_compressed(stream, **arrays)
-    path.write_text(_document_text(document), encoding="utf-8")
+    if path.is_dir():
+        raise IsADirectoryError(f"{str(path)!r} is a directory")
+    # Both files are written aside first and then renamed into place, the arrays file first:
+    # a failed write leaves the files that were there as they were (no truncated JSON, no new
+    # arrays beside an old document) and no partial file.
+    text = _document_text(document).encode("utf-8")
+    written_arrays = None
+    if arrays_path is not None:  # a stream: savez would append ".npz" to a name
+        written_arrays = write_aside(arrays_path, lambda stream: np.savez_compressed(stream, **arrays))
+    try:
+        written = write_aside(path, lambda stream: stream.write(text))
+    except BaseException:
+        if written_arrays is not None:
+            os.remove(written_arrays)
+        raise
+    if written_arrays is not None:
+        try:
+            move_into_place(written_arrays, arrays_path)
+        except BaseException:
+            os.remove(written)
+            raise
+    move_into_place(written, path)
     return arrays_path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Optional, Union
@@ -104,20 +103,3 @@ def npz_file_name(path: Union[str, Path]) -> Path:
     to a path without it."""
     path = str(path)
     return Path(path if path.endswith(".npz") else path + ".npz")
-
-
-def file_problem(path: Union[str, Path]) -> Optional[str]:
-    """Why a file cannot be written at ``path``, or None if it can (as far as ``os.access`` tells:
-    the file's or else its folder's write permission): checked before a run or a bake, so that a
-    result is never computed only to be lost."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        return f"directory {str(path.parent)!r} does not exist"
-    if path.is_dir():
-        return f"{str(path)!r} is a directory, not a file that can be written"
-    if path.exists():
-        if not os.access(path, os.W_OK):
-            return f"{str(path)!r} exists and is not writable"
-    elif not os.access(path.parent, os.W_OK | os.X_OK):
-        return f"cannot create files in directory {str(path.parent)!r} (no write permission)"
-    return None

@@ -1164,6 +1164,8 @@ def run_command(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.urdf).with_suffix(".json")
     if not out.parent.is_dir():
         return error(f"--out: directory {str(out.parent)!r} does not exist")
+    if out.resolve() == Path(args.urdf).resolve():
+        return error(f"--out: {str(out)!r} is the URDF file itself, which the scene file would overwrite")
     settings = Settings(frame_rate=args.frame_rate, substeps=args.substeps, frame_count=args.frame_count)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UrdfWarning)

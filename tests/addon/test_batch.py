@@ -346,7 +346,7 @@ def test_a_baked_file_keeps_its_workspaces_and_its_compression(tmp_path):
     assert source.read_bytes()[:7] == b"BLENDER"
     # The trajectory (.npz appended) as readable as the .blend, and no temporary file left.
     assert (tmp_path / "result.npz").stat().st_mode & 0o777 == source.stat().st_mode & 0o777
-    assert not list(tmp_path.glob(".abd-trajectory-*"))
+    assert not list(tmp_path.glob(".*.part"))
     bpy.ops.wm.open_mainfile(filepath=str(source))
     assert "ArtistAnim" in bpy.data.workspaces
     assert bpy.data.objects["Slider"].abd_bake.is_baked

@@ -4,13 +4,14 @@ saving and round trips, and the ``run`` command's exit statuses."""
 from __future__ import annotations
 
 import copy
-import importlib.util
+import io
 import json
 import math
 import re
 import subprocess
 import sys
 import types
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,6 @@ from solver.scene import (
 from solver.scene_io import dumps_scene, load_scene, save_scene, scene_digest, scene_from_dict, scene_to_dict
 
 REPO = Path(__file__).resolve().parents[2]
-HAS_SIMULATION = importlib.util.find_spec("solver.simulation") is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,6 +297,16 @@ CASES = [
     ("top-level-list", _text("[1, 2, 3]"), ["scene", "object"]),
     ("invalid-json", _text('{"format": "abd-scene", "version": 1,'), ["not valid JSON"]),
     ("duplicate-json-key", _text('{"format": "abd-scene", "version": 1, "version": 1, "bodies": []}'), ["version", "duplicate"]),
+    ("duplicate-key-in-a-body", lambda: json.dumps(prismatic()).replace('"name": "slider"', '"name": "slider", "kappa": 1e8', 1)
+     .replace('"kappa": 1e8', '"kappa": 1e8, "kappa": 1e8', 1),
+     ["scene: kappa: duplicate key in the object named 'slider'"]),
+    # NumPy would read a boolean among numbers as 1 or 0 (the gravity [1, 0, -9.81], vertex 0).
+    ("boolean-in-gravity", edit(prismatic, lambda d: _set(d["settings"]["gravity"], 0, True)),
+     ["settings", "gravity", "not booleans"]),
+    ("boolean-triangle-index", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"][0], 0, False)),
+     ["slider", "mesh.triangles", "not booleans"]),
+    ("boolean-in-a-series", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0] * 48 + [True])),
+     ["rail", "driving.aim_distance", "not booleans"]),
     ("empty-file", _text(""), ["not valid JSON"]),
 ]
 
@@ -467,13 +477,37 @@ def test_scene_digest_survives_the_file_and_follows_what_the_simulation_reads(tm
         assert scene_digest(changed) != digest
 
 
-def _arrays_case(tmp_path: Path, arrays_name, mesh_field, arrays: dict | None) -> Path:
+def _npy_bytes(array: np.ndarray) -> bytes:
+    """A single array's .npy file, which np.load reads as an array, not as an archive."""
+    stream = io.BytesIO()
+    np.save(stream, array)
+    return stream.getvalue()
+
+
+def _damaged_member(array: np.ndarray) -> bytes:
+    """A compressed .npz of ``array`` named body1_vertices whose zip structure is whole but whose
+    member's deflate stream is damaged (zlib fails while the array is read)."""
+    stream = io.BytesIO()
+    np.savez_compressed(stream, body1_vertices=array)
+    raw = bytearray(stream.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as archive:
+        info = archive.getinfo("body1_vertices.npy")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for k in range(start + 5, start + 40):
+        raw[k] ^= 0xFF
+    return bytes(raw)
+
+
+def _arrays_case(tmp_path: Path, arrays_name, mesh_field, arrays) -> Path:
     """The prismatic scene with the slider's vertices named ``mesh_field`` in ``arrays_name``
-    (``arrays`` written there as an .npz when a dict, as they are when bytes)."""
+    (``arrays`` written there as an .npz when a dict, as they are when bytes or a function
+    returning bytes)."""
     document = prismatic()
     if arrays_name is not None:
         document["arrays"] = arrays_name
     body(document, "slider")["mesh"]["vertices"] = mesh_field
+    if callable(arrays):
+        arrays = arrays()
     if isinstance(arrays, bytes):
         (tmp_path / "scene_meshes.npz").write_bytes(arrays)
     elif arrays is not None:
@@ -495,6 +529,10 @@ def _arrays_case(tmp_path: Path, arrays_name, mesh_field, arrays: dict | None) -
                  "cannot read the scene's arrays file", id="truncated"),
     pytest.param("scene_meshes.npz", "body1_vertices", {"body1_vertices": np.zeros((8, 2))},
                  "body 'slider': mesh.vertices", id="wrong-shape"),
+    pytest.param("scene_meshes.npz", "body1_vertices", lambda: _npy_bytes(np.zeros((8, 3))),
+                 "cannot read the scene's arrays file: not a .npz archive", id="an-npy-file"),
+    pytest.param("scene_meshes.npz", "body1_vertices", lambda: _damaged_member(np.zeros((800, 3))),
+                 "cannot read the scene's arrays file", id="damaged-member"),
 ])
 def test_arrays_file_problems_are_scene_errors(tmp_path, arrays_name, mesh_field, arrays, expected):
     with pytest.raises(SceneError, match=re.escape(expected)):
@@ -874,9 +912,9 @@ def test_cli_unwritable_out_is_refused_before_simulating(tmp_path, monkeypatch, 
     else:  # os.access stands in for a directory without write permission (root may write anywhere)
         locked = tmp_path / "locked"
         locked.mkdir()
-        from solver import trajectory
+        from solver import output_files
 
-        monkeypatch.setattr(trajectory.os, "access", lambda path, mode: Path(path) != locked)
+        monkeypatch.setattr(output_files.os, "access", lambda path, mode: Path(path) != locked)
         argv, expected = ["--out", str(locked)], f"error: --out: cannot create files in directory '{locked}'"
     assert cli.main(["run", str(scene_path), *argv]) == 2
     err = capsys.readouterr().err
@@ -893,7 +931,93 @@ def test_cli_out_of_memory_is_an_error_line_not_a_traceback(tmp_path, monkeypatc
     assert not (tmp_path / "scene.npz").exists()
 
 
-@pytest.mark.skipif(not HAS_SIMULATION, reason="solver.simulation is not written yet")
+def test_cli_refuses_to_write_its_trajectory_over_an_input(tmp_path, monkeypatch, capsys, cli):
+    """The default output <scene stem>.npz may be the scene's own arrays file, and --out may name
+    it or the scene file: the run is refused before simulating, and the input stays readable."""
+    _fake_simulation(monkeypatch, "error")  # exit status 1 if it were reached
+    vertices = np.array(body(prismatic(), "slider")["mesh"]["vertices"], dtype=float)
+    scene_path = _arrays_case(tmp_path, "scene.npz", "body1_vertices", {})
+    np.savez(tmp_path / "scene.npz", body1_vertices=vertices)
+    arrays_before = (tmp_path / "scene.npz").read_bytes()
+    load_scene(scene_path)  # a valid scene
+    for argv in ([], ["--out", str(tmp_path / "scene.npz")], ["--out", str(tmp_path / "scene")], ["--out", str(tmp_path)]):
+        assert cli.main(["run", str(scene_path), *argv]) == 2
+        err = capsys.readouterr().err
+        assert "is an input of the run (the scene file or its arrays file)" in err, err
+        assert (tmp_path / "scene.npz").read_bytes() == arrays_before
+    npz_scene = tmp_path / "npz_scene.npz"  # a scene file that itself has the .npz suffix
+    npz_scene.write_text(json.dumps(prismatic()), encoding="utf-8")
+    assert cli.main(["run", str(npz_scene)]) == 2
+    assert "is an input of the run" in capsys.readouterr().err
+    assert json.loads(npz_scene.read_text(encoding="utf-8"))["format"] == "abd-scene"
+
+
+def test_cli_names_a_missing_scene_and_an_empty_out(tmp_path, capsys, cli):
+    """A scene in a missing folder is named as the scene (not as an output problem of that
+    folder); an empty --out is refused rather than taken as no --out."""
+    assert cli.main(["run", str(tmp_path / "no" / "scene.json")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'no' / 'scene.json'}: cannot read the scene file")
+    assert cli.main(["run", str(tmp_path)]) == 2
+    assert "a directory, not a scene file" in capsys.readouterr().err
+    scene_path = _write(tmp_path, prismatic())
+    assert cli.main(["run", str(scene_path), "--out", ""]) == 2
+    assert capsys.readouterr().err.startswith("error: --out: an empty path")
+
+
+def test_cli_write_failure_keeps_the_earlier_trajectory(tmp_path, monkeypatch, capsys, cli):
+    """A trajectory write that fails part-way (a full disk) leaves the file already at --out as
+    it was, and no partial or temporary file."""
+    _fake_simulation(monkeypatch, "ok")
+    scene_path = _write(tmp_path, prismatic(frame_count=3, substeps=4))
+    out = tmp_path / "result.npz"
+    assert cli.main(["run", str(scene_path), "--out", str(out), "--quiet"]) == 0
+    before = out.read_bytes()
+
+    def failing_save(self, stream):
+        stream.write(b"PK\x03\x04 the first bytes")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Trajectory, "save", failing_save)
+    assert cli.main(["run", str(scene_path), "--out", str(out), "--quiet"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.npz", "scene.json"]
+
+
+def test_save_scene_writes_whole_files_or_none(tmp_path, monkeypatch):
+    """Re-saving a scene whose JSON write fails leaves the old scene file and its arrays file as
+    they were (not a truncated document, not new arrays beside the old one) and no temporary
+    file; a directory in the way writes nothing."""
+    from solver import scene_io
+
+    monkeypatch.setattr(scene_io, "INLINE_VERTEX_LIMIT", 4)  # the slider's mesh goes to the arrays file
+    scene = validate_scene(scene_from_dict(prismatic()))
+    path = tmp_path / "rig.json"
+    assert save_scene(scene, path) == tmp_path / "rig_meshes.npz"
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    changed = validate_scene(scene_from_dict(prismatic(frame_count=5)))
+    real_write_aside = scene_io.write_aside
+
+    def write_aside(destination, write):
+        if Path(destination).suffix == ".json":
+            def partly(stream):
+                stream.write(b'{"format": "abd-sc')
+                raise OSError(27, "File too large")
+            return real_write_aside(destination, partly)
+        return real_write_aside(destination, write)
+
+    monkeypatch.setattr(scene_io, "write_aside", write_aside)
+    with pytest.raises(OSError, match="File too large"):
+        save_scene(changed, path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert load_scene(path).settings.frame_count == 48
+    monkeypatch.setattr(scene_io, "write_aside", real_write_aside)
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(IsADirectoryError):
+        save_scene(scene, tmp_path / "folder.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.json", "rig.json", "rig_meshes.npz"]
+
+
 def test_cli_runs_a_scene(tmp_path):
     scene_path = _write(tmp_path, prismatic(frame_count=2, substeps=2))
     out = tmp_path / "result.npz"

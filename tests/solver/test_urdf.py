@@ -929,6 +929,18 @@ def test_python_m_solver_import_urdf(tmp_path, capsys):
     assert scene.joints[0].init_angle == -0.5
 
 
+def test_import_urdf_refuses_to_write_over_the_urdf(tmp_path, capsys):
+    """--out naming the URDF file itself is refused before anything is written."""
+    from solver.__main__ import main as solver_main
+
+    urdf = tmp_path / "pendulum5.urdf"
+    urdf.write_bytes(PENDULUM5.read_bytes())
+    before = urdf.read_bytes()
+    assert solver_main(["import-urdf", str(urdf), "--out", str(urdf), "--quiet"]) == 2
+    assert "is the URDF file itself" in capsys.readouterr().err
+    assert urdf.read_bytes() == before
+
+
 def test_panda_falling_limp_stays_near_a_tightly_converged_run():
     """The Panda (fixed base) falls limp from its zero pose, panda_joint4 resting against its
     upper limit: over 12 frames (120 steps) its joint angles stay within 3e-4 rad of a run at
