@@ -83,6 +83,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     """
     import bpy
 
+    from ..solver.output_files import move_into_place
     from ..solver.trajectory import npz_file_name
     from . import bake
     from .operators import solver_errors
@@ -129,7 +130,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
             raise BatchError(f"{out_path}: cannot save: {error}") from None
         if written is not None:
             try:
-                os.replace(written, npz_file_name(trajectory_path))
+                move_into_place(written, npz_file_name(trajectory_path))
             except OSError as error:
                 raise BatchError(f"{trajectory_path}: cannot save the trajectory ({error}); {out_path} was "
                                  "saved") from None

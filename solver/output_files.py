@@ -4,7 +4,9 @@ A trajectory or scene file is first written to a temporary file in its destinati
 then renamed over the destination (``os.replace``, atomic within one file system): a failed write
 (a full disk, a file-size limit, Ctrl+C) leaves the previous file as it was and no partial one,
 and the temporary file is removed. The temporary file gets the permissions a file created there
-directly would get (the process's umask), not ``tempfile.mkstemp``'s private 0600.
+directly would get (the process's umask), not ``tempfile.mkstemp``'s private 0600. A destination
+that is a symbolic link is written through it (the file it points to is replaced, the link kept),
+as writing to the path directly would.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def write_aside(path: Union[str, Path], write: Callable[[BinaryIO], None]) -> Pa
     Raises:
         OSError: the folder cannot be written, or the write failed; whatever ``write`` raises.
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path))  # through a symbolic link, into the folder of its target
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         umask = os.umask(0)
@@ -63,7 +65,7 @@ def move_into_place(temporary: Union[str, Path], path: Union[str, Path]) -> None
         OSError: the rename failed (``path`` is a folder, say); ``path`` is then unchanged.
     """
     try:
-        os.replace(temporary, path)
+        os.replace(temporary, os.path.realpath(path))
     except BaseException:
         if os.path.exists(temporary):
             os.remove(temporary)

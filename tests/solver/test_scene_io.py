@@ -977,6 +977,13 @@ def test_cli_write_failure_keeps_the_earlier_trajectory(tmp_path, monkeypatch, c
         stream.write(b"PK\x03\x04 the first bytes")
         raise OSError(28, "No space left on device")
 
+    link = tmp_path / "link.npz"  # written through: the link stays, its target is replaced
+    link.symlink_to(out)
+    assert cli.main(["run", str(scene_path), "--out", str(link), "--quiet"]) == 0
+    assert link.is_symlink() and Trajectory.load(out).frame_count == 3
+    link.unlink()
+    before = out.read_bytes()
+
     monkeypatch.setattr(Trajectory, "save", failing_save)
     assert cli.main(["run", str(scene_path), "--out", str(out), "--quiet"]) == 1
     assert "No space left on device" in capsys.readouterr().err
