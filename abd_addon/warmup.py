@@ -113,18 +113,27 @@ def warm_up_here(package: str, root: Path) -> Path:
     background warm-up's child runs (:func:`start`), and ``python -m abd_addon.batch --warm-up``
     and the Compile Solver operator, which prepare a machine (a render-farm image) once so that
     its first headless bake loads the kernels instead of compiling them. Arguments as
-    :func:`start`; returns the cache folder.
+    :func:`start`; returns the folder the kernels were written to (Numba's, which is a per-user
+    temporary copy where the cache folder cannot be written: ``solver._configure_numba_cache``).
+    Where the marker cannot be written (a read-only cache folder) a warning on stderr says so:
+    the kernels are compiled all the same, and later sessions start the background warm-up again.
 
     Raises:
         SolverError: if the solver fails on the warm-up scene (a bug: it is built to converge).
     """
     import importlib
 
+    import numba.core.config
+
     importlib.import_module(package + ".solver.warmup").warm_up()
     marker = marker_path(package, root)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
-    return cache_base()
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError as error:
+        print(f"abd-joints: warning: the warm-up marker {marker} cannot be written ({error.strerror or error}); "
+              "later sessions will compile the solver again", file=sys.stderr, flush=True)
+    return Path(numba.core.config.CACHE_DIR)
 
 
 def running() -> bool:

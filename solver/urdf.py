@@ -97,6 +97,7 @@ import math
 import os
 import re
 import sys
+import urllib.parse
 import warnings
 from collections import deque
 from dataclasses import dataclass, field
@@ -940,20 +941,26 @@ class _Importer:
     def _resolve(self, filename: str) -> Optional[str]:
         """The existing file a URDF mesh ``filename`` refers to, or None.
 
-        Tried in order: an absolute path or ``file://`` URI; a relative path against the URDF's
-        directory; ``package://PKG/REST``: ``PKG/REST`` and then ``REST`` against the URDF's
-        directory and each of its parents (ROS packages are usually a parent directory of the
-        URDF; PyBullet's data files use ``package://`` relative to the URDF itself).
+        Tried in order: an absolute path or ``file://`` URI (percent-decoded, as ROS's
+        resource_retriever reads it); a relative path against the URDF's directory;
+        ``package://PKG/REST``: ``PKG/REST`` against the URDF's directory and each of its parents,
+        and ``REST`` in a directory named ``PKG`` among them (ROS packages: the package folder is a
+        parent of the URDF or beside one), and only then ``REST`` against the URDF's own directory
+        (PyBullet's data files use ``package://`` relative to the URDF itself): a nearer folder's
+        file of the same name from another package must not win over the package's own.
         """
         if filename.startswith("file://"):
-            filename = filename[len("file://"):]
+            filename = urllib.parse.unquote(urllib.parse.urlparse(filename).path)
         candidates: list[Path] = []
         if filename.startswith("package://"):
             rest = filename[len("package://"):].lstrip("/")
             parts = Path(rest).parts
-            tails = [Path(rest)] + ([Path(*parts[1:])] if len(parts) > 1 else [])
-            for directory in [self.path.parent, *self.path.parent.parents]:
-                candidates.extend(directory / tail for tail in tails)
+            directories = [self.path.parent, *self.path.parent.parents]
+            candidates.extend(directory / rest for directory in directories)
+            if len(parts) > 1:
+                inside = Path(*parts[1:])
+                candidates.extend(directory / inside for directory in directories if directory.name == parts[0])
+                candidates.append(self.path.parent / inside)
         elif os.path.isabs(filename):
             candidates.append(Path(filename))
         else:

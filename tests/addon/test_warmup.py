@@ -79,3 +79,19 @@ def test_compile_solver_operator_warms_up_in_this_process_and_marks_it(addon, tm
     assert bpy.ops.abd.compile_solver() == {"FINISHED"}
     assert warmed == [1] and marker.exists()
     assert addon.warmup.start(PACKAGE, root) is None  # warm: no background process
+
+
+def test_compile_solver_succeeds_where_the_marker_cannot_be_written(addon, tmp_path, monkeypatch, capfd):
+    """A cache folder that cannot be written (a read-only render-farm image; here a path under a
+    file) costs the marker only: the kernels are compiled (into Numba's folder, which the
+    solver moved to a writable copy) and the operator finishes, with a warning."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(blocker / "cache"))
+    root = Path(addon.__file__).parents[1]
+    assert bpy.ops.abd.compile_solver() == {"FINISHED"}
+    assert "the warm-up marker" in capfd.readouterr().err
+    assert not addon.warmup.marker_path(PACKAGE, root).exists()
+    numba_folder = Path(importlib.import_module("numba.core.config").CACHE_DIR)
+    assert addon.warmup.warm_up_here(PACKAGE, root) == numba_folder
+

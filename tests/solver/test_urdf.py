@@ -624,6 +624,44 @@ def test_merged_link_without_inertia_takes_its_own_shape_not_the_bodys(tmp_path)
     np.testing.assert_allclose(body.mass.inertia, expected, rtol=2e-3, atol=1e-6)
 
 
+def _cube_obj(size: float) -> str:
+    """A closed cube of edge ``size`` (m) as Wavefront OBJ text, faces facing outwards."""
+    corners = [(x, y, z) for x in (0.0, size) for y in (0.0, size) for z in (0.0, size)]
+    faces = [(1, 2, 4, 3), (5, 7, 8, 6), (1, 5, 6, 2), (3, 4, 8, 7), (1, 3, 7, 5), (2, 6, 8, 4)]
+    return "".join(f"v {x} {y} {z}\n" for x, y, z in corners) + "".join(f"f {a} {b} {c} {d}\n" for a, b, c, d in faces)
+
+
+def test_mesh_uris_resolve_to_their_own_package_and_file_uris_are_decoded(tmp_path):
+    """``package://gripper/meshes/base.obj`` loads the gripper package's mesh even where the
+    robot's own package, nearer the URDF, has a file of the same name (it once won, with no
+    warning); a ``file://`` URI is percent-decoded (``my%20box.obj`` is ``my box.obj``)."""
+    workspace = tmp_path / "ws"
+    for package, size in (("robot_description", 1.0), ("gripper_description", 0.1)):
+        (workspace / package / "meshes").mkdir(parents=True)
+        (workspace / package / "meshes" / "base.obj").write_text(_cube_obj(size))
+    (workspace / "robot_description" / "urdf").mkdir()
+    (tmp_path / "my box.obj").write_text(_cube_obj(0.3))
+    inertial = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    path = write(workspace / "robot_description" / "urdf", f"""<?xml version="1.0"?>
+<robot name="ws">
+  <link name="base">{inertial}
+    <collision><geometry><mesh filename="package://robot_description/meshes/base.obj"/></geometry></collision></link>
+  <link name="gripper">{inertial}
+    <collision><geometry><mesh filename="package://gripper_description/meshes/base.obj"/></geometry></collision></link>
+  <link name="tool">{inertial}
+    <collision><geometry><mesh filename="{(tmp_path / 'my box.obj').as_uri()}"/></geometry></collision></link>
+  <joint name="wrist" type="continuous"><parent link="base"/><child link="gripper"/><origin xyz="0 0 1"/></joint>
+  <joint name="tip" type="continuous"><parent link="gripper"/><child link="tool"/><origin xyz="0 0 1"/></joint>
+</robot>
+""")
+    assert "my%20box.obj" in path.read_text()
+    bodies = {body.name: body for body in quiet_scene(path, fixed_base=True).bodies}
+    extents = {name: np.ptp(body.mesh.vertices, axis=0) for name, body in bodies.items()}
+    np.testing.assert_allclose(extents["base"], [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(extents["gripper"], [0.1, 0.1, 0.1])
+    np.testing.assert_allclose(extents["tool"], [0.3, 0.3, 0.3])
+
+
 def test_open_mesh_massless_link_and_bad_inertia_are_approximated_with_warnings(tmp_path):
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "open_box.obj").write_text(OPEN_MESH_OBJ)  # a unit cube without x = 0, 1 faces
