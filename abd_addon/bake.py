@@ -27,8 +27,9 @@ Atomicity: nothing is written before the simulation has finished and every key h
 computed; if writing fails part way, every object is put back as it was. The state needed by
 Free Bake (the action before the bake, its slot, the static transform) is kept in
 ``Object.abd_bake``; :func:`free_bake` puts it back (with those edits) and deletes the baked
-action. A re-bake frees the bake of objects it no longer keys (a body made Fixed, a joint
-disabled).
+action. A re-bake frees the bake of the objects of the view layer it bakes that it no longer
+keys (a body made Fixed, a joint disabled); objects outside that view layer (another rig's
+collection excluded, or only in another view layer) keep theirs.
 """
 
 from __future__ import annotations
@@ -557,9 +558,11 @@ def _apply_previous(ob: bpy.types.Object) -> None:
         setattr(ob, name, getattr(state, "previous_" + name))
 
 
-def baked_objects(scene: bpy.types.Scene) -> list:
-    """The objects of ``scene`` that carry an ABD bake."""
-    return [ob for ob in scene.objects if ob.abd_bake.is_baked]
+def baked_objects(scene: bpy.types.Scene, view_layer: Optional[bpy.types.ViewLayer] = None) -> list:
+    """The objects of ``scene`` that carry an ABD bake; only those of ``view_layer`` where given
+    (not an excluded collection's, nor those only in another view layer)."""
+    objects = scene.objects if view_layer is None else view_layer.objects
+    return [ob for ob in objects if ob.abd_bake.is_baked]
 
 
 def unshare_previous_actions() -> None:
@@ -595,24 +598,27 @@ def unshare_previous_actions() -> None:
 
 
 @contextlib.contextmanager
-def original_animation(scene: bpy.types.Scene):
-    """Temporarily give every baked object of ``scene`` its pre-bake animation and transform.
+def original_animation(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer):
+    """Temporarily give every baked object of ``view_layer`` (of ``scene``) its pre-bake
+    animation and transform.
 
     So a re-bake exports the user's animation (soft-transform targets, animated drives) and the
-    pre-bake pose, not the previous bake. Edits made since the bake to the F-curves the bake
-    does not key are carried into that animation first (:func:`keep_animation_edits`, which
-    stays, as do the copies of that animation :func:`unshare_previous_actions` gives objects
-    duplicated after their bake). Everything else is put back on exit, and the scene is
-    re-evaluated at its current frame.
+    pre-bake pose, not the previous bake. Baked objects outside the view layer are left as they
+    are: :func:`write_bake` keeps their bake, so that is what they play. Edits made since the
+    bake to the F-curves the bake does not key are carried into that animation first
+    (:func:`keep_animation_edits`, which stays, as do the copies of that animation
+    :func:`unshare_previous_actions` gives objects duplicated after their bake). Everything else
+    is put back on exit, and the scene is re-evaluated at its current frame.
 
     Raises:
         RigError: a baked object is in NLA tweak mode (nothing is changed).
     """
-    refuse_tweak_mode(baked_objects(scene))
+    baked = baked_objects(scene, view_layer)
+    refuse_tweak_mode(baked)
     unshare_previous_actions()
     swapped = []
     try:
-        for ob in baked_objects(scene):
+        for ob in baked:
             keep_animation_edits(ob)
             swapped.append(_Snapshot(ob))
             _apply_previous(ob)
@@ -644,6 +650,9 @@ def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete:
     ]
     action = bpy.data.actions.new(f"{ob.name}_ABDBake")
     created.append(action)
+    for key in READOUT_PROPERTIES.values():  # a joint whose type changed: the other readout
+        if key in ob.keys() and key not in keys.custom:
+            del ob[key]
     for key, values in keys.custom.items():
         ob[key] = float(values[0])
     ad = ob.animation_data_create()
@@ -664,13 +673,17 @@ def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete:
     state.action = action
 
 
-def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
-    """Write every object's keys atomically: all or nothing.
+def write_bake(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer, keys: list, frame_start: int) -> list:
+    """Write every object's keys atomically: all or nothing; return the objects whose bake was
+    freed as stale.
 
-    Objects of ``scene`` that carry an earlier bake but get no keys now (a body made Fixed or
-    Animated, or no longer an affine body; a joint disabled) have that bake freed, as
-    :func:`free_bake` does: the re-bake simulated them with their own animation, so that is what
-    they play. On any error the objects are put back as they were (actions, slots, transforms,
+    Objects of ``view_layer`` (the one the bake exported, of ``scene``) that carry an earlier
+    bake but get no keys now (a body made Fixed or Animated, or no longer an affine body; a joint
+    disabled) have that bake freed, as :func:`free_bake` does: the re-bake simulated them with
+    their own animation, so that is what they play. Baked objects outside the view layer (in an
+    excluded collection, or only in another view layer) were not part of the bake and keep
+    theirs. A joint's readout property of another joint type than its current one is removed.
+    On any error the objects are put back as they were (actions, slots, transforms,
     custom properties, ``abd_bake`` state), each also when putting back another one failed
     (noted on the error), the new actions are deleted, and the error is re-raised. The actions
     of a previous bake are deleted only after everything was written.
@@ -678,14 +691,14 @@ def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
     frames = frame_start + np.arange(len(keys[0].location) if keys else 0, dtype=np.float64)
     keyed = {object_keys_.ob for object_keys_ in keys}
     snapshots, created, obsolete = [], [], []
+    stale = [ob for ob in baked_objects(scene, view_layer) if ob not in keyed]
     try:
         for object_keys_ in keys:
             snapshots.append(_Snapshot(object_keys_.ob))
             _write_object(object_keys_, frames, created, obsolete)
-        for ob in baked_objects(scene):
-            if ob not in keyed:
-                snapshots.append(_Snapshot(ob))
-                _free_object(ob, obsolete)
+        for ob in stale:
+            snapshots.append(_Snapshot(ob))
+            _free_object(ob, obsolete)
     except BaseException as error:
         for snapshot in reversed(snapshots):
             try:
@@ -698,6 +711,7 @@ def write_bake(scene: bpy.types.Scene, keys: list, frame_start: int) -> None:
         raise
     remove_actions([action for action in obsolete if action.users == 0])
     scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)
+    return stale
 
 
 def remove_actions(actions: list) -> None:
@@ -769,14 +783,19 @@ class BakeJob:
 
     Attributes:
         scene: the Blender scene. export: the :class:`Export` (after prepare).
+        view_layer: the view layer exported and baked, the depsgraph's (after prepare).
         trajectory: the solver's :class:`~solver.trajectory.Trajectory` (after simulate).
+        freed: the objects of the view layer whose earlier bake :meth:`apply` freed as stale
+            (no longer keyed).
     """
 
     def __init__(self, scene: bpy.types.Scene, depsgraph=None):
         self.scene = scene
         self.depsgraph = depsgraph
+        self.view_layer: Optional[bpy.types.ViewLayer] = None
         self.export: Optional[Export] = None
         self.trajectory = None
+        self.freed: list = []
 
     @property
     def frame_count(self) -> int:
@@ -784,8 +803,12 @@ class BakeJob:
         return self.export.frame_count if self.export else 0
 
     def prepare(self) -> Export:
-        """Export the scene (with the pre-bake animation of already baked objects)."""
-        with original_animation(self.scene):
+        """Export the scene's view layer (the depsgraph's; default the context's), with the
+        pre-bake animation of its already baked objects."""
+        if self.depsgraph is None:
+            self.depsgraph = bpy.context.evaluated_depsgraph_get()
+        self.view_layer = self.depsgraph.view_layer
+        with original_animation(self.scene, self.view_layer):
             self.export = export_scene(self.scene, self.depsgraph)
         return self.export
 
@@ -823,9 +846,10 @@ class BakeJob:
         return trajectory
 
     def apply(self) -> list:
-        """Compute every key, then write them all (atomically); returns the keyed objects."""
+        """Compute every key, then write them all (atomically); returns the keyed objects. The
+        objects whose earlier bake was freed as stale are in :attr:`freed`."""
         keys = compute_keys(self.export, self.trajectory)
-        write_bake(self.scene, keys, self.export.frame_start)
+        self.freed = write_bake(self.scene, self.view_layer, keys, self.export.frame_start)
         return [k.ob for k in keys]
 
 

@@ -149,6 +149,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         "bodies": len(job.export.bodies),
         "joints": len(job.export.joints),
         "keyed_objects": len(job.export.keyed_objects()),
+        "freed_objects": len(job.freed),  # earlier bakes freed as stale (a body made Fixed, ...)
         "all_converged": bool(trajectory.all_converged),
         "seconds": round(time.perf_counter() - started, 3),
     }

@@ -68,9 +68,10 @@ class Export:
             (baked into the rest shape); the world matrix of a pose [R | p] is [R P | p].
         keyed: the objects a bake writes keyframes to: dynamic bodies, then joint Empties.
         joint_matrix: per joint name, the (4, 4) world matrix of the Empty at the first frame.
-        parent_matrix: per object name, the (F+1, 4, 4) sampled "parent matrix"
-            (parent world @ matrix_parent_inverse) of each object the bake keys whose parent
-            is not keyed itself; absent for objects without a parent.
+        parent_matrix: per object name, the (F+1, 4, 4) sampled "parent matrix" (what Blender
+            puts in front of ``matrix_basis``: world @ basis^-1, the parent's world @
+            ``matrix_parent_inverse`` for a plain Object parent) of each object the bake keys
+            whose parent is not keyed itself; absent for objects without a parent.
     """
 
     scene: Scene
@@ -247,7 +248,9 @@ def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool)
       that is on (not muted, influence above 0), or a driver on one of :data:`TRANSFORM_PATHS`:
       both act after the keyframes. A driver counts even when muted: with one on an element of
       ``location`` the baked value of another element was once played back stale (a test run,
-      not reproduced), so only no driver there is known to be safe.
+      not reproduced), so only no driver there is known to be safe. And a soloed NLA track
+      (while the NLA is on): Blender then evaluates that track alone, not the active action the
+      bake assigns.
     """
     rigid_body, world = ob.rigid_body, scene.rigidbody_world
     if (rigid_body is not None and rigid_body.type == "ACTIVE" and not rigid_body.kinematic
@@ -264,6 +267,11 @@ def playback_override(ob: bpy.types.Object, scene: bpy.types.Scene, keyed: bool)
     for fcurve in drivers:
         if fcurve.data_path in TRANSFORM_PATHS:
             return f"driver on {fcurve.data_path}[{fcurve.array_index}]", "delete the driver (Drivers editor)"
+    if ob.animation_data is not None and ob.animation_data.use_nla:
+        for track in ob.animation_data.nla_tracks:
+            if track.is_solo:
+                return (f"soloed NLA track '{track.name}'",
+                        "un-solo the NLA track (its star icon in the NLA editor)")
     return None
 
 
@@ -319,8 +327,9 @@ def parenting_problem(ob: bpy.types.Object, keyed: set) -> str | None:
     The keys are ``matrix_basis`` = (parent matrix)^-1 world, with the parent matrix sampled
     before the bake where the parent is not keyed, or the keyed parent's baked world @
     ``matrix_parent_inverse``. Neither holds for a non-Object parent type (vertex, bone) of a
-    keyed parent, nor for an unkeyed parent that moves with a keyed ancestor (its pose after the
-    bake is not the sampled one).
+    keyed parent, nor for an unkeyed parent that moves with a keyed object, through a keyed
+    ancestor or any dependency of the parent or its ancestors (a constraint's target, a driver's
+    variable: :func:`_keyed_source`): its pose after the bake is not the sampled one.
     """
     parent = ob.parent
     if parent is None:
@@ -337,6 +346,13 @@ def parenting_problem(ob: bpy.types.Object, keyed: set) -> str | None:
             return (f"its parent '{parent.name}' moves with the simulated '{ancestor.name}' but is not keyed by the "
                     f"bake, so '{ob.name}' cannot be keyed in its space: parent it to '{ancestor.name}' directly {fix}")
         ancestor = ancestor.parent
+    found = _keyed_source(parent, keyed, settings_only=False)
+    if found is not None:
+        source, how, first = found
+        via = "" if source == first else f"'{first.name}', which depends on "
+        return (f"its parent '{parent.name}' moves with the simulated '{source.name}' ({how} {via}'{source.name}') "
+                f"but is not keyed by the bake, so '{ob.name}' cannot be keyed in its space: remove that dependency "
+                f"of '{parent.name}' {fix}")
     return None
 
 
@@ -393,16 +409,29 @@ def keyed_dependency(ob: bpy.types.Object, keyed: set) -> str | None:
     keys. The export samples the scene as it is before the bake, so such a value would be that
     object's pre-bake motion, not the simulated one the baked scene then plays (a Fixed body
     parented to a Dynamic one stays put for the solver and moves on playback).
-    ``keyed``: the objects the bake writes keys to."""
-    pending = [(dependency, how, dependency) for dependency, how in _object_dependencies(ob, settings_only=ob in keyed)]
+    ``keyed``: the objects the bake writes keys to. (Where ``ob`` is keyed, its parent is asked
+    about by :func:`parenting_problem`.)"""
+    found = _keyed_source(ob, keyed, settings_only=ob in keyed)
+    if found is None:
+        return None
+    source, how, first = found
+    via = "" if source == first else f"'{first.name}', which depends on "
+    return (f"{how} {via}'{source.name}', whose motion this bake computes: the solver would read that "
+            "motion as it was before the bake, not the simulated one that plays after it; remove the "
+            "dependency (a body that should move with another: make it Dynamic and join it to that body)")
+
+
+def _keyed_source(ob: bpy.types.Object, keyed: set, settings_only: bool) -> tuple | None:
+    """The first object of ``keyed`` that ``ob``'s sampled values depend on, through parents,
+    constraints and drivers (:func:`_object_dependencies`, only ``ob``'s settings drivers where
+    ``settings_only``), as (that object, how ``ob`` depends on the first object on the way, that
+    first object), or None."""
+    pending = [(dependency, how, dependency) for dependency, how in _object_dependencies(ob, settings_only)]
     seen = set()
     while pending:
         dependency, how, first = pending.pop()
         if dependency in keyed:
-            via = "" if dependency == first else f"'{first.name}', which depends on "
-            return (f"{how} {via}'{dependency.name}', whose motion this bake computes: the solver would read that "
-                    "motion as it was before the bake, not the simulated one that plays after it; remove the "
-                    "dependency (a body that should move with another: make it Dynamic and join it to that body)")
+            return dependency, how, first
         if dependency in seen:
             continue
         seen.add(dependency)
@@ -446,11 +475,11 @@ class _Sampler:
                 float(drive.is_constrained), float(drive.is_passive), drive.aim_distance, drive.strength_ratio,
             )
         for ob in parented:
-            if ob.parent_type == "OBJECT":
-                matrix = matrix_array(ob.parent.matrix_world) @ matrix_array(ob.matrix_parent_inverse)
-            else:  # bones, vertices, ...: whatever Blender puts in front of matrix_basis
-                matrix = matrix_array(ob.matrix_world) @ np.linalg.pinv(matrix_array(ob.matrix_basis))
-            self.parent_matrix[ob.name_full][index] = matrix
+            # Whatever Blender puts in front of matrix_basis, for every parent type: an Object
+            # parent's world @ matrix_parent_inverse, but also a curve parent's path position
+            # (Follow Path), a bone's or vertices' matrix. (pinv: a zero scale is refused later.)
+            self.parent_matrix[ob.name_full][index] = (
+                matrix_array(ob.matrix_world) @ np.linalg.pinv(matrix_array(ob.matrix_basis)))
 
 
 def sample_frames(scene: bpy.types.Scene, frames, callback) -> None:

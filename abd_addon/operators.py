@@ -310,6 +310,17 @@ class ABD_OT_connect(Operator):
         store_groups(empty)
 
 
+#: How many objects a report names before it says how many more there are.
+NAMED_IN_REPORT = 3
+
+
+def named(objects: list) -> str:
+    """The quoted names of ``objects``, the first :data:`NAMED_IN_REPORT` of them and how many more."""
+    names = ", ".join(f"'{ob.name}'" for ob in objects[:NAMED_IN_REPORT])
+    rest = len(objects) - NAMED_IN_REPORT
+    return names + (f" and {rest} more" if rest > 0 else "")
+
+
 def write_keys(operator: Operator, job, require_converged: bool) -> set:
     """Write the keys of a job whose trajectory is ready (simulated or loaded), unless
     convergence is required and some step missed it; report on ``operator``."""
@@ -322,6 +333,9 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     except Exception as error:  # noqa: BLE001
         return report_exception(operator, error, "Bake failed")
     message = f"Baked {len(job.export.keyed_objects())} object(s), frames {job.export.frame_start}-{job.export.frame_end}"
+    if job.freed:
+        message += (f"; freed the earlier bake of {len(job.freed)} object(s) it no longer simulates "
+                    f"({named(job.freed)})")
     notes = [note for note in (problem, job.trajectory.fast_rotation_warning()) if note]
     if notes:
         operator.report({"WARNING"}, "; ".join([message, *notes]))

@@ -156,6 +156,47 @@ def _parent_moving_with_a_simulated_body(base, slider, joint):
     return f"'{joint.name}': its parent 'Decoration' moves with the simulated 'Slider'"
 
 
+def _parent_following_a_simulated_body(how: str):
+    """A breaker parenting the joint Empty to an Empty 'Carrier' (not keyed) that follows the
+    simulated slider through a constraint on it, or a driver on its parent 'Rig': the bake
+    sampled the carrier's pre-bake motion, so the joint played 0.6 m away from the solver."""
+    def breaker(base, slider, joint):
+        carrier = bpy.data.objects.new("Carrier", None)
+        bpy.context.scene.collection.objects.link(carrier)
+        if how == "constraint":
+            carrier.constraints.new("COPY_LOCATION").target = slider
+            reason = "its constraint 'Copy Location' targets 'Slider'"
+        else:
+            rig = bpy.data.objects.new("Rig", None)
+            bpy.context.scene.collection.objects.link(rig)
+            carrier.parent = rig
+            curve = rig.driver_add("location", 2)
+            variable = curve.driver.variables.new()
+            variable.type = "TRANSFORMS"
+            variable.targets[0].id = slider
+            variable.targets[0].transform_type = "LOC_Z"
+            curve.driver.expression = variable.name
+            reason = "its parent is 'Rig', which depends on 'Slider'"
+        joint.parent = carrier
+        bpy.context.scene.frame_set(bpy.context.scene.frame_current)  # the driven values evaluated
+        return (f"'{joint.name}': its parent 'Carrier' moves with the simulated 'Slider' ({reason}) but is not keyed "
+                f"by the bake, so '{joint.name}' cannot be keyed in its space")
+    return breaker
+
+
+def _soloed_nla_track(base, slider, joint):
+    """Blender evaluates a soloed NLA track alone, not the active action the bake assigns: the
+    slider played none of its bake."""
+    slider.keyframe_insert("color", frame=1)  # a channel the bake does not key, in a strip
+    ad = slider.animation_data
+    track = ad.nla_tracks.new()
+    track.name = "Reference"
+    track.strips.new("Pose", 1, ad.action)
+    ad.action = None
+    track.is_solo = True
+    return "'Slider': its soloed NLA track 'Reference' would override the bake on playback: un-solo the NLA track"
+
+
 def _vertex_parent_on_a_simulated_body(base, slider, joint):
     joint.parent = slider
     joint.parent_type = "VERTEX"
@@ -244,6 +285,9 @@ BREAKERS = {
     "body in a collection disabled in viewports": _collection_disabled_in_viewports,
     "soft-transform target disabled in viewports": _target_disabled_in_viewports,
     "parent that moves with a simulated body": _parent_moving_with_a_simulated_body,
+    "parent following a simulated body through a constraint": _parent_following_a_simulated_body("constraint"),
+    "parent following a simulated body through its parent's driver": _parent_following_a_simulated_body("driver"),
+    "soloed NLA track on a dynamic body": _soloed_nla_track,
     "vertex parent on a simulated body": _vertex_parent_on_a_simulated_body,
     "fixed body parented to a simulated body": _fixed_body_parented_to_a_simulated_body,
     "soft-transform target that is a simulated body": _soft_target_is_a_simulated_body,
@@ -286,7 +330,31 @@ HARMLESS = {  # each leaves the arm's baked motion as it is
     "body hidden (eye icon, H)": lambda base, arm: arm.hide_set(True),
     "parent disabled in viewports": lambda base, arm: _parent_to_a_disabled_root(arm),
     "driver on a setting reading an object the bake does not move": lambda base, arm: _limit_strength_driven_by(base),
+    "soloed NLA track with the NLA off": lambda base, arm: _soloed_track_without_nla(arm),
+    "parent following the fixed body through a constraint": lambda base, arm: _parent_copying(arm, base),
 }
+
+
+def _soloed_track_without_nla(ob):
+    """A soloed NLA track on ``ob`` whose NLA is off (the NLA editor's checkbox): Blender then
+    evaluates the active action alone."""
+    ob.keyframe_insert("color", frame=1)
+    ad = ob.animation_data
+    track = ad.nla_tracks.new()
+    track.strips.new("Pose", 1, ad.action)
+    ad.action = None
+    track.is_solo = True
+    ad.use_nla = False
+
+
+def _parent_copying(ob, target):
+    """Parent ``ob`` (keeping its pose) to an Empty whose Copy Location constraint follows ``target``."""
+    carrier = bpy.data.objects.new("Carrier", None)
+    bpy.context.scene.collection.objects.link(carrier)
+    carrier.constraints.new("COPY_LOCATION").target = target
+    bpy.context.view_layer.update()
+    ob.parent = carrier
+    ob.matrix_parent_inverse = carrier.matrix_world.inverted()
 
 
 def _parent_to_a_disabled_root(ob):

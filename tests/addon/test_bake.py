@@ -126,6 +126,30 @@ def test_parented_object_is_keyed_in_parent_space(addon):
     assert_body_follows(slider, export, trajectory, rigid, (1, 4, 8, 12))
 
 
+def test_object_parented_to_a_path_curve_is_keyed_in_its_parent_matrix(addon):
+    """Follow Path parenting (Ctrl+P > Follow Path on a curve with Path Animation): Blender's parent
+    matrix holds the position along the path, which moves frame by frame, on top of the curve's
+    world matrix. The arm plays back the trajectory, from where it stood (it was keyed in the
+    curve's world matrix alone and played 1.2 m away)."""
+    base, arm, joint = hinge_rig(frame_end=12)
+    assert bpy.ops.curve.primitive_bezier_curve_add(location=(0.0, 0.0, 0.0)) == {"FINISHED"}
+    curve = bpy.context.active_object
+    select_only(arm, curve, active=curve)
+    assert bpy.ops.object.parent_set(type="FOLLOW") == {"FINISHED"}
+    assert arm.parent == curve and arm.parent_type == "OBJECT" and curve.data.use_path
+    scene = bpy.context.scene
+    scene.frame_set(6)
+    moved = world(arm)
+    scene.frame_set(1)
+    start = world(arm)
+    assert np.abs(moved[:3, 3] - start[:3, 3]).max() > 0.05  # the path carries the arm along
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert_body_follows(arm, export, trajectory, rigid, (1, 4, 8, 12))
+    scene.frame_set(1)
+    np.testing.assert_allclose(world(arm), start, atol=TOLERANCE)
+
+
 def test_joint_empty_follows_a_dynamic_parent_body(addon):
     base, arm, joint = hinge_rig(frame_end=12)
     tip = add_box("Tip", 0.3, (1.4, 0.0, 0.0))
@@ -449,6 +473,129 @@ def test_rebake_frees_the_bake_of_objects_it_no_longer_keys(addon):
         np.testing.assert_allclose(world(arm), arm_start, atol=1e-6)
     assert_body_follows(tip, export, trajectory, rigid, (1, 6, 12))
     assert arm_joint.abd_bake.is_baked
+
+
+def bake_reporting(addon) -> tuple:
+    """Bake the context's view layer as the Bake operator does headless (:func:`write_keys`), with
+    a stand-in operator: (result, [(report kinds, message), ...])."""
+    reports = []
+    operator = type("Operator", (), {"report": lambda self, kind, message: reports.append((set(kind), message))})()
+    job = addon.bake.BakeJob(bpy.context.scene, bpy.context.evaluated_depsgraph_get())
+    job.prepare()
+    job.simulate()
+    return addon.operators.write_keys(operator, job, True), reports
+
+
+def test_rebake_names_the_objects_whose_bake_it_freed(addon):
+    base, arm, joint = hinge_rig(frame_end=8)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    joint.abd_joint.enabled = False
+    arm.abd_body.motion = "ANIMATED"
+    result, reports = bake_reporting(addon)
+    assert result == {"FINISHED"} and not arm.abd_bake.is_baked and not joint.abd_bake.is_baked
+    assert reports == [({"INFO"}, f"Baked 0 object(s), frames 1-8; freed the earlier bake of 2 object(s) it no "
+                                  f"longer simulates ('Arm', '{joint.name}')")]
+    arm.abd_body.motion = "DYNAMIC"
+    joint.abd_joint.enabled = True
+    result, reports = bake_reporting(addon)
+    assert reports == [({"INFO"}, "Baked 2 object(s), frames 1-8")]
+
+
+def _second_rig(collection_name: str):
+    """A second hinge (fixed 'Base2', dynamic 'Arm2' and their joint) 3 m beside :func:`hinge_rig`'s,
+    in a new collection ``collection_name`` under the scene's; returns (arm, joint)."""
+    collection = bpy.data.collections.new(collection_name)
+    bpy.context.scene.collection.children.link(collection)
+    base = add_box("Base2", 0.4, (0.0, 3.0, 0.0))
+    arm = add_box("Arm2", 1.0, (0.6, 3.0, 0.0), scale=(1.0, 0.2, 0.2))
+    select_only(base, arm)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    base.abd_body.motion = "FIXED"
+    select_only(base, arm, active=base)
+    assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="ACTIVE", axis="Y") == {"FINISHED"}
+    joint = bpy.context.active_object
+    for ob in (base, arm, joint):
+        for owner in list(ob.users_collection):
+            owner.objects.unlink(ob)
+        collection.objects.link(ob)
+    return arm, joint
+
+
+@pytest.mark.parametrize("elsewhere", ["excluded collection", "only in another view layer"])
+def test_rebake_keeps_the_bake_of_a_rig_outside_the_view_layer(addon, elsewhere):
+    """Two rigs: the second's collection excluded from the view layer after both were baked (to
+    work on the first), or the second baked in a view layer of its own. Baking the first leaves
+    the second's bake, action and played motion as they were (they were freed as stale, the
+    action deleted, and the report did not say so)."""
+    base, arm, joint = hinge_rig(frame_end=8)
+    other_arm, other_joint = _second_rig("Rig2")
+    scene, window = bpy.context.scene, bpy.context.window
+    main_layer = window.view_layer
+    if elsewhere == "excluded collection":
+        assert bpy.ops.abd.bake() == {"FINISHED"}
+        second_layer = main_layer
+    else:
+        main_layer.layer_collection.children["Rig2"].exclude = True
+        second_layer = scene.view_layers.new("Rig2 only")
+        second_layer.layer_collection.children["Collection"].exclude = True  # the first rig's
+        window.view_layer = second_layer
+        assert bpy.ops.abd.bake() == {"FINISHED"}
+        assert not arm.abd_bake.is_baked
+    assert other_arm.abd_bake.is_baked and other_joint.abd_bake.is_baked
+    kept = {ob.name: ob.animation_data.action for ob in (other_arm, other_joint)}
+    poses = {}
+    for frame in (1, 4, 8):
+        scene.frame_set(frame)
+        poses[frame] = world(other_arm)
+    assert abs(poses[8][2, 3] - poses[1][2, 3]) > 0.1  # the bake swings the arm
+    window.view_layer = main_layer
+    main_layer.layer_collection.children["Rig2"].exclude = True
+
+    export, trajectory, rigid = reference(addon)
+    assert [ob.name for ob in export.keyed_objects()] == ["Arm", joint.name]
+    result, reports = bake_reporting(addon)
+    assert result == {"FINISHED"} and reports == [({"INFO"}, "Baked 2 object(s), frames 1-8")]
+    assert_body_follows(arm, export, trajectory, rigid, (1, 4, 8))
+    for ob in (other_arm, other_joint):
+        assert ob.abd_bake.is_baked and ob.animation_data.action == ob.abd_bake.action == kept[ob.name]
+    if second_layer == main_layer:
+        main_layer.layer_collection.children["Rig2"].exclude = False
+    window.view_layer = second_layer
+    for frame, matrix in poses.items():
+        scene.frame_set(frame)
+        np.testing.assert_allclose(world(other_arm), matrix, atol=1e-6, err_msg=f"Arm2 frame {frame}")
+
+
+def test_joint_type_change_replaces_its_readout_property(addon, monkeypatch):
+    """A revolute joint baked, made prismatic and baked again: it carries abd_distance only (the
+    stale abd_angle stayed beside it, frozen at the old bake's first value). A re-bake that fails
+    while writing puts the old readout back with the rest."""
+    base, arm, joint = hinge_rig(frame_end=8)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert "abd_angle" in joint.keys()
+    joint.abd_joint.type = "PRISMATIC"
+    baked = scene_snapshot()
+    original = addon.bake.set_linear_keys
+
+    def failing(fcurve, frames, values):
+        if fcurve.data_path == '["abd_distance"]':
+            raise MemoryError("out of memory while writing keys")
+        original(fcurve, frames, values)
+
+    monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
+    with pytest.raises(MemoryError):
+        addon.bake.bake(bpy.context.scene)
+    assert scene_snapshot() == baked and "abd_angle" in joint.keys()
+    monkeypatch.undo()
+
+    export, trajectory, rigid = reference(addon)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert "abd_angle" not in joint.keys()
+    assert {fc.data_path for fc in fcurves(joint) if fc.data_path.startswith('["')} == {'["abd_distance"]'}
+    for frame in (1, 4, 8):
+        bpy.context.scene.frame_set(frame)
+        assert joint["abd_distance"] == pytest.approx(trajectory.distance[frame - 1, 0], abs=TOLERANCE)
+    assert_body_follows(arm, export, trajectory, rigid, (1, 4, 8))
 
 
 def test_euler_keys_near_gimbal_lock_reproduce_the_poses(addon):

@@ -40,7 +40,7 @@ def test_batch_bakes_a_saved_file(addon, tmp_path):
     assert result.returncode == 0, result.stderr
     saved = addon.bake.rigid_transforms(np.load(tmp_path / "result.npz")["transforms"])
     np.testing.assert_allclose(saved, addon.bake.rigid_transforms(job.trajectory.transforms), atol=1e-12)
-    assert "keyed_objects=2" in result.stdout and "all_converged=" in result.stdout
+    assert "keyed_objects=2 freed_objects=0" in result.stdout and "all_converged=" in result.stdout
     assert baked.is_file()
 
     bpy.ops.wm.open_mainfile(filepath=str(baked))
