@@ -33,8 +33,8 @@ assembly and a factorisation:
   come from that step's factorisation, with no Hessian assembled or factorised and no energy
   evaluated (the energy change over the first direction is estimated by the trapezoidal rule from
   the gradients the chord steps need anyway), and the step is accepted by the same error test.
-  Where the chord steps do not get there, the step goes on with fresh factorisations from where
-  they left it. On the 1000-body prismatic chain at dt = 1/240 s this leaves about 0.1
+  Where the chord steps do not get there, the step starts again from its start with fresh
+  factorisations. On the 1000-body prismatic chain at dt = 1/240 s this leaves about 0.1
   factorisations per step instead of 1 (docs/performance.md). As the lagged Hessian ages its
   chord steps need more solves; a lagged step that needed more than REUSED_SOLVES_MAX (4) makes
   the next step factorise afresh, which costs less than the slower or failing lagged step that
@@ -479,9 +479,9 @@ def solve_step(
     # saddle or a maximum, where they diverge). Instead of a line search (two energies), the
     # energy change over the first direction d is estimated by the trapezoidal rule from the two
     # gradients the chord steps need anyway, (g(q) + g(q + d)) . d / 2 (exact for a quadratic):
-    # where it is positive the attempt is given up and q goes back to the step's start. Where the
-    # chord steps do not converge, the step goes on with fresh factorisations from where they left
-    # it, and the next steps back off from reusing. The first direction is itself a chord step
+    # where it is positive the attempt is given up. Where it is given up or the chord steps do not
+    # converge, q goes back to the step's start, the step goes on with fresh factorisations, and
+    # the next steps back off from reusing. The first direction is itself a chord step
     # from the start, so the contraction of the second one counts in the error estimate.
     if potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
         start = q[dynamic].copy()
@@ -505,7 +505,13 @@ def solve_step(
                     # the chains, docs/performance.md), so the next step factorises at once.
                     return result(2, True, reusable=solves[0] <= REUSED_SOLVES_MAX)
         except NewtonFailure:
-            q[dynamic] = start  # solved afresh below, which names what is not finite if it is the state itself
+            pass  # solved afresh below, which names what is not finite if it is the state itself
+        # Afresh from the step's start, not from where the failed chord steps left q: where they
+        # diverged, that can be far off, and on a small or light body (the OrthoPotential's
+        # stiffness dwarfing its inertia, its Hessian indefinite away from the rotations) the
+        # fresh Newton iterations then settled in a wrong state (a 1 cm box spinning at 3 rad/s
+        # turned 1.2 rad in 2 s instead of 5.8, a 5 mm one turned backwards; every step converged).
+        q[dynamic] = start
         potential.reuse_backoff.record(False)
 
     for iteration in range(1, settings.max_iterations + 1):
