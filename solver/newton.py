@@ -132,6 +132,20 @@ CHORD_STEPS_MAX = 4
 #: next step to start from it again; a step that needed more factorises afresh next (see
 #: :func:`solve_step`).
 REUSED_SOLVES_MAX = 4
+#: Bodies whose :func:`solver.model.shape_stiffness` exceeds this (small or light parts, or
+#: normal ones at large dt) make Newton's acceptance of a direction after the first strict:
+#: at most TIGHT_ACCEPTANCE of the tolerance (see :func:`solve_step`, ``tight_acceptance``).
+#: Measured against runs converged to 1e-6 (default tolerances, dt = 1/240 s unless given): a
+#: hinged box of density 1000 released horizontal ends 0.0018 rad off over 1 s at 0.1 m long
+#: (5.2e4), 0.027 at 5 cm (2.1e5), 0.37 at 2 cm, 1.78 at 1 cm (5.2e6); the 10-box revolute chain
+#: at dt = 1/24 s (5.2e4) 5.7 cm off after 2 s; with the strict acceptance all within 1e-4 rad
+#: and 4e-5 m. The benchmark chains at dt = 1/240 s (521) and the robots of pybullet_data at
+#: 24 fps x 10 substeps (at most 3.2e3, the racecar 1.1e4) are below or about at the limit.
+SHAPE_STIFFNESS_LIMIT = 1e4
+#: The size, relative to the tolerance, that a direction after the first must be within to be
+#: accepted where the acceptance is strict (``tight_acceptance``): Newton converging
+#: quadratically gets there within one more iteration.
+TIGHT_ACCEPTANCE = 1e-2
 #: Longest run of chances skipped after failed tries of a shortcut (starting a step from the
 #: previous step's factorisation, or chord steps), see :class:`BackOff`.
 BACKOFF_MAX = 16
@@ -380,6 +394,7 @@ def solve_step(
     dt: float,
     settings,
     confirm_every_direction: bool = False,
+    tight_acceptance: bool = False,
 ) -> NewtonResult:
     """Minimise the incremental potential from q (bodies, 12), updating q in place.
 
@@ -396,6 +411,14 @@ def solve_step(
             penalty is active (:meth:`solver.simulation._Stepper.start_newton`), against whose
             cubic Newton converges only linearly, so that a last direction under the tolerance
             leaves an error about its own size, the same way step after step.
+        tight_acceptance: accept a direction after a step's first (one that passes the
+            convergence test; the first is confirmed by chord steps as always) only when it is
+            at most :data:`TIGHT_ACCEPTANCE` of the tolerance, else iterate on (unless at
+            ``max_iterations``): for scenes with a body whose shape stiffness exceeds
+            :data:`SHAPE_STIFFNESS_LIMIT` (:meth:`solver.simulation._Stepper.step`), where the
+            PSD-projected shape-energy Hessian makes Newton converge slowly, so that a direction
+            under the tolerance can leave an error many times its size (a 1 cm pendulum ended
+            1.8 rad from a tightly converged run over 1 s, every step converged).
 
     Raises:
         NewtonFailure: on a non-finite energy, gradient or Newton direction.
@@ -543,6 +566,8 @@ def solve_step(
                 if chord_steps_after(newton_size):
                     return result(iteration + 1, True, reusable=True)
                 continue
+            if tight_acceptance and relative(newton_size) > TIGHT_ACCEPTANCE and iteration < settings.max_iterations:
+                continue  # not yet: see tight_acceptance
             if iteration >= settings.min_iterations:
                 return result(iteration, True, reusable=False)
             continue
