@@ -52,22 +52,6 @@ def body_mass(body) -> DyadicMass:
     return mesh_mass_properties(body.mesh.vertices, body.mesh.triangles, body.mass_density)
 
 
-def shape_stiffness(kappa: float, mass: DyadicMass, dt: float) -> float:
-    """kappa v_bar dt^2 / s_min (dimensionless): the OrthoPotential's stiffness (kappa v_bar dt^2
-    ||A A^T - I||^2, kappa in Pa, v_bar in m^3, dt in s) over the smallest eigenvalue s_min of the
-    body's second moment about its centre of mass, S - m c c^T (kg m^2: the inertia of the
-    affine modes, reference §1.2). It grows as 1 / size^2 at a given density, 1 / mass, and dt^2:
-    521 for the benchmark chains' 1 x 0.2 x 0.2 m, 40 kg boxes at dt = 1/240 s, 5.2e4 at 1/24 s
-    or for a 0.1 m box of density 1000 at 1/240 s, 5.2e6 for a 1 cm one. Where it is large the
-    Hessian of the shape energy, PSD-projected, dominates the Newton matrix and misrepresents
-    the curved valley of rotations, so that Newton converges slowly and a direction under the
-    tolerance can leave an error many times its size (:data:`solver.newton.SHAPE_STIFFNESS_LIMIT`)."""
-    center = mass.mass_center
-    rotational = mass.second_moment - mass.mass * np.outer(center, center)
-    smallest = float(np.linalg.eigvalsh(0.5 * (rotational + rotational.T))[0])
-    return float(kappa) * mass.volume * dt * dt / max(smallest, np.finfo(float).tiny)
-
-
 @dataclass
 class JointGroup:
     """Joints of one type: their indices in ``scene.joints`` and the base constitution."""
@@ -94,8 +78,6 @@ class Model:
             their shared F (:mod:`solver.constitutions.prismatic_group`).
         terms: every energy term, in the order the Newton loop sums them (the prismatic joints and
             their extras as ``prismatic_group``).
-        shape_stiffness: the largest :func:`shape_stiffness` of a dynamic body (0 without one),
-            dimensionless: how far the OrthoPotential's stiffness outweighs a body's inertia.
     """
 
     def __init__(self, scene: Scene):
@@ -127,8 +109,6 @@ class Model:
             self.corners[index] = [[(low, high)[(c >> axis) & 1][axis] for axis in range(3)] for c in range(8)]
 
         dynamic_indices = np.flatnonzero(self.dynamic)
-        self.shape_stiffness = max(
-            (shape_stiffness(bodies[i].kappa, self.masses[i], dt) for i in dynamic_indices), default=0.0)
         single = dynamic_indices[:, None].astype(np.int64)
         self.kinetic = Kinetic(single, *self._dyadic_masses(dynamic_indices))
         self.ortho = OrthoPotential(

@@ -132,19 +132,18 @@ CHORD_STEPS_MAX = 4
 #: next step to start from it again; a step that needed more factorises afresh next (see
 #: :func:`solve_step`).
 REUSED_SOLVES_MAX = 4
-#: Bodies whose :func:`solver.model.shape_stiffness` exceeds this (small or light parts, or
-#: normal ones at large dt) make Newton's acceptance of a direction after the first strict:
-#: at most TIGHT_ACCEPTANCE of the tolerance (see :func:`solve_step`, ``tight_acceptance``).
-#: Measured against runs converged to 1e-6 (default tolerances, dt = 1/240 s unless given): a
-#: hinged box of density 1000 released horizontal ends 0.0018 rad off over 1 s at 0.1 m long
-#: (5.2e4), 0.027 at 5 cm (2.1e5), 0.37 at 2 cm, 1.78 at 1 cm (5.2e6); the 10-box revolute chain
-#: at dt = 1/24 s (5.2e4) 5.7 cm off after 2 s; with the strict acceptance all within 1e-4 rad
-#: and 4e-5 m. The benchmark chains at dt = 1/240 s (521) and the robots of pybullet_data at
-#: 24 fps x 10 substeps (at most 3.2e3, the racecar 1.1e4) are below or about at the limit.
-SHAPE_STIFFNESS_LIMIT = 1e4
-#: The size, relative to the tolerance, that a direction after the first must be within to be
-#: accepted where the acceptance is strict (``tight_acceptance``): Newton converging
-#: quadratically gets there within one more iteration.
+#: A direction after a step's first is accepted only when it is at most this fraction of the
+#: tolerance (libuipc's test, reference §2.5, accepts it at the tolerance). Its size bounds the
+#: error it leaves only where Newton converges quadratically, and with PSD-projected Hessians it
+#: may not: where the OrthoPotential's stiffness kappa v dt^2 outweighs a body's inertia (it grows
+#: as 1 / size^2, 1 / mass and dt^2: small or light parts, or 1 m ones at dt = 1/24 s) its
+#: projected Hessian dominates the Newton matrix and misrepresents the curved valley of
+#: rotations. Against runs converged to 1e-6, at libuipc's acceptance: a hinged box of density
+#: 1000 released horizontal ended 2.4e-3 rad off over 2 s at 25 cm, 1.8 rad over 1 s at 1 cm, the
+#: 10-box revolute chain at dt = 1/24 s 5.7 cm off after 2 s, every step converged; at 1e-2 all
+#: within 8e-5 rad and 4e-5 m. Newton converging quadratically gets there within one more
+#: iteration: the chains at dt = 1/240 s take the same iterations (the revolute 10 one 2.14
+#: instead of 2.08), the revolute 1000 chain at dt = 1/24 s 4.2 instead of 2.6 (docs/performance.md).
 TIGHT_ACCEPTANCE = 1e-2
 #: Longest run of chances skipped after failed tries of a shortcut (starting a step from the
 #: previous step's factorisation, or chord steps), see :class:`BackOff`.
@@ -394,7 +393,6 @@ def solve_step(
     dt: float,
     settings,
     confirm_every_direction: bool = False,
-    tight_acceptance: bool = False,
 ) -> NewtonResult:
     """Minimise the incremental potential from q (bodies, 12), updating q in place.
 
@@ -411,14 +409,6 @@ def solve_step(
             penalty is active (:meth:`solver.simulation._Stepper.start_newton`), against whose
             cubic Newton converges only linearly, so that a last direction under the tolerance
             leaves an error about its own size, the same way step after step.
-        tight_acceptance: accept a direction after a step's first (one that passes the
-            convergence test; the first is confirmed by chord steps as always) only when it is
-            at most :data:`TIGHT_ACCEPTANCE` of the tolerance, else iterate on (unless at
-            ``max_iterations``): for scenes with a body whose shape stiffness exceeds
-            :data:`SHAPE_STIFFNESS_LIMIT` (:meth:`solver.simulation._Stepper.step`), where the
-            PSD-projected shape-energy Hessian makes Newton converge slowly, so that a direction
-            under the tolerance can leave an error many times its size (a 1 cm pendulum ended
-            1.8 rad from a tightly converged run over 1 s, every step converged).
 
     Raises:
         NewtonFailure: on a non-finite energy, gradient or Newton direction.
@@ -560,14 +550,15 @@ def solve_step(
             # Panda's fingers driven onto their limit ended 0.9 mm from a tightly converged run
             # when a later direction was accepted on the loose test alone (5.5 um confirmed; 2.26
             # -> 3.61 Newton iterations per step on the Panda, whose arm rests on its limits).
+            # Any other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance.
             if (iteration == 1 or confirm_every_direction) and relative(newton_size) > CHORD_ERROR_FRACTION and (
                 settings.min_iterations <= iteration + 1 <= settings.max_iterations
             ):
                 if chord_steps_after(newton_size):
                     return result(iteration + 1, True, reusable=True)
                 continue
-            if tight_acceptance and relative(newton_size) > TIGHT_ACCEPTANCE and iteration < settings.max_iterations:
-                continue  # not yet: see tight_acceptance
+            if relative(newton_size) > TIGHT_ACCEPTANCE and iteration < settings.max_iterations:
+                continue  # a later direction: not yet (TIGHT_ACCEPTANCE)
             if iteration >= settings.min_iterations:
                 return result(iteration, True, reusable=False)
             continue

@@ -30,7 +30,7 @@ from .affine_body import PoseInterpolation, q_from_transform, transform_from_q
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
-from .newton import SHAPE_STIFFNESS_LIMIT, IncrementalPotential, NewtonFailure, row_selector, solve_step
+from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
 from .warmup import compile_in_parallel, compile_tasks
@@ -275,8 +275,7 @@ class _Stepper:
             limit.cos_t = self.joints.cos[limit.joint_indices].copy()
 
         limited = self.start_newton(start)
-        result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
-                            tight_acceptance=model.shape_stiffness > SHAPE_STIFFNESS_LIMIT)
+        result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
 
