@@ -132,8 +132,10 @@ CHORD_STEPS_MAX = 4
 #: next step to start from it again; a step that needed more factorises afresh next (see
 #: :func:`solve_step`).
 REUSED_SOLVES_MAX = 4
-#: A direction after a step's first is accepted only when it is at most this fraction of the
-#: tolerance (libuipc's test, reference §2.5, accepts it at the tolerance). Its size bounds the
+#: A direction after a step's first is accepted only when the error it leaves
+#: (:func:`newton_error_estimate`: its size, or more where Newton contracts slowly) is at most
+#: this fraction of the tolerance (libuipc's test, reference §2.5, accepts it at the tolerance);
+#: a step that runs out of iterations before is reported as not converged. Its size bounds the
 #: error it leaves only where Newton converges quadratically, and with PSD-projected Hessians it
 #: may not: where the OrthoPotential's stiffness kappa v dt^2 outweighs a body's inertia (it grows
 #: as 1 / size^2, 1 / mass and dt^2: small or light parts, or 1 m ones at dt = 1/24 s) its
@@ -145,6 +147,24 @@ REUSED_SOLVES_MAX = 4
 #: iteration: the chains at dt = 1/240 s take the same iterations (the revolute 10 one 2.14
 #: instead of 2.08), the revolute 1000 chain at dt = 1/24 s 4.2 instead of 2.6 (docs/performance.md).
 TIGHT_ACCEPTANCE = 1e-2
+
+
+def newton_error_estimate(size: float, size_before: float) -> float:
+    """Error left by a Newton direction of relative ``size`` that followed one of ``size_before``
+    (both relative to the tolerance): at least the size itself, and where the two show slow
+    (linear) contraction theta = size / size_before, the tail of that series, size theta /
+    (1 - theta) (infinite for theta >= 1). With PSD-projected Hessians (a drive, the
+    OrthoPotential of a small part) Newton can converge linearly, and a last direction then left
+    several times its size: a dragged 5-slider chain at one step per frame ended 5.0 mm off a
+    tightly converged run at a last direction of 1e-2 of the tolerance, 0.5 mm with this
+    estimate (docs/performance.md). Where Newton converges quadratically theta is small and the
+    estimate is the size."""
+    theta = size / size_before if size_before > 0.0 else np.inf
+    if theta >= 1.0:
+        return np.inf
+    return max(size, size * theta / (1.0 - theta))
+
+
 #: Longest run of chances skipped after failed tries of a shortcut (starting a step from the
 #: previous step's factorisation, or chord steps), see :class:`BackOff`.
 BACKOFF_MAX = 16
@@ -197,12 +217,14 @@ class NewtonResult:
     Attributes:
         iterations: Newton iterations taken; the chord steps that end a step count as one more.
         line_search_iterations: halvings summed over the iterations.
-        converged: whether the tolerances were met within ``max_iterations``.
+        converged: whether the tolerances were met within ``max_iterations``: libuipc's test,
+            and for a direction after the step's first the strict acceptance
+            (:data:`TIGHT_ACCEPTANCE`, :func:`newton_error_estimate`).
         residual: the size of the step's last Newton (or chord) direction relative to the
             tolerance, max(corner displacement / (velocity_tol dt), affine change /
             (transrate_tol dt)) (dimensionless, the convergence test of reference §2.5): at most
-            1 on a converged step, how far from converged an unconverged one ended; 0 where no
-            body is dynamic.
+            1 on a converged step, how far from converged an unconverged one ended (under 1
+            where only the strict acceptance was missed); 0 where no body is dynamic.
     """
 
     iterations: int
@@ -527,6 +549,7 @@ def solve_step(
         q[dynamic] = start
         potential.reuse_backoff.record(False)
 
+    previous_newton = np.inf  # the relative size of the iteration before's Newton direction
     for iteration in range(1, settings.max_iterations + 1):
         try:
             gradient = potential.factorize(q)
@@ -534,6 +557,8 @@ def solve_step(
             potential.factorization_reusable = False
             raise NewtonFailure(str(error)) from error
         direction, newton_size = newton_direction(gradient)
+        newton_error = newton_error_estimate(relative(newton_size), previous_newton)
+        previous_newton = relative(newton_size)
         start = q[dynamic].copy()
         if small(newton_size):
             q[dynamic] = start + direction
@@ -557,8 +582,8 @@ def solve_step(
                 if chord_steps_after(newton_size):
                     return result(iteration + 1, True, reusable=True)
                 continue
-            if relative(newton_size) > TIGHT_ACCEPTANCE and iteration < settings.max_iterations:
-                continue  # a later direction: not yet (TIGHT_ACCEPTANCE)
+            if newton_error > TIGHT_ACCEPTANCE and relative(newton_size) > CHORD_ERROR_FRACTION:
+                continue  # a later direction: not yet (TIGHT_ACCEPTANCE); after the last, not converged
             if iteration >= settings.min_iterations:
                 return result(iteration, True, reusable=False)
             continue
