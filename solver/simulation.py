@@ -275,7 +275,9 @@ class _Stepper:
             limit.cos_t = self.joints.cos[limit.joint_indices].copy()
 
         limited = self.start_newton(start)
-        result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited)
+        turning = float(np.max(np.abs(self.velocity[self.dynamic][:, 3:]), initial=0.0)) * dt  # about rad per step
+        result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
+                            turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
 
