@@ -166,7 +166,8 @@ def newton_error_estimate(size: float, size_before: float) -> float:
 
 
 #: Largest turn of a body per time step (``turning`` of :func:`solve_step`: the largest affine
-#: entry of dq/dt dt, about radians) at which chord steps follow a full Newton iteration. The
+#: entry of dq/dt dt, about radians) at which chord steps are taken (after a full Newton
+#: iteration, to confirm a direction, or from the previous step's factorisation). The
 #: OrthoPotential's Hessian turns with the body, and the factorisation of the step's first
 #: iterate can hold the rotation mode of a fast-turning body far stiffer than it is at the
 #: answer: chord steps then hardly move along it, and their contraction, read from the other
@@ -444,8 +445,9 @@ def solve_step(
             cubic Newton converges only linearly, so that a last direction under the tolerance
             leaves an error about its own size, the same way step after step.
         turning: the largest turn of a dynamic body in this step at its velocity, max |dq/dt[3:12]|
-            dt (about radians); above :data:`CHORD_TURN_MAX` no chord steps follow a full
-            iteration.
+            dt (about radians); above :data:`CHORD_TURN_MAX` no chord steps are taken (neither
+            from the previous step's factorisation, nor to confirm a direction, nor after a full
+            iteration): full iterations confirm instead.
 
     Raises:
         NewtonFailure: on a non-finite energy, gradient or Newton direction.
@@ -533,7 +535,7 @@ def solve_step(
     # converge, q goes back to the step's start, the step goes on with fresh factorisations, and
     # the next steps back off from reusing. The first direction is itself a chord step
     # from the start, so the contraction of the second one counts in the error estimate.
-    if potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
+    if turning <= CHORD_TURN_MAX and potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
         start = q[dynamic].copy()
         try:
             gradient = potential.gradient(q)
@@ -564,7 +566,7 @@ def solve_step(
         q[dynamic] = start
         potential.reuse_backoff.record(False)
 
-    previous_newton = np.inf  # the relative size of the iteration before's Newton direction
+    previous_newton = 0.0  # the relative size of the iteration before's Newton direction (none: no estimate)
     for iteration in range(1, settings.max_iterations + 1):
         try:
             gradient = potential.factorize(q)
@@ -590,8 +592,10 @@ def solve_step(
             # Panda's fingers driven onto their limit ended 0.9 mm from a tightly converged run
             # when a later direction was accepted on the loose test alone (5.5 um confirmed; 2.26
             # -> 3.61 Newton iterations per step on the Panda, whose arm rests on its limits).
-            # Any other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance.
-            if (iteration == 1 or confirm_every_direction) and relative(newton_size) > CHORD_ERROR_FRACTION and (
+            # Any other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance;
+            # a first one not confirmed (a body turning fast: CHORD_TURN_MAX, chord steps are not
+            # trusted there) only within the strict test itself.
+            if (iteration == 1 or confirm_every_direction) and turning <= CHORD_TURN_MAX and relative(newton_size) > CHORD_ERROR_FRACTION and (
                 settings.min_iterations <= iteration + 1 <= settings.max_iterations
             ):
                 if chord_steps_after(newton_size):
