@@ -348,9 +348,8 @@ def parenting_problem(ob: bpy.types.Object, keyed: set) -> str | None:
         ancestor = ancestor.parent
     found = _keyed_source(parent, keyed, settings_only=False)
     if found is not None:
-        source, how, first = found
-        via = "" if source == first else f"'{first.name}', which depends on "
-        return (f"its parent '{parent.name}' moves with the simulated '{source.name}' ({how} {via}'{source.name}') "
+        source, dependency = found
+        return (f"its parent '{parent.name}' moves with the simulated '{source.name}' ({dependency}) "
                 f"but is not keyed by the bake, so '{ob.name}' cannot be keyed in its space: remove that dependency "
                 f"of '{parent.name}' {fix}")
     return None
@@ -414,9 +413,7 @@ def keyed_dependency(ob: bpy.types.Object, keyed: set) -> str | None:
     found = _keyed_source(ob, keyed, settings_only=ob in keyed)
     if found is None:
         return None
-    source, how, first = found
-    via = "" if source == first else f"'{first.name}', which depends on "
-    return (f"{how} {via}'{source.name}', whose motion this bake computes: the solver would read that "
+    return (f"{found[1]}, whose motion this bake computes: the solver would read that "
             "motion as it was before the bake, not the simulated one that plays after it; remove the "
             "dependency (a body that should move with another: make it Dynamic and join it to that body)")
 
@@ -424,14 +421,15 @@ def keyed_dependency(ob: bpy.types.Object, keyed: set) -> str | None:
 def _keyed_source(ob: bpy.types.Object, keyed: set, settings_only: bool) -> tuple | None:
     """The first object of ``keyed`` that ``ob``'s sampled values depend on, through parents,
     constraints and drivers (:func:`_object_dependencies`, only ``ob``'s settings drivers where
-    ``settings_only``), as (that object, how ``ob`` depends on the first object on the way, that
-    first object), or None."""
+    ``settings_only``), as (that object, how ``ob`` depends on it: "its constraint 'C' targets
+    'A', which depends on 'S'"), or None."""
     pending = [(dependency, how, dependency) for dependency, how in _object_dependencies(ob, settings_only)]
     seen = set()
     while pending:
         dependency, how, first = pending.pop()
         if dependency in keyed:
-            return dependency, how, first
+            via = "" if dependency == first else f"'{first.name}', which depends on "
+            return dependency, f"{how} {via}'{dependency.name}'"
         if dependency in seen:
             continue
         seen.add(dependency)

@@ -166,7 +166,7 @@ def newton_error_estimate(size: float, size_before: float) -> float:
     (1 - theta) (infinite for theta >= 1). With PSD-projected Hessians (a drive, the
     OrthoPotential of a small part) Newton can converge linearly, and a last direction then left
     several times its size: a dragged 5-slider chain at one step per frame ended 5.0 mm off a
-    tightly converged run at a last direction of 1e-2 of the tolerance, 0.5 mm with this
+    tightly converged run at a last direction of 1e-2 of the tolerance, 1.0 mm with this
     estimate (docs/performance.md). Where Newton converges quadratically theta is small and the
     estimate is the size."""
     theta = size / size_before if size_before > 0.0 else np.inf
@@ -473,6 +473,7 @@ def solve_step(
     tolerances = (settings.velocity_tol * dt, settings.transrate_tol * dt)
     last_size = [(np.inf, np.inf)]  # the latest direction's size, for the step's residual
     solves = [0]  # triangular solves (directions) so far in this step
+    chords_trusted = turning <= CHORD_TURN_MAX  # chord steps of any kind (CHORD_TURN_MAX)
 
     def newton_direction(gradient: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
         """The direction (dynamic, 12) for ``gradient`` with the current factorisation, and its
@@ -545,7 +546,7 @@ def solve_step(
     # converge, q goes back to the step's start, the step goes on with fresh factorisations, and
     # the next steps back off from reusing. The first direction is itself a chord step
     # from the start, so the contraction of the second one counts in the error estimate.
-    if turning <= CHORD_TURN_MAX and potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
+    if chords_trusted and potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
         start = q[dynamic].copy()
         try:
             gradient = potential.gradient(q)
@@ -605,7 +606,7 @@ def solve_step(
             # Any other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance;
             # a first one not confirmed (a body turning fast: CHORD_TURN_MAX, chord steps are not
             # trusted there) only within the strict test itself.
-            if (iteration == 1 or confirm_every_direction) and turning <= CHORD_TURN_MAX and relative(newton_size) > CHORD_ERROR_FRACTION and (
+            if (iteration == 1 or confirm_every_direction) and chords_trusted and relative(newton_size) > CHORD_ERROR_FRACTION and (
                 settings.min_iterations <= iteration + 1 <= settings.max_iterations
             ):
                 if chord_steps_after(newton_size):
@@ -637,7 +638,7 @@ def solve_step(
         # are skipped for a while (potential.chord_backoff), and where a body turns fast they are
         # not tried (CHORD_TURN_MAX).
         if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations and (
-            turning <= CHORD_TURN_MAX and potential.chord_backoff.ready()
+            chords_trusted and potential.chord_backoff.ready()
         ):
             converged = chord_steps_after(newton_size)
             potential.chord_backoff.record(converged)
