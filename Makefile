@@ -1,7 +1,7 @@
 # abd-joints: two set-up commands that work on a fresh clone (see README.md).
 #   make demo   builds the bundled examples in Blender (bpy wheel), bakes them headless, writes build/demo/
 #   make test   runs the solver and add-on test suites, the add-on's also on the oldest and newest
-#               Blender the manifest admits (bpy wheels BPY_RANGE)
+#               Blender the manifest admits (bpy wheels BPY_RANGE), the solver's also on NumPy 2
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,8 +10,12 @@ STAMP := $(VENV)/.requirements-installed
 # the add-on suite also runs on these bpy wheels, each in a venv of its own (requirements.txt with
 # its bpy pin replaced).
 BPY_RANGE := 4.2.23 5.0.1
+# The solver without Blender on NumPy 2 (what `pip install` of the solver's wheel gives a render-farm
+# node today, and what CuPy 14 needs): the solver suite again in .venv-numpy2, requirements.txt
+# without bpy and with these pins in place of NumPy 1.26's.
+NUMPY2_PINS := numpy==2.4.6 scipy==1.17.1
 
-.PHONY: venv test test-solver test-addon test-addon-range demo extension benchmark clean
+.PHONY: venv test test-solver test-solver-numpy2 test-addon test-addon-range demo extension benchmark clean
 
 venv: $(STAMP)
 
@@ -20,10 +24,20 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
-test: test-solver test-addon test-addon-range
+test: test-solver test-solver-numpy2 test-addon test-addon-range
 
 test-solver: venv
 	timeout 1500 $(PY) -m pytest tests/solver -q -p no:cacheprovider
+
+test-solver-numpy2: .venv-numpy2/.requirements-installed
+	timeout 1500 .venv-numpy2/bin/python -m pytest tests/solver -q -p no:cacheprovider
+
+.venv-numpy2/.requirements-installed: requirements.txt
+	$(PYTHON) -m venv .venv-numpy2
+	sed -e '/^bpy==/d' $(foreach pin,$(NUMPY2_PINS),-e 's/^$(firstword $(subst ==, ,$(pin)))==.*/$(pin)/') \
+		requirements.txt > .venv-numpy2/requirements.txt
+	.venv-numpy2/bin/python -m pip install --quiet --disable-pip-version-check -r .venv-numpy2/requirements.txt
+	touch $@
 
 test-addon: venv
 	timeout 1500 $(PY) -m pytest tests/addon -q -p no:cacheprovider

@@ -7,6 +7,12 @@ to end along +x from a fixed anchor body, starting horizontal and at rest, no co
     physical stiffness is the peers' kp = 8000 N/m: our drive's K = strength_ratio (m_i + m_j) acts
     at the incremental-potential level (physical stiffness K / dt^2), so
     strength_ratio = kp dt^2 / (m_i + m_j). BDF1's numerical damping stands in for the peers' kd.
+(c) net (not a chain, and not among the peers' scenes; ``--kinds net``): W x W cubes of 0.2 m,
+    N = W^2 rounded, 0.4 m apart in the vertical x-z plane, each hinged about y to its right and
+    lower neighbours halfway between them, the top-left cube hinged to the fixed anchor: a planar
+    linkage whose every cell is a closed loop of four hinges, falling and swinging from rest. Its
+    Newton matrix's sparse factorisation fills in (``benchmarks/linear_solvers.py``'s grid
+    pattern): the scene for which the GPU path is meant.
 
 Drift at the end: for revolute joints the largest separation of the two bodies' copies of the
 anchor; for prismatic joints the largest part of that separation perpendicular to the parent's
@@ -49,6 +55,8 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
     ``strength_ratio`` of every joint (100, libuipc's default, unless given); ``device`` the
     settings' device (``"cpu"`` or ``"cupy"``); ``anchor_mass`` (kg) a mass override of the fixed
     anchor, a 0.2 m cube of 8 kg by default: it enters only its joint's K = strength_ratio (m_i + m_j)."""
+    if kind == "net":
+        return net_scene(count, steps_per_second, seconds, steps_per_frame, strength_ratio, device)
     anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-0.1, 0.0, 0.0)), motion="fixed")
     if anchor_mass is not None:
         anchor.mass = MassOverride(mass=anchor_mass, mass_center=np.array([-0.1, 0.0, 0.0]),
@@ -75,7 +83,39 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
     return Scene(settings=settings, bodies=bodies, joints=joints)
 
 
-def drift(scene: Scene, transforms: np.ndarray, kind: str) -> float:
+def net_scene(count: int, steps_per_second: int, seconds: float, steps_per_frame: int,
+              strength_ratio: float = 100.0, device: str = "cpu") -> Scene:
+    """The hanging net (c) of about ``count`` cubes (W = round(sqrt(count)), at least 2); the
+    other arguments as :func:`chain_scene`'s."""
+    width = max(2, round(count ** 0.5))
+    spacing = 0.4  # m between neighbouring cubes' centres
+    anchor = Body(name="anchor", mesh=box_mesh([0.2, 0.2, 0.2], center=(-spacing, 0.0, 0.0)), motion="fixed")
+    bodies, joints = [anchor], []
+
+    def hinge(name: str, l_body: str, r_body: str, point) -> Joint:
+        point = np.asarray(point, dtype=float)
+        return Joint(name=name, type="revolute", l_body=l_body, r_body=r_body, position0=point,
+                     position1=point + np.array([0.0, 1.0, 0.0]), strength_ratio=strength_ratio)
+
+    for row in range(width):
+        for column in range(width):
+            center = np.array([spacing * column, 0.0, -spacing * row])
+            name = f"cube{row}_{column}"
+            bodies.append(Body(name=name, mesh=box_mesh([0.2, 0.2, 0.2], center=tuple(center))))
+            if column > 0:
+                joints.append(hinge(f"right{row}_{column - 1}", f"cube{row}_{column - 1}", name,
+                                    center - [spacing / 2, 0.0, 0.0]))
+            if row > 0:
+                joints.append(hinge(f"down{row - 1}_{column}", f"cube{row - 1}_{column}", name,
+                                    center + [0.0, 0.0, spacing / 2]))
+    joints.append(hinge("pin", "anchor", "cube0_0", [-spacing / 2, 0.0, 0.0]))
+    frame_rate = steps_per_second / steps_per_frame
+    settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)),
+                        device=device)
+    return Scene(settings=settings, bodies=bodies, joints=joints)
+
+
+def drift(scene: Scene, transforms: np.ndarray) -> float:
     """Largest joint separation (m) in the last frame of ``transforms`` (frames, bodies, 4, 4)."""
     names = [body.name for body in scene.bodies]
     worst = 0.0
@@ -85,7 +125,7 @@ def drift(scene: Scene, transforms: np.ndarray, kind: str) -> float:
         in_i = transforms[-1, i] @ np.linalg.solve(transforms[0, i], anchor)
         in_j = transforms[-1, j] @ np.linalg.solve(transforms[0, j], anchor)
         gap = (in_j - in_i)[:3]
-        if kind == "prismatic":
+        if joint.type == "prismatic":
             axis = transforms[-1, i, :3, :3] @ np.linalg.solve(transforms[0, i, :3, :3], joint.position1 - joint.position0)
             axis /= np.linalg.norm(axis)
             gap = gap - axis * (gap @ axis)
@@ -97,7 +137,7 @@ def main() -> None:
     """Run the requested chains and print a table of wall s per simulated s and drift."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
-    parser.add_argument("--kinds", nargs="+", default=["revolute", "prismatic"], choices=["revolute", "prismatic"])
+    parser.add_argument("--kinds", nargs="+", default=["revolute", "prismatic"], choices=["revolute", "prismatic", "net"])
     parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
     parser.add_argument("--steps-per-frame", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=2.0)
@@ -140,7 +180,7 @@ def main() -> None:
             # Stepping only (as the peers are timed): from the end of frame 1 to the end.
             stepping = (stamps[frames] - stamps[1]) / ((frames - 1) / scene.settings.frame_rate)
             print(f"{kind:<10} {count:>5} {'1/' + str(args.dt):>7} {stepping:>15.3f} {build:>8.2f} "
-                  f"{drift(scene, trajectory.transforms, kind):>10.2e} "
+                  f"{drift(scene, trajectory.transforms):>10.2e} "
                   f"{trajectory.newton_iterations.mean():>12.2f} "
                   f"{factorisations[0] / len(trajectory.newton_iterations):>11.2f} {str(trajectory.all_converged):>10} "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:>12.0f}", flush=True)

@@ -455,7 +455,7 @@ def evaluate(result: Result, run: Run, seconds: float) -> None:
         result.drift_text = "NaN"
         return
     scene = chain_scene(result.kind, result.count, result.dt, seconds, steps_per_frame(result.dt))
-    result.drift = drift(scene, run.transforms, result.kind)
+    result.drift = drift(scene, run.transforms)
     result.drift_text = f"{result.drift:.1e}"
     if result.kind == "prismatic":
         slides = joint_slides(scene, run.transforms)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "peers.py"
-_SPEC = importlib.util.spec_from_file_location("peers_under_test", _PATH)
-peers = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = peers  # its dataclasses look their module up there
-_SPEC.loader.exec_module(peers)
+import benchmark_modules
+
+peers = benchmark_modules.load("peers")
 
 
 def _result(key: str, kind: str, count: int, rate):

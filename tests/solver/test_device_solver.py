@@ -28,6 +28,7 @@ from solver.linear_solver import SingularSystem
 from solver.scene_io import save_scene, scene_from_dict, scene_to_dict
 from solver.simulation import SolverError
 from scenes import issue_example
+import benchmark_modules
 from test_linear_solver import block_pattern_system, chain
 from test_physics import count_factorisations, prismatic_chain_scene, revolute_chain_scene
 
@@ -41,6 +42,12 @@ def cupy_device_present() -> bool:
 
 
 gpu = pytest.mark.skipif(not cupy_device_present(), reason="needs CuPy and a CUDA device")
+
+
+def net_scene():
+    """``benchmarks/chains.py``'s hanging net, 3 x 3 cubes over 0.1 s at dt = 1/240: hinges in
+    closed loops, the pattern whose sparse factorisation fills in (the GPU path's use)."""
+    return benchmark_modules.load("chains").net_scene(9, steps_per_second=240, seconds=0.1, steps_per_frame=10)
 
 
 @pytest.mark.parametrize("edges, count", [(chain(20), 20), ([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)], 4)])
@@ -126,7 +133,8 @@ def test_too_little_device_memory_is_refused_before_allocating():
     lambda: revolute_chain_scene(6, seconds=0.25),
     lambda: prismatic_chain_scene(6, seconds=0.25),
     lambda: scene_from_dict(issue_example()),
-], ids=["revolute-chain-with-limit", "prismatic-chain-drive-limit", "issue-example-soft-transform"])
+    net_scene,
+], ids=["revolute-chain-with-limit", "prismatic-chain-drive-limit", "issue-example-soft-transform", "net-of-loops"])
 def test_device_path_gives_the_cpu_trajectory(builder, cupy_on_numpy):
     """Every constitution through the device path (revolute joints and a limit, prismatic
     joints with drives and limits, a soft transform): the CPU run's trajectory, its Newton
@@ -232,7 +240,7 @@ def test_command_line_reports_an_unavailable_device(tmp_path, monkeypatch, capsy
 
 @gpu
 @pytest.mark.parametrize("builder", [lambda: revolute_chain_scene(6, seconds=0.25),
-                                     lambda: prismatic_chain_scene(6, seconds=0.25)])
+                                     lambda: prismatic_chain_scene(6, seconds=0.25), net_scene])
 def test_cupy_on_the_gpu_gives_the_cpu_trajectory(builder):
     scene = builder()
     cpu = simulate(scene)

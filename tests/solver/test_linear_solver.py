@@ -7,9 +7,6 @@ same matrix.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 import scipy.sparse
@@ -17,11 +14,9 @@ import scipy.sparse.linalg
 
 from solver.assembly import Assembly
 from solver.linear_solver import LinearSolver, SingularSystem
+import benchmark_modules
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "linear_solvers.py"
-_SPEC = importlib.util.spec_from_file_location("linear_solvers_benchmark", _PATH)
-_benchmark = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_benchmark)
+_benchmark = benchmark_modules.load("linear_solvers")
 
 
 def block_pattern_system(edges: list[tuple[int, int]], count: int, seed: int, definite: bool = True):

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The CuPy path on a machine with an NVIDIA GPU, in one run: what is installed, the GPU tests of
+# tests/solver/test_device_solver.py (which skip without a GPU), the linear solvers per
+# factorisation (benchmarks/linear_solvers.py, CPU and GPU rows), and whole chains on both devices
+# (benchmarks/chains.py), and the hanging net on both devices (chains.py --kinds net, the looped
+# scene the GPU path is for). Parts can be named to run only those. Needs NumPy, SciPy, Numba, threadpoolctl, pytest and CuPy in `python3`;
+# writes each part's log under $OUT (default build/gpu_check). Prints figures; asserts nothing
+# beyond the tests'. docs/performance.md ("The GPU path") gives the figures of its runs.
+#
+#     bash benchmarks/gpu_check.sh [versions tests linear_solvers chains net]
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu_check}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+run() {  # run NAME SECONDS COMMAND...: one part, its output kept in $OUT/NAME.log, bounded in time
+    local name=$1 seconds=$2; shift 2
+    echo "=== $name: $*"
+    local start=$SECONDS
+    timeout "$seconds" "$@" 2>&1 | tee "$OUT/$name.log"
+    echo "=== $name: exit ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+}
+parts=${*:-versions tests linear_solvers chains net}
+want() { [[ " $parts " == *" $1 "* ]]; }
+want versions && run versions 60 bash -c 'nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc;
+  python3 -c "import sys, numpy, scipy, numba, cupy; print(sys.version.split()[0], \"numpy\", numpy.__version__,
+  \"scipy\", scipy.__version__, \"numba\", numba.__version__, \"cupy\", cupy.__version__)"'
+want tests && run tests 240 python3 -m pytest tests/solver/test_device_solver.py -q -p no:cacheprovider -rs
+want linear_solvers && run linear_solvers 240 python3 benchmarks/linear_solvers.py --sizes 100 400 1024 2025 --repetitions 5
+for device in cpu cupy; do
+  want chains || break
+  run "chains_240_$device" 240 python3 benchmarks/chains.py --device "$device" --sizes 10 100 1000 --dt 240 --seconds 1
+  run "chains_24_$device" 240 python3 benchmarks/chains.py --device "$device" --sizes 1000 --dt 24 --steps-per-frame 1
+done
+for device in cpu cupy; do
+  want net || break
+  run "net_24_$device" 300 python3 benchmarks/chains.py --device "$device" --kinds net --sizes 100 400 1024 2025 \
+    --dt 24 --steps-per-frame 1 --seconds 1
+  run "net_240_$device" 120 python3 benchmarks/chains.py --device "$device" --kinds net --sizes 100 400 1024 --seconds 0.5
+done
