@@ -20,7 +20,7 @@ allocated: at 1000 bodies 5.8e11 flops and 2.3 GB, where the CPU's banded Choles
 costs about size x 24^2 = 7e6 flops. So on chains and trees the CPU path stays faster whatever the
 GPU; the dense path's place is scenes whose sparse factorisation fills in (bodies coupled in loops
 or grids). Measured on an H100 (docs/performance.md, "The GPU path"): the same trajectories as the
-CPU path; 2.6 to 10 times the time of that machine's CPU path on the 1000-box chains, 0.38 to 0.46
+CPU path; 2.6 to 10 times the time of that machine's CPU path on the 1000-box chains, 0.37 to 0.46
 times it on a hanging net of 1024 cubes in closed loops (0.64 to 0.73 times a 2-core EPYC's).
 
 The same code runs with NumPy and SciPy in place of CuPy (:func:`numpy_backend`), which is how
