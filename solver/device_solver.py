@@ -176,20 +176,31 @@ class DeviceLinearSolver:
     def factorize(self, blocks: np.ndarray) -> None:
         """Factorise H, given by its BSR block values (blocks, 12, 12), for :meth:`solve_factorized`.
 
+        The last factor is released first, so the device holds at most the matrix and one factor
+        (the 2 size^2 x 8 bytes checked when the solver was made; CuPy's pool reuses the block).
+
         Raises:
             SingularSystem: H is not positive definite.
+            DeviceUnavailable: the device ran out of memory (another program took some since the
+                check, say); the message says so.
         """
         if self.size == 0:
             return
-        values = self.backend.to_device(np.ascontiguousarray(blocks, dtype=np.float64).reshape(-1))
-        self._matrix.reshape(-1)[self._positions] = values
+        self._upper = None
         try:
+            values = self.backend.to_device(np.ascontiguousarray(blocks, dtype=np.float64).reshape(-1))
+            self._matrix.reshape(-1)[self._positions] = values
             # Kept as U = L^T, a view that is column-major (L is row-major), as cuBLAS's and
             # LAPACK's triangular solves take a matrix: L itself would be copied at every solve.
             self._upper = self.backend.cholesky(self._matrix).T
         except np.linalg.LinAlgError as error:
             raise SingularSystem(
                 f"the Newton system is not positive definite (dense Cholesky on {self.backend.name}: {error})"
+            ) from error
+        except MemoryError as error:  # CuPy's OutOfMemoryError is one
+            raise DeviceUnavailable(
+                f"device '{self.backend.name}': out of memory factorising the dense Newton system of {self.size} "
+                f"unknowns ({error}); close other programs that use the GPU or set the device to 'cpu'"
             ) from error
 
     def solve_factorized(self, right_hand_side: np.ndarray) -> np.ndarray:

@@ -60,7 +60,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         SceneError: the scene is invalid.
         SolverError: a non-finite state or a singular Newton system (the message names the frame
             and step); the settings' device cannot be used (CuPy missing, no GPU, too little GPU
-            memory: before any step); :class:`SimulationCancelled` when ``progress`` returned False.
+            memory: before any step; the GPU out of memory during a step: naming the frame and step); :class:`SimulationCancelled` when ``progress`` returned False.
     """
     scene = validate_scene(scene)
     settings = scene.settings
@@ -97,7 +97,7 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
             for substep in range(1, settings.substeps + 1):
                 try:
                     result, fast_rotation[step] = stepper.step(potential, frame, substep)
-                except NewtonFailure as error:
+                except (NewtonFailure, DeviceUnavailable) as error:
                     raise SolverError(f"frame {frame}, step {substep}: {error}") from error
                 iterations[step], line_search[step], converged[step], residual[step] = (
                     result.iterations, result.line_search_iterations, result.converged, result.residual

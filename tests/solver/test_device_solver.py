@@ -129,6 +129,46 @@ def test_too_little_device_memory_is_refused_before_allocating():
         DeviceLinearSolver(indptr, indices, small)
 
 
+def test_the_last_factor_is_released_before_the_next_is_made():
+    """The device holds the matrix and at most one factor, as the memory check counts: the
+    previous factor is dropped before the next Cholesky allocates its own."""
+    indptr, indices, blocks, _ = block_pattern_system(chain(4), 4, seed=14)
+    held = []
+    backend = numpy_backend()
+
+    def cholesky(matrix):
+        held.append(solver._upper)
+        return backend.cholesky(matrix)
+
+    solver = DeviceLinearSolver(indptr, indices, dataclasses.replace(backend, cholesky=cholesky))
+    solver.factorize(blocks)
+    solver.factorize(blocks)
+    assert held == [None, None] and solver._upper is not None
+
+
+def test_running_out_of_device_memory_mid_run_names_the_step(monkeypatch):
+    """CuPy's OutOfMemoryError (a MemoryError) at a later factorisation, when another program
+    took the GPU's memory after the check: a SolverError naming the frame and step, and what to do."""
+    calls = []
+
+    def backend():
+        def cholesky(matrix):
+            calls.append(1)
+            if len(calls) == 3:
+                raise MemoryError("Out of memory allocating 1,152 bytes (allocated so far: 4,608 bytes).")
+            return np.linalg.cholesky(matrix)
+        return dataclasses.replace(numpy_backend(), name="cupy", cholesky=cholesky)
+
+    monkeypatch.setattr(device_solver, "cupy_backend", backend)
+    scene = revolute_chain_scene(2, seconds=0.25)
+    scene.settings.device = "cupy"
+    with pytest.raises(SolverError, match=r"frame \d+, step \d+: device 'cupy': out of memory factorising the dense "
+                                          r"Newton system of 24 unknowns \(Out of memory allocating .*\); close other "
+                                          r"programs that use the GPU or set the device to 'cpu'"):
+        simulate(scene)
+    assert len(calls) == 3
+
+
 @pytest.mark.parametrize("builder", [
     lambda: revolute_chain_scene(6, seconds=0.25),
     lambda: prismatic_chain_scene(6, seconds=0.25),
