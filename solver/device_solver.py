@@ -147,7 +147,7 @@ class DeviceLinearSolver:
 
     Raises:
         DeviceUnavailable: the matrix and its factor (2 size^2 x 8 bytes) exceed the device's
-            free memory.
+            free memory, or the device runs out of memory allocating the matrix.
     """
 
     method = "dense"
@@ -168,10 +168,13 @@ class DeviceLinearSolver:
         entry = np.arange(12)
         positions = ((12 * rows[:, None, None] + entry[None, :, None]) * size
                      + 12 * columns[:, None, None] + entry[None, None, :])
-        self._positions = backend.to_device(positions.reshape(-1))
-        # Entries outside the pattern are never written, so they stay zero.
-        self._matrix = backend.xp.zeros((size, size))
         self._upper = None
+        try:
+            self._positions = backend.to_device(positions.reshape(-1))
+            # Entries outside the pattern are never written, so they stay zero.
+            self._matrix = backend.xp.zeros((size, size))
+        except MemoryError as error:  # CuPy's OutOfMemoryError is one
+            raise self._out_of_memory(error) from error
 
     def factorize(self, blocks: np.ndarray) -> None:
         """Factorise H, given by its BSR block values (blocks, 12, 12), for :meth:`solve_factorized`.
@@ -198,10 +201,15 @@ class DeviceLinearSolver:
                 f"the Newton system is not positive definite (dense Cholesky on {self.backend.name}: {error})"
             ) from error
         except MemoryError as error:  # CuPy's OutOfMemoryError is one
-            raise DeviceUnavailable(
-                f"device '{self.backend.name}': out of memory factorising the dense Newton system of {self.size} "
-                f"unknowns ({error}); close other programs that use the GPU or set the device to 'cpu'"
-            ) from error
+            raise self._out_of_memory(error) from error
+
+    def _out_of_memory(self, error: MemoryError) -> DeviceUnavailable:
+        """The error to raise where the device ran out of memory despite the check (another
+        program took some since)."""
+        return DeviceUnavailable(
+            f"device '{self.backend.name}': out of memory for the dense Newton system of {self.size} unknowns "
+            f"({error}); close other programs that use the GPU or set the device to 'cpu'"
+        )
 
     def solve_factorized(self, right_hand_side: np.ndarray) -> np.ndarray:
         """x (size,) with H x = b (size,), H = U^T U from the last :meth:`factorize`: U^T y = b, U x = y."""

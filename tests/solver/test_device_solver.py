@@ -162,7 +162,7 @@ def test_running_out_of_device_memory_mid_run_names_the_step(monkeypatch):
     monkeypatch.setattr(device_solver, "cupy_backend", backend)
     scene = revolute_chain_scene(2, seconds=0.25)
     scene.settings.device = "cupy"
-    with pytest.raises(SolverError, match=r"frame \d+, step \d+: device 'cupy': out of memory factorising the dense "
+    with pytest.raises(SolverError, match=r"frame \d+, step \d+: device 'cupy': out of memory for the dense "
                                           r"Newton system of 24 unknowns \(Out of memory allocating .*\); close other "
                                           r"programs that use the GPU or set the device to 'cpu'"):
         simulate(scene)
@@ -287,6 +287,29 @@ def test_cupy_on_the_gpu_gives_the_cpu_trajectory(builder):
     device = simulate(dataclasses.replace(scene, settings=dataclasses.replace(scene.settings, device="cupy")))
     assert device.all_converged
     np.testing.assert_allclose(device.transforms, cpu.transforms, atol=1e-8)
+
+
+@gpu
+def test_cupy_out_of_memory_during_a_run_is_a_solver_error_naming_the_step():
+    """CuPy's own OutOfMemoryError, provoked by a memory-pool limit that admits the matrix but not
+    the factor: the run stops at its first factorisation with the message of
+    :meth:`DeviceLinearSolver._out_of_memory`."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    size = 12 * 6
+    scene = revolute_chain_scene(6, seconds=0.1)
+    scene.settings.device = "cupy"
+    # The block positions (16 blocks x 144 int64), the dense matrix and one copy of the block
+    # values fit; the Cholesky's copy of the matrix does not.
+    pool.set_limit(size=pool.total_bytes() + 2 * 16 * 144 * 8 + size * size * 8 + 4096)
+    try:
+        with pytest.raises(SolverError, match=r"frame 1, step 1: device 'cupy': out of memory for the dense Newton "
+                                              r"system of 72 unknowns \(Out of memory allocating"):
+            simulate(scene)
+    finally:
+        pool.set_limit(size=0)
 
 
 @gpu
