@@ -137,7 +137,8 @@ def main() -> None:
     """Run the requested chains and print a table of wall s per simulated s and drift."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
-    parser.add_argument("--kinds", nargs="+", default=["revolute", "prismatic"], choices=["revolute", "prismatic", "net"])
+    parser.add_argument("--kinds", nargs="+", default=["revolute", "prismatic"],
+                        choices=["revolute", "prismatic", "net"])
     parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
     parser.add_argument("--steps-per-frame", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=2.0)

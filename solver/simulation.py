@@ -60,7 +60,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         SceneError: the scene is invalid.
         SolverError: a non-finite state or a singular Newton system (the message names the frame
             and step); the settings' device cannot be used (CuPy missing, no GPU, too little GPU
-            memory: before any step; the GPU out of memory during a step: naming the frame and step); :class:`SimulationCancelled` when ``progress`` returned False.
+            memory: before any step; the GPU out of memory during a step: naming the frame and
+            step); :class:`SimulationCancelled` when ``progress`` returned False.
     """
     scene = validate_scene(scene)
     settings = scene.settings
