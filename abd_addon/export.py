@@ -229,6 +229,44 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     return bodies, joints
 
 
+#: Fewest dynamic bodies at which the GPU path (Device: GPU) was measured to pay, on a net of
+#: hinged cubes whose every cell is a loop: the same speed as a 2-core CPU at 400 bodies, 0.64 to
+#: 0.73 of its time at 1024 (docs/performance.md, "The GPU path").
+GPU_MIN_BODIES = 400
+
+
+def gpu_advice(view_layer: bpy.types.ViewLayer, min_bodies: int = GPU_MIN_BODIES) -> str | None:
+    """Why the CPU would bake this view layer's rig faster than the GPU path, or None where the
+    GPU may pay: fewer than ``min_bodies`` dynamic bodies, or no closed loop of joints among them
+    (a chain or tree, whose Newton system the CPU solves banded; joints to fixed or animated bodies
+    add no coupling). Reads only the bodies' and joints' settings: cheap enough for a panel."""
+    dynamic = {ob.name_full: ob.name_full for ob in view_layer.objects
+               if ob.abd_body.enabled and ob.abd_body.motion == "DYNAMIC"}
+    if len(dynamic) < min_bodies:
+        return f"{len(dynamic)} dynamic bodies: the CPU is faster below about {min_bodies}"
+
+    def root(name: str) -> str:  # union-find over the joint graph of the dynamic bodies
+        while dynamic[name] != name:
+            dynamic[name] = dynamic[dynamic[name]]
+            name = dynamic[name]
+        return name
+
+    pairs = set()  # two joints between the same two bodies couple them once: no loop
+    for ob in view_layer.objects:
+        joint = ob.abd_joint
+        if not joint.enabled or joint.l_body is None or joint.r_body is None:
+            continue
+        ends = tuple(sorted((joint.l_body.name_full, joint.r_body.name_full)))
+        if ends[0] not in dynamic or ends[1] not in dynamic or ends[0] == ends[1] or ends in pairs:
+            continue
+        pairs.add(ends)
+        a, b = root(ends[0]), root(ends[1])
+        if a == b:
+            return None  # a closed loop of joints
+        dynamic[a] = b
+    return "No joint loops: on chains and trees the CPU is faster"
+
+
 #: An object's transform properties: what a bake keys (and saves before, for Free Bake).
 TRANSFORM_PROPERTIES = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
 

@@ -10,7 +10,7 @@ import importlib.util
 from bpy.types import Panel
 
 from .bake import baked_objects
-from .export import playback_override
+from .export import gpu_advice, playback_override
 
 
 class _PhysicsPanel:
@@ -269,8 +269,12 @@ class PHYSICS_PT_abd_world_solver(_PhysicsPanel, Panel):
         layout.prop(world, "transrate_tol")
         layout.prop(world, "line_search_max_iterations")
         layout.prop(world, "device")
-        if world.device == "CUPY" and importlib.util.find_spec("cupy") is None:
-            layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
+        if world.device == "CUPY":
+            if importlib.util.find_spec("cupy") is None:
+                layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
+            advice = gpu_advice(context.view_layer)
+            if advice is not None:
+                layout.label(text=advice, icon="INFO")
 
 
 class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):

@@ -10,7 +10,7 @@ import importlib.util
 
 import bpy
 import pytest
-from abd_rigs import add_box, hinge_rig, select_only, slider_rig
+from abd_rigs import add_box, clear_objects, hinge_rig, select_only, slider_rig
 
 
 class OperatorProperties:
@@ -118,6 +118,37 @@ def test_solver_panel_warns_when_the_gpu_device_lacks_cupy(addon):
     world.device = "CUPY"
     calls = draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
     assert (warning in calls) == (importlib.util.find_spec("cupy") is None)
+
+
+def test_solver_panel_says_when_the_cpu_would_bake_faster_than_the_gpu(addon):
+    """The GPU path pays only on rigs of hundreds of dynamic bodies joined in loops
+    (export.gpu_advice); the Solver panel says so under Device: GPU."""
+    clear_objects()
+    cubes = [add_box(f"Cube{i}", 0.2, (0.4 * (i % 2), 0.0, -0.4 * (i // 2))) for i in range(4)]
+    select_only(*cubes)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+
+    def connect(a, b):
+        select_only(cubes[a], cubes[b], active=cubes[a])
+        assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="ACTIVE", axis="Y") == {"FINISHED"}
+
+    connect(0, 1), connect(1, 3), connect(3, 2)  # a chain around three sides of the square
+    advice, view_layer = addon.export.gpu_advice, bpy.context.view_layer
+    few = "4 dynamic bodies: the CPU is faster below about 400"
+    no_loops = "No joint loops: on chains and trees the CPU is faster"
+    assert advice(view_layer) == few
+    assert advice(view_layer, min_bodies=4) == no_loops
+    connect(1, 0)  # a second joint between the same two bodies closes no loop
+    assert advice(view_layer, min_bodies=4) == no_loops
+    connect(2, 0)  # the fourth side: every body in one loop
+    assert advice(view_layer, min_bodies=4) is None
+    cubes[0].abd_body.motion = "FIXED"  # joints to a fixed body couple nothing: a chain of three again
+    assert advice(view_layer, min_bodies=3) == no_loops
+
+    world = bpy.context.scene.abd_world
+    assert ("label", few.replace("4", "3", 1)) not in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    world.device = "CUPY"
+    assert ("label", few.replace("4", "3", 1)) in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
 
 
 def test_panels_warn_about_what_would_override_the_bake(addon):
