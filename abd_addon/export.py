@@ -40,6 +40,7 @@ import bpy
 import numpy as np
 
 from ..solver.affine_body import nearest_rotation
+from ..solver.linear_solver import band_order
 from ..solver.mass import mesh_volume
 from ..solver.scene import (
     Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
@@ -229,42 +230,37 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     return bodies, joints
 
 
-#: Fewest dynamic bodies at which the GPU path (Device: GPU) was measured to pay, on a net of
-#: hinged cubes whose every cell is a loop: the same speed as a 2-core CPU at 400 bodies, 0.64 to
-#: 0.73 of its time at 1024 (docs/performance.md, "The GPU path").
-GPU_MIN_BODIES = 400
+#: The GPU path (Device: GPU) against the CPU's banded solve, measured on nets of hinged cubes
+#: whose every cell is a loop (docs/performance.md, "The GPU path"): against a 2-core CPU, 0.93 to
+#: 1.26 of its time at 400 cubes (a band 20 bodies wide), 0.64 to 0.73 at 1024 (32 wide), and 6 to
+#: 24 times it on chains (1 wide) of any length. Below these the panel advises the CPU.
+GPU_MIN_BODIES = 500
+GPU_MIN_BAND = 16
 
 
-def gpu_advice(view_layer: bpy.types.ViewLayer, min_bodies: int = GPU_MIN_BODIES) -> str | None:
+def gpu_advice(view_layer: bpy.types.ViewLayer, min_bodies: int = GPU_MIN_BODIES,
+               min_band: int = GPU_MIN_BAND) -> str | None:
     """Why the CPU would bake this view layer's rig faster than the GPU path, or None where the
-    GPU may pay: fewer than ``min_bodies`` dynamic bodies, or no closed loop of joints among them
-    (a chain or tree, whose Newton system the CPU solves banded; joints to fixed or animated bodies
-    add no coupling). Reads only the bodies' and joints' settings: cheap enough for a panel."""
-    dynamic = {ob.name_full: ob.name_full for ob in view_layer.objects
-               if ob.abd_body.enabled and ob.abd_body.motion == "DYNAMIC"}
-    if len(dynamic) < min_bodies:
-        return f"{len(dynamic)} dynamic bodies: the CPU is faster below about {min_bodies}"
-
-    def root(name: str) -> str:  # union-find over the joint graph of the dynamic bodies
-        while dynamic[name] != name:
-            dynamic[name] = dynamic[dynamic[name]]
-            name = dynamic[name]
-        return name
-
-    pairs = set()  # two joints between the same two bodies couple them once: no loop
+    GPU may pay: fewer than ``min_bodies`` dynamic bodies, or a Newton matrix that the CPU stores
+    as a band narrower than ``min_band`` bodies (in the order of
+    :func:`solver.linear_solver.band_order`: chains, trees and rigs with few loops; joints to
+    fixed or animated bodies couple nothing). Reads only the bodies' and joints' settings."""
+    names = sorted(ob.name_full for ob in view_layer.objects if ob.abd_body.enabled and ob.abd_body.motion == "DYNAMIC")
+    if len(names) < min_bodies:
+        return f"{len(names)} dynamic bodies: the CPU is usually faster below about {min_bodies}"
+    index = {name: i for i, name in enumerate(names)}
+    rows, columns = list(range(len(names))), list(range(len(names)))
     for ob in view_layer.objects:
         joint = ob.abd_joint
-        if not joint.enabled or joint.l_body is None or joint.r_body is None:
-            continue
-        ends = tuple(sorted((joint.l_body.name_full, joint.r_body.name_full)))
-        if ends[0] not in dynamic or ends[1] not in dynamic or ends[0] == ends[1] or ends in pairs:
-            continue
-        pairs.add(ends)
-        a, b = root(ends[0]), root(ends[1])
-        if a == b:
-            return None  # a closed loop of joints
-        dynamic[a] = b
-    return "No joint loops: on chains and trees the CPU is faster"
+        if joint.enabled and joint.l_body is not None and joint.r_body is not None:
+            i, j = index.get(joint.l_body.name_full), index.get(joint.r_body.name_full)
+            if i is not None and j is not None:
+                rows += [i, j]
+                columns += [j, i]
+    band = band_order(len(names), np.array(rows), np.array(columns))[2]
+    if band < min_band:
+        return f"Its joints form a band {band} bod{'y' if band == 1 else 'ies'} wide: the CPU is faster"
+    return None
 
 
 #: An object's transform properties: what a bake keys (and saves before, for Free Bake).

@@ -321,8 +321,8 @@ class ABDWorldProperties(PropertyGroup):
         items=(
             ("CPU", "CPU", "Banded Cholesky or sparse LU on the CPU"),
             ("CUPY", "GPU (CuPy)", "Dense Cholesky on an NVIDIA GPU through CuPy, which must be installed in "
-             "Blender's Python; for scenes of hundreds of bodies or more that form loops (on chains, trees and "
-             "scenes of 100 bodies or fewer the CPU is faster)"),
+             "Blender's Python; for rigs of about a thousand bodies joined in many loops (a net, a grid); "
+             "on chains, trees and smaller rigs the CPU is faster"),
         ),
         default="CPU", options=STATIC,
     )

@@ -14,14 +14,21 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu_check}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+failed=0
 run() {  # run NAME SECONDS COMMAND...: one part, its output kept in $OUT/NAME.log, bounded in time
     local name=$1 seconds=$2; shift 2
     echo "=== $name: $(printf '%s ' "$@" | head -c 150)"
     local start=$SECONDS
     timeout "$seconds" "$@" 2>&1 | tee "$OUT/$name.log"
-    echo "=== $name: exit ${PIPESTATUS[0]} after $((SECONDS - start)) s"
+    local status=${PIPESTATUS[0]}
+    echo "=== $name: exit $status after $((SECONDS - start)) s"
+    if (( status != 0 )); then failed=1; fi
 }
-parts=${*:-versions tests linear_solvers chains net}
+all_parts="versions tests linear_solvers chains net"
+parts=${*:-$all_parts}
+for part in $parts; do
+    [[ " $all_parts " == *" $part "* ]] || { echo "unknown part '$part'; the parts are: $all_parts" >&2; exit 2; }
+done
 want() { [[ " $parts " == *" $1 "* ]]; }
 # What the figures ran on: the GPU, the CPU (a 10^7-step Python loop as a yardstick of its speed) and the versions.
 VERSIONS_PY='import os, sys, time
@@ -51,3 +58,4 @@ for device in cpu cupy; do
     --dt 24 --steps-per-frame 1 --seconds 1
   run "net_240_$device" 120 python3 benchmarks/chains.py --device "$device" --kinds net --sizes 100 400 1024 --seconds 0.5
 done
+exit $failed

@@ -190,9 +190,9 @@ class DeviceLinearSolver:
         if self.size == 0:
             return
         self._upper = None
+        host_values = np.ascontiguousarray(blocks, dtype=np.float64).reshape(-1)
         try:
-            values = self.backend.to_device(np.ascontiguousarray(blocks, dtype=np.float64).reshape(-1))
-            self._matrix.reshape(-1)[self._positions] = values
+            self._matrix.reshape(-1)[self._positions] = self.backend.to_device(host_values)
             # Kept as U = L^T, a view that is column-major (L is row-major), as cuBLAS's and
             # LAPACK's triangular solves take a matrix: L itself would be copied at every solve.
             self._upper = self.backend.cholesky(self._matrix).T
@@ -212,16 +212,24 @@ class DeviceLinearSolver:
         )
 
     def solve_factorized(self, right_hand_side: np.ndarray) -> np.ndarray:
-        """x (size,) with H x = b (size,), H = U^T U from the last :meth:`factorize`: U^T y = b, U x = y."""
+        """x (size,) with H x = b (size,), H = U^T U from the last :meth:`factorize`: U^T y = b, U x = y.
+
+        Raises:
+            DeviceUnavailable: the device ran out of memory, as :meth:`factorize`.
+        """
         if self.size == 0:
             return np.array(right_hand_side, dtype=np.float64)
         solve = self.backend.solve_triangular
-        b = self.backend.to_device(np.asarray(right_hand_side, dtype=np.float64))
-        # check_finite=False: a non-finite right-hand side gives a non-finite direction, which
-        # the Newton loop reports (as on the CPU path).
-        y = solve(self._upper, b, lower=False, trans="T", check_finite=False)
-        x = solve(self._upper, y, lower=False, check_finite=False)
-        return np.array(self.backend.to_host(x), dtype=np.float64)
+        host = np.asarray(right_hand_side, dtype=np.float64)
+        try:
+            b = self.backend.to_device(host)
+            # check_finite=False: a non-finite right-hand side gives a non-finite direction, which
+            # the Newton loop reports (as on the CPU path).
+            y = solve(self._upper, b, lower=False, trans="T", check_finite=False)
+            x = self.backend.to_host(solve(self._upper, y, lower=False, check_finite=False))
+        except MemoryError as error:  # CuPy's OutOfMemoryError is one
+            raise self._out_of_memory(error) from error
+        return np.array(x, dtype=np.float64)
 
     def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
         """Solve H x = b for H given by its BSR block values (blocks, 12, 12); b (size,).

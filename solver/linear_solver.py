@@ -80,6 +80,35 @@ def _transpose_band(lower, upper):
             upper[bandwidth - d, j] = lower[d, j - d]
 
 
+def band_order(block_count: int, block_rows: np.ndarray, block_columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The order of the bodies in which the banded path stores the Newton matrix, and its band.
+
+    Args:
+        block_count: bodies (block rows) of the matrix.
+        block_rows, block_columns: (blocks,) the block pattern, both triangles (every coupled pair
+            of bodies both ways, and each body with itself).
+
+    Returns:
+        (order (block_count,): the bodies in band order; position (block_count,): each body's
+        place in it; block_band: the largest distance in bodies between two coupled bodies).
+        Reverse Cuthill-McKee's order, or the bodies' own where it is as narrow (a chain built
+        end to end: the solves then permute nothing).
+    """
+    block_rows, block_columns = np.asarray(block_rows, dtype=np.int64), np.asarray(block_columns, dtype=np.int64)
+    own_band = int(np.max(np.abs(block_rows - block_columns), initial=0))
+    if not block_count:  # no dynamic body: nothing to order
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0
+    graph = scipy.sparse.csr_matrix((np.ones(len(block_rows)), (block_rows, block_columns)),
+                                    shape=(block_count, block_count))
+    order = scipy.sparse.csgraph.reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
+    position = np.empty(block_count, dtype=np.int64)
+    position[order] = np.arange(block_count)
+    block_band = int(np.max(np.abs(position[block_rows] - position[block_columns]), initial=0))
+    if own_band <= block_band:
+        return np.arange(block_count), np.arange(block_count), own_band
+    return order, position, block_band
+
+
 class LinearSolver:
     """Chooses and runs the direct solver for a fixed block sparsity pattern.
 
@@ -99,19 +128,7 @@ class LinearSolver:
         self.size = 12 * block_count
         self.block_rows = np.repeat(np.arange(block_count), np.diff(indptr)).astype(np.int64)
         self.block_columns = np.asarray(indices, dtype=np.int64)
-        graph = scipy.sparse.csr_matrix(
-            (np.ones(len(indices)), self.block_columns, np.asarray(indptr)), shape=(block_count, block_count)
-        )
-        # The bodies' own order where it is as narrow as reverse Cuthill-McKee's (a chain built
-        # end to end): the solves then permute nothing.
-        own_band = int(np.max(np.abs(self.block_rows - self.block_columns), initial=0))
-        order = (scipy.sparse.csgraph.reverse_cuthill_mckee(graph, symmetric_mode=True).astype(np.int64)
-                 if block_count else np.zeros(0, dtype=np.int64))  # no dynamic body: nothing to order
-        position = np.empty(block_count, dtype=np.int64)
-        position[order] = np.arange(block_count)
-        block_band = int(np.max(np.abs(position[self.block_rows] - position[self.block_columns]), initial=0))
-        if own_band <= block_band:
-            order, position, block_band = np.arange(block_count), np.arange(block_count), own_band
+        order, position, block_band = band_order(block_count, self.block_rows, self.block_columns)
         self.order, self.position = order, position
         self._permuted = bool(np.any(order != np.arange(block_count)))
         self.bandwidth = 12 * block_band + 11

@@ -121,10 +121,10 @@ def test_solver_panel_warns_when_the_gpu_device_lacks_cupy(addon):
 
 
 def test_solver_panel_says_when_the_cpu_would_bake_faster_than_the_gpu(addon):
-    """The GPU path pays only on rigs of hundreds of dynamic bodies joined in loops
-    (export.gpu_advice); the Solver panel says so under Device: GPU."""
+    """The GPU path pays only on rigs of many dynamic bodies whose joints couple them in a wide
+    band (export.gpu_advice); the Solver panel says so under Device: GPU."""
     clear_objects()
-    cubes = [add_box(f"Cube{i}", 0.2, (0.4 * (i % 2), 0.0, -0.4 * (i // 2))) for i in range(4)]
+    cubes = [add_box(f"Cube{i}", 0.2, (0.4 * (i % 3), 0.0, -0.4 * (i // 3))) for i in range(9)]
     select_only(*cubes)
     assert bpy.ops.abd.body_add() == {"FINISHED"}
 
@@ -132,23 +132,25 @@ def test_solver_panel_says_when_the_cpu_would_bake_faster_than_the_gpu(addon):
         select_only(cubes[a], cubes[b], active=cubes[a])
         assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="ACTIVE", axis="Y") == {"FINISHED"}
 
-    connect(0, 1), connect(1, 3), connect(3, 2)  # a chain around three sides of the square
+    for a, b in ((0, 1), (1, 2), (2, 5), (5, 4), (4, 3), (3, 6), (6, 7), (7, 8)):
+        connect(a, b)  # a chain snaking through the 3 x 3 grid: a band one body wide
     advice, view_layer = addon.export.gpu_advice, bpy.context.view_layer
-    few = "4 dynamic bodies: the CPU is faster below about 400"
-    no_loops = "No joint loops: on chains and trees the CPU is faster"
+    few = "9 dynamic bodies: the CPU is usually faster below about 500"
     assert advice(view_layer) == few
-    assert advice(view_layer, min_bodies=4) == no_loops
-    connect(1, 0)  # a second joint between the same two bodies closes no loop
-    assert advice(view_layer, min_bodies=4) == no_loops
-    connect(2, 0)  # the fourth side: every body in one loop
-    assert advice(view_layer, min_bodies=4) is None
-    cubes[0].abd_body.motion = "FIXED"  # joints to a fixed body couple nothing: a chain of three again
-    assert advice(view_layer, min_bodies=3) == no_loops
+    assert advice(view_layer, min_bodies=9, min_band=2) == "Its joints form a band 1 body wide: the CPU is faster"
+    for a, b in ((0, 3), (1, 4), (3, 6), (4, 7), (2, 5), (5, 8)):
+        connect(a, b)  # every cell of the grid a loop: the band is as wide as a row
+    assert advice(view_layer, min_bodies=9, min_band=2) is None
+    assert advice(view_layer, min_bodies=9, min_band=4) == "Its joints form a band 3 bodies wide: the CPU is faster"
+    for cube in cubes[3:6]:  # joints to fixed bodies couple nothing: two rows of three, each a chain
+        cube.abd_body.motion = "FIXED"
+    assert advice(view_layer, min_bodies=6, min_band=2) == "Its joints form a band 1 body wide: the CPU is faster"
 
     world = bpy.context.scene.abd_world
-    assert ("label", few.replace("4", "3", 1)) not in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    six = ("label", "6 dynamic bodies: the CPU is usually faster below about 500")
+    assert six not in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
     world.device = "CUPY"
-    assert ("label", few.replace("4", "3", 1)) in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    assert six in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
 
 
 def test_panels_warn_about_what_would_override_the_bake(addon):

@@ -146,18 +146,22 @@ def test_the_last_factor_is_released_before_the_next_is_made():
     assert held == [None, None] and solver._upper is not None
 
 
-def test_running_out_of_device_memory_mid_run_names_the_step(monkeypatch):
-    """CuPy's OutOfMemoryError (a MemoryError) at a later factorisation, when another program
-    took the GPU's memory after the check: a SolverError naming the frame and step, and what to do."""
+@pytest.mark.parametrize("failing", ["cholesky", "solve_triangular"])
+def test_running_out_of_device_memory_mid_run_names_the_step(monkeypatch, failing):
+    """CuPy's OutOfMemoryError (a MemoryError) at a later factorisation or solve, when another
+    program took the GPU's memory after the check: a SolverError naming the frame and step, and
+    what to do."""
     calls = []
 
     def backend():
-        def cholesky(matrix):
+        real = numpy_backend()
+
+        def failing_third_time(*arguments, **options):
             calls.append(1)
             if len(calls) == 3:
                 raise MemoryError("Out of memory allocating 1,152 bytes (allocated so far: 4,608 bytes).")
-            return np.linalg.cholesky(matrix)
-        return dataclasses.replace(numpy_backend(), name="cupy", cholesky=cholesky)
+            return getattr(real, failing)(*arguments, **options)
+        return dataclasses.replace(real, name="cupy", **{failing: failing_third_time})
 
     monkeypatch.setattr(device_solver, "cupy_backend", backend)
     scene = revolute_chain_scene(2, seconds=0.25)
