@@ -49,6 +49,14 @@ DRIVE_KP = 8000.0
 DENSITY = 1000.0
 
 
+def run_settings(steps_per_second: int, seconds: float, steps_per_frame: int, device: str) -> Settings:
+    """Settings of a benchmark run: dt = 1 / steps_per_second, frames of ``steps_per_frame``
+    steps, ``seconds`` simulated, on ``device``."""
+    frame_rate = steps_per_second / steps_per_frame
+    return Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)),
+                    device=device)
+
+
 def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, steps_per_frame: int,
                 strength_ratio: float = 100.0, device: str = "cpu", anchor_mass: float = None) -> Scene:
     """A chain of ``count`` boxes; dt = 1 / steps_per_second, frames of ``steps_per_frame`` steps;
@@ -77,10 +85,8 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
                                 strength_ratio=strength_ratio, limit=Limit(lower=-0.5, upper=0.5, strength=1000.0),
                                 driving=Driving(strength_ratio=DRIVE_KP / steps_per_second**2 / (masses[-2] + masses[-1]),
                                                 aim_distance=0.3)))
-    frame_rate = steps_per_second / steps_per_frame
-    settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)),
-                        device=device)
-    return Scene(settings=settings, bodies=bodies, joints=joints)
+    return Scene(settings=run_settings(steps_per_second, seconds, steps_per_frame, device), bodies=bodies,
+                 joints=joints)
 
 
 def net_scene(count: int, steps_per_second: int, seconds: float, steps_per_frame: int,
@@ -109,10 +115,8 @@ def net_scene(count: int, steps_per_second: int, seconds: float, steps_per_frame
                 joints.append(hinge(f"down{row - 1}_{column}", f"cube{row - 1}_{column}", name,
                                     center + [0.0, 0.0, spacing / 2]))
     joints.append(hinge("pin", "anchor", "cube0_0", [-spacing / 2, 0.0, 0.0]))
-    frame_rate = steps_per_second / steps_per_frame
-    settings = Settings(frame_rate=frame_rate, substeps=steps_per_frame, frame_count=int(round(seconds * frame_rate)),
-                        device=device)
-    return Scene(settings=settings, bodies=bodies, joints=joints)
+    return Scene(settings=run_settings(steps_per_second, seconds, steps_per_frame, device), bodies=bodies,
+                 joints=joints)
 
 
 def drift(scene: Scene, transforms: np.ndarray) -> float:
