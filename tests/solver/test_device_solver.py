@@ -317,6 +317,41 @@ def test_cupy_out_of_memory_during_a_run_is_a_solver_error_naming_the_step():
 
 
 @gpu
+def test_cupy_holds_the_matrix_and_one_factor_at_a_time():
+    """Under a memory-pool limit that leaves room for half a factor beside the matrix and one
+    factor, later factorisations fit only because the last factor is released first: with a
+    second factor kept alive the next one runs out of memory, as does a solve with no room left
+    for its right-hand side; both as the clear DeviceUnavailable."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    indptr, indices, blocks, matrix = block_pattern_system(chain(400), 400, seed=15)  # 4800 unknowns
+    right_hand_side = np.random.default_rng(16).normal(size=matrix.shape[0])
+    solver = DeviceLinearSolver(indptr, indices, device_solver.cupy_backend())
+    solver.factorize(blocks)
+    expected = solver.solve_factorized(right_hand_side)
+    pool.free_all_blocks()
+    factor_bytes = solver.size ** 2 * 8
+    pool.set_limit(size=pool.used_bytes() + factor_bytes // 2)
+    try:
+        for _ in range(3):
+            solver.factorize(blocks)
+        np.testing.assert_allclose(solver.solve_factorized(right_hand_side), expected, rtol=1e-10)
+        kept = solver._upper
+        with pytest.raises(DeviceUnavailable, match="out of memory for the dense Newton system of 4800 unknowns"):
+            solver.factorize(blocks)
+        del kept
+        solver.factorize(blocks)
+        pool.free_all_blocks()
+        pool.set_limit(size=pool.used_bytes())
+        with pytest.raises(DeviceUnavailable, match="out of memory for the dense Newton system of 4800 unknowns"):
+            solver.solve_factorized(right_hand_side)
+    finally:
+        pool.set_limit(size=0)
+    np.testing.assert_allclose(solver.solve_factorized(right_hand_side), expected, rtol=1e-10)
+
+
+@gpu
 def test_cupy_reports_a_matrix_that_is_not_positive_definite():
     indptr, indices, blocks, _ = block_pattern_system(chain(5), 5, seed=10, definite=False)
     solver = DeviceLinearSolver(indptr, indices, device_solver.cupy_backend())
