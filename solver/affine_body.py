@@ -87,6 +87,19 @@ def mass_matrices(mass: np.ndarray, mass_x_bar: np.ndarray, second_moment: np.nd
     return matrix
 
 
+def central_inertia_floor(mass: np.ndarray, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
+    """Each body's least central inertia (n,), kg m²: the least eigenvalue of its second moment
+    about the centre of mass, S − (m x̄)(m x̄)ᵀ / m, from mass (n,) kg, mass_x_bar (n, 3) kg m and
+    second_moment (n, 3, 3) kg m². It is the Schur complement of the mass matrix
+    (:func:`mass_matrix`) over p, per world axis: the least stiffness that M gives a change of A
+    when p may follow, which :class:`solver.constitutions.ortho_potential.OrthoPotential` weighs
+    its Hessian's negative curvature against. Clamped at 0 against round-off."""
+    if not len(mass):
+        return np.zeros(0)
+    central = second_moment - np.einsum("ni,nj->nij", mass_x_bar, mass_x_bar) / mass[:, None, None]
+    return np.maximum(np.linalg.eigvalsh(central)[:, 0], 0.0)
+
+
 def nearest_rotation(matrix: np.ndarray) -> np.ndarray:
     """Rotation R (..., 3, 3) nearest to each 3x3 ``matrix`` in the Frobenius norm (polar factor).
 

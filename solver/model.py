@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .affine_body import q_from_transform, velocity_q
+from .affine_body import central_inertia_floor, q_from_transform, velocity_q
 from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
 from .constitutions.kinetic import Kinetic
 from .constitutions.ortho_potential import OrthoPotential
@@ -110,12 +110,14 @@ class Model:
 
         dynamic_indices = np.flatnonzero(self.dynamic)
         single = dynamic_indices[:, None].astype(np.int64)
-        self.kinetic = Kinetic(single, *self._dyadic_masses(dynamic_indices))
+        dynamic_masses = self._dyadic_masses(dynamic_indices)
+        self.kinetic = Kinetic(single, *dynamic_masses)
         self.ortho = OrthoPotential(
             single,
             np.array([bodies[i].kappa for i in dynamic_indices], dtype=np.float64),
             np.array([self.masses[i].volume for i in dynamic_indices], dtype=np.float64),
             dt,
+            inertia_floor=central_inertia_floor(*dynamic_masses),
         )
         soft_indices = np.array([i for i in dynamic_indices if bodies[i].soft_transform is not None], dtype=np.int64)
         self.soft_indices = soft_indices

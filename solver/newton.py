@@ -155,7 +155,8 @@ REUSED_SOLVES_MAX = 4
 #: 10-box revolute chain at dt = 1/24 s 5.7 cm off after 2 s, every step converged; at 1e-2 all
 #: within 8e-5 rad and 4e-5 m. Newton converging quadratically gets there within one more
 #: iteration: the chains at dt = 1/240 s take the same iterations (the revolute 10 one 2.14
-#: instead of 2.08), the revolute 1000 chain at dt = 1/24 s 4.2 instead of 2.6 (docs/performance.md).
+#: instead of 2.08), the revolute 1000 chain at dt = 1/24 s 3.56 instead of 2.54 a step (4.2 instead of
+#: 2.6 with the OrthoPotential's term-wise projected Hessian of before; docs/performance.md).
 TIGHT_ACCEPTANCE = 1e-2
 
 
