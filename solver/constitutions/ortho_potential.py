@@ -137,8 +137,15 @@ def hessian_shift(error, scale, inertia_floor):
         scale: kappa · volume · dt², kg m².
         inertia_floor: the body's least central inertia, kg m² (0: the term's block alone is PSD).
     """
-    curvature = 4.0 * scale * smallest_eigenvalue_3x3(error)
-    return max(0.0, (INERTIA_KEPT - 1.0) * inertia_floor - curvature)
+    allowed = (INERTIA_KEPT - 1.0) * inertia_floor
+    # Gershgorin's bound first (a few flops): it settles the common case, a body whose strain is
+    # small against its inertia, without the closed form's arccos and cos.
+    gershgorin = min(error[0, 0] - abs(error[0, 1]) - abs(error[0, 2]),
+                     error[1, 1] - abs(error[0, 1]) - abs(error[1, 2]),
+                     error[2, 2] - abs(error[0, 2]) - abs(error[1, 2]))
+    if 4.0 * scale * gershgorin >= allowed:
+        return 0.0
+    return max(0.0, allowed - 4.0 * scale * smallest_eigenvalue_3x3(error))
 
 
 @numba.njit(cache=True)
