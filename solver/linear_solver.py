@@ -149,6 +149,8 @@ class LinearSolver:
         self._block_diagonal = row_position == column_position
         self._block_identity = np.arange(len(self.block_rows), dtype=np.int64).reshape(-1, 1, 1)  # block k as element k
         self._factor = None
+        self._lower_factor = None
+        self._solves = 0  # solves served by the last banded factor so far
 
     def factorize(self, blocks: np.ndarray) -> None:
         """Factorise H, given by its BSR block values (blocks, 12, 12), for :meth:`solve_factorized`.
@@ -217,15 +219,32 @@ class LinearSolver:
         # OpenBLAS: 226 against 322 µs for a 1000-box chain, while moving the factor into upper
         # storage takes 171 µs, once per factorisation for about ten solves; figures in
         # docs/performance.md): the factor L is kept as U = L^T in upper storage for the solves.
+        # The move costs as much as the upper solves save over two solves or so; where the last
+        # factor served a single solve (one step per frame: every Newton iteration factorises
+        # afresh and solves once) the next one is solved in lower storage first and moved only
+        # at its second solve (the revolute 1000 chain at dt = 1/24 s: 0.148 -> 0.141 wall s per
+        # simulated s; a factor that then serves more solves pays its lower solve, 0.09 ms, extra).
         factor, info = scipy.linalg.lapack.dpbtrf(self._banded, lower=1, overwrite_ab=1)
         if info != 0:
-            self._factor = None
+            self._factor = self._lower_factor = None
             raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbtrf info {info})")
-        _transpose_band(factor, self._upper_factor)
+        self._lower_factor = factor
+        self._factor = None
+        if self._solves != 1:
+            self._move_factor()
+        self._solves = 0
+
+    def _move_factor(self) -> None:
+        """Keep the last factor L as U = L^T in upper storage, for the faster upper solves."""
+        _transpose_band(self._lower_factor, self._upper_factor)
         self._factor = self._upper_factor
 
     def solve_factorized(self, right_hand_side: np.ndarray) -> np.ndarray:
-        """x (size,) with H x = b (size,), H from the last :meth:`factorize` (a triangular solve each)."""
+        """x (size,) with H x = b (size,), H from the last :meth:`factorize` (a triangular solve each).
+
+        Raises:
+            ValueError: on the banded path, when the last factorisation failed or none was made.
+        """
         if self.size == 0:
             return right_hand_side.copy()
         if self.method == "banded":
@@ -233,7 +252,15 @@ class LinearSolver:
                 permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1, 1)
             else:
                 permuted = np.array(right_hand_side, dtype=np.float64).reshape(-1, 1)
-            solution, info = scipy.linalg.lapack.dpbtrs(self._factor, permuted, lower=0, overwrite_b=1)
+            if self._lower_factor is None:
+                raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
+            self._solves += 1
+            if self._factor is None and self._solves > 1:
+                self._move_factor()
+            if self._factor is None:  # the factor's first solve, not yet moved
+                solution, info = scipy.linalg.lapack.dpbtrs(self._lower_factor, permuted, lower=1, overwrite_b=1)
+            else:
+                solution, info = scipy.linalg.lapack.dpbtrs(self._factor, permuted, lower=0, overwrite_b=1)
             if info != 0:
                 raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
             if not self._permuted:

@@ -143,3 +143,41 @@ def test_band_transpose_moves_the_factor_into_upper_storage(size, bandwidth):
     for d in range(bandwidth + 1):
         transposed[np.arange(size - d), np.arange(d, size)] = upper[bandwidth - d, d:]  # U[j - d, j]
     np.testing.assert_array_equal(transposed, dense.T)
+
+
+@pytest.mark.parametrize("solves_per_factor", [[1, 1, 3, 1, 2], [4, 1, 1, 1]])
+def test_factors_solved_in_either_storage_give_the_same_solutions(monkeypatch, solves_per_factor):
+    """After a factor that served a single solve the next one is solved in lower storage and
+    moved into upper storage only at its second solve; after one that served more it is moved at
+    once. Every solve matches SciPy's, whichever storage served it."""
+    from solver import linear_solver
+
+    moves = []
+    transpose = linear_solver._transpose_band
+    monkeypatch.setattr(linear_solver, "_transpose_band", lambda *bands: (moves.append(1), transpose(*bands)))
+    solver, _, _ = block_system(chain(20), 20, seed=20)
+    rng = np.random.default_rng(21)
+    expected_moves = 0
+    previous = 0
+    for factor, solves in enumerate(solves_per_factor):
+        _, blocks, matrix = block_system(chain(20), 20, seed=30 + factor)
+        solver.factorize(blocks)
+        expected_moves += previous != 1 or solves > 1
+        for _ in range(solves):
+            right_hand_side = rng.normal(size=solver.size)
+            np.testing.assert_allclose(solver.solve_factorized(right_hand_side),
+                                       scipy.sparse.linalg.spsolve(matrix.tocsc(), right_hand_side),
+                                       rtol=1e-9, atol=1e-12)
+        previous = solves
+    assert len(moves) == expected_moves
+
+
+def test_a_failed_factorisation_leaves_no_factor_to_solve_with():
+    solver, blocks, _ = block_system(chain(5), 5, seed=22)
+    solver.factorize(blocks)
+    solver.solve_factorized(np.ones(solver.size))  # a factor that served one solve: the next stays in lower storage
+    _, indefinite, _ = block_system(chain(5), 5, seed=23, definite=False)
+    with pytest.raises(SingularSystem):
+        solver.factorize(indefinite)
+    with pytest.raises(ValueError, match="no factorisation to solve with"):
+        solver.solve_factorized(np.ones(solver.size))
