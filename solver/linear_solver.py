@@ -136,7 +136,8 @@ class LinearSolver:
         sparse_storage = 144 * max(len(indices), 1)
         self.method = "banded" if band_storage <= self.BAND_FILL_LIMIT * sparse_storage else "superlu"
         self._banded = np.zeros((self.bandwidth + 1, self.size), order="F") if self.method == "banded" else None
-        # The factor's transpose in upper band storage, which the solves use (_factorize_band).
+        # The factor's transpose in upper band storage, which the solves use from a factor's second
+        # solve on, or from its first where the last factor served more than one (_factorize_band).
         self._upper_factor = np.zeros_like(self._banded) if self.method == "banded" else None
         # Where each BSR block goes in the band storage (-1 for the blocks above the diagonal
         # after the ordering: the band holds their transposes), for the fill and for element
@@ -160,6 +161,8 @@ class LinearSolver:
         """
         if self.size == 0:
             return
+        # No stale factor: the band is the lower factor's storage, and a failed splu leaves none.
+        self._factor = self._lower_factor = None
         if self.method == "banded":
             self._banded.fill(0.0)
             self._scatter_blocks(blocks, self._banded)
@@ -206,6 +209,7 @@ class LinearSolver:
             raise ValueError("factorize_sum is for the banded path; the SuperLU path takes assembled blocks")
         if self.size == 0:
             return
+        self._factor = self._lower_factor = None  # the band is the lower factor's storage
         np.copyto(self._banded, constant_band)
         for hessian_elements, block_index in elements:
             _scatter_banded(hessian_elements, block_index, self._block_offset, self._block_diagonal, self._banded)
@@ -226,7 +230,7 @@ class LinearSolver:
         # simulated s; a factor that then serves more solves pays its lower solve, 0.09 ms, extra).
         factor, info = scipy.linalg.lapack.dpbtrf(self._banded, lower=1, overwrite_ab=1)
         if info != 0:
-            self._factor = self._lower_factor = None
+            self._solves = 0
             raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbtrf info {info})")
         self._lower_factor = factor
         self._factor = None
@@ -243,7 +247,7 @@ class LinearSolver:
         """x (size,) with H x = b (size,), H from the last :meth:`factorize` (a triangular solve each).
 
         Raises:
-            ValueError: on the banded path, when the last factorisation failed or none was made.
+            ValueError: when the last factorisation failed or none was made.
         """
         if self.size == 0:
             return right_hand_side.copy()
@@ -268,6 +272,8 @@ class LinearSolver:
             result = np.empty((self.size // 12, 12))
             result[self.order] = solution.reshape(-1, 12)
             return result.reshape(-1)
+        if self._factor is None:
+            raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
         return self._factor.solve(right_hand_side)
 
     def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:

@@ -9,14 +9,17 @@ with a_i the rows of A (q[3:12]). F = the 9 entries of A (its Jacobian is a sele
 ∂/∂a_i = 4 [(|a_i|² − 1) a_i + Σ_{j≠i} (a_i · a_j) a_j] (times kappa volume dt²);
 H_ii = 4 [(|a_i|² − 1) I + 2 a_i a_iᵀ + Σ_{j≠i} a_j a_jᵀ],  H_ij = 4 [a_j a_iᵀ + (a_i · a_j) I]  (i ≠ j).
 The Newton loop's Hessian (``project=True``) is the exact 9x9 F-Hessian plus a shift tau I9,
-tau >= 0 only as large as the body's block of the Newton matrix needs to stay positive
-definite (:func:`hessian_shift`). The exact Hessian is G + 4 (A Aᵀ − I) ⊗ I3 (G the Gauss-Newton
+tau >= 0 large enough, by a sufficient bound, for the body's block of the Newton matrix to stay
+positive definite (:func:`hessian_shift`). The exact Hessian is G + 4 (A Aᵀ − I) ⊗ I3 (G the Gauss-Newton
 part 2∇s∇sᵀ + 4∇c∇cᵀ of s_i = |a_i|² − 1 and c_ij = a_i · a_j, PSD), so its least eigenvalue is at
 least 4 λmin(A Aᵀ − I) (times kappa volume dt²); the kinetic term adds to the body's A block at
 least the body's least central inertia (``inertia_floor``). Where that covers the negative
 curvature, as it does for bodies whose strain is small against their inertia, tau = 0 and
 Newton sees the true incremental potential of the body: it converges quadratically. A
-stand-alone term (floor 0) is shifted to PSD on its own.
+stand-alone term (floor 0) is shifted to PSD on its own. The bound (Weyl's: λmin(G) >= 0)
+ignores what G gives along the negative directions, so where tau > 0 it is larger than the
+least shift that would do (1.5 to 5 times on random strained states); a tighter bound would need
+the 9x9 eigenvalues.
 
 This is a departure from libuipc, which projects the OrthoPotential's F-Hessian to PSD by
 itself. This module did too, term by term in closed form (the negative parts 4 s_i I for s_i < 0
@@ -124,7 +127,8 @@ INERTIA_KEPT = 0.1
 def hessian_shift(error, scale, inertia_floor):
     """The shift tau >= 0 added to the diagonal of the exact 9x9 F-Hessian (times ``scale``) so that
     the body's block of the Newton matrix, the kinetic term's M plus this one, is positive
-    definite with at least :data:`INERTIA_KEPT` of the body's least inertia along every mode.
+    definite with at least :data:`INERTIA_KEPT` of the body's least central inertia along every
+    change of A with p free (the Schur complement of the block over p).
 
     The exact Hessian is scale (G + 4 (A Aᵀ − I) ⊗ I3), G the Gauss-Newton part (PSD), so its least
     eigenvalue is at least 4 scale λmin(A Aᵀ − I); M's A block, with p free, is at least
@@ -229,10 +233,11 @@ class OrthoPotential:
             term ½ (q − q̃)ᵀ M (q − q̃) of the incremental potential.
         inertia_floor: (n,) optional, each body's least central inertia, kg m²: the least
             eigenvalue of its second moment about the centre of mass, ∫ρ (x̄ − c)(x̄ − c)ᵀ dV
-            (:func:`central_inertia_floor`), the least stiffness the kinetic term gives the body's A
-            block. The projected Hessian is the exact one shifted only as far as the body's block
-            of the Newton matrix needs to stay positive definite (:func:`hessian_shift`); zeros
-            (the default) make the term's own block PSD.
+            (:func:`solver.affine_body.central_inertia_floor`), the least stiffness the kinetic
+            term gives a change of the body's A with p free. The projected Hessian is the exact
+            one shifted, by a sufficient bound, as far as the body's block of the Newton matrix
+            needs to stay positive definite (:func:`hessian_shift`); zeros (the default) make
+            the term's own block PSD.
 
     Attributes ``kappa``, ``volume`` (n,) and ``dt`` may be set between steps (they are checked
     as above when set).

@@ -132,7 +132,8 @@ def check_derivatives(constitution, q: np.ndarray) -> None:
 
 
 def check_dominates(constitution, q: np.ndarray) -> None:
-    """A term-wise projection only adds clamped negative curvature: projected − exact is PSD."""
+    """A projection only adds to the exact Hessian (a term-wise one the clamped negative curvature,
+    the OrthoPotential's a shift of its diagonal): projected − exact is PSD."""
     _, exact = constitution.gradient_hessian(q, project=False)
     _, projected = constitution.gradient_hessian(q, project=True)
     for e in range(exact.shape[0]):
@@ -303,6 +304,20 @@ def test_smallest_eigenvalue_3x3_matches_lapack():
             expected, abs=1e-7 * max(np.abs(matrix).max(), 1e-300))
 
 
+def test_the_model_gives_the_ortho_potential_its_bodies_inertia_floor():
+    from solver.model import Model
+    from solver.scene import validate_scene
+    from test_physics import revolute_chain_scene
+
+    scene = revolute_chain_scene(3)
+    validate_scene(scene)
+    model = Model(scene)
+    kinetic = model.kinetic
+    np.testing.assert_array_equal(model.ortho.inertia_floor,
+                                  central_inertia_floor(kinetic.mass, kinetic.mass_x_bar, kinetic.second_moment))
+    np.testing.assert_allclose(model.ortho.inertia_floor, 40.0 * 0.04 / 12, rtol=1e-9)  # 1 x 0.2 x 0.2 m, 40 kg
+
+
 def test_central_inertia_floor_is_the_least_inertia_about_the_centre_of_mass():
     """The Schur complement of the 12x12 mass matrix over p, per axis; a 1 x 0.2 x 0.2 m box of
     40 kg whose frame is 2 m from its centre: m 0.2² / 12."""
@@ -325,10 +340,10 @@ def test_central_inertia_floor_is_the_least_inertia_about_the_centre_of_mass():
 @pytest.mark.parametrize("seed", SEEDS)
 def test_ortho_potential_shift_keeps_each_body_block_positive_definite(seed):
     """With each body's least central inertia given, the projected Hessian is the exact one plus
-    a multiple of the identity on A, zero wherever the inertia covers the negative curvature
-    (4 kappa v dt² λmin(A Aᵀ − I) >= −(1 − INERTIA_KEPT) floor), and M plus it keeps at least
-    INERTIA_KEPT of the floor along every mode. Strains from 1e-7 to 1e-1 at dt = 1/24 s reach
-    both cases."""
+    tau times the identity on A, tau = max(0, −(1 − INERTIA_KEPT) floor − 4 kappa v dt² λmin(A Aᵀ − I))
+    (zero wherever the inertia covers the negative curvature), and M plus it keeps at least
+    INERTIA_KEPT of the floor along every change of A with p free (the Schur complement over p).
+    Strains from 1e-7 to 1e-1 at dt = 1/24 s reach both cases."""
     rng = np.random.default_rng(seed)
     n = 40
     bodies = np.arange(n)[:, None]
@@ -347,12 +362,13 @@ def test_ortho_potential_shift_keeps_each_body_block_positive_definite(seed):
         assert np.allclose(shift, tau * np.diag([0.0] * 3 + [1.0] * 9), rtol=0.0, atol=round_off)
         A = q[e, 3:12].reshape(3, 3)
         curvature = 4 * kappa[e] * volume[e] * dt**2 * np.linalg.eigvalsh(A @ A.T - np.eye(3))[0]
-        if curvature >= -(1 - ortho_potential.INERTIA_KEPT) * floors[e] * (1 - 1e-6):
-            assert tau <= round_off
-        else:
-            shifted += 1
+        expected = max(0.0, -(1 - ortho_potential.INERTIA_KEPT) * floors[e] - curvature)
+        assert tau == pytest.approx(expected, rel=1e-6, abs=round_off)
+        shifted += expected > 0.0
         block = mass_matrix(mass[e], mass_x_bar[e], second_moment[e]) + projected[e]
-        assert np.linalg.eigvalsh(block)[0] >= ortho_potential.INERTIA_KEPT * floors[e] - 1e-7 * np.abs(block).max()
+        p, a = np.arange(3), np.arange(3, 12)
+        schur = block[np.ix_(a, a)] - block[np.ix_(a, p)] @ np.linalg.solve(block[np.ix_(p, p)], block[np.ix_(p, a)])
+        assert np.linalg.eigvalsh(schur)[0] >= ortho_potential.INERTIA_KEPT * floors[e] - 1e-7 * np.abs(block).max()
     assert 0 < shifted < n
 
 
