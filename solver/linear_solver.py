@@ -232,8 +232,7 @@ class LinearSolver:
         if info != 0:
             self._solves = 0
             raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbtrf info {info})")
-        self._lower_factor = factor
-        self._factor = None
+        self._lower_factor = factor  # _factor is None: the callers drop the last factor first
         if self._solves != 1:
             self._move_factor()
         self._solves = 0
