@@ -137,7 +137,7 @@ def numpy_backend() -> ArrayBackend:
 
 class DeviceLinearSolver:
     """Dense Cholesky of the Newton system on an :class:`ArrayBackend`'s device, with the
-    interface of :class:`solver.linear_solver.LinearSolver` (``method``, ``size``,
+    interface of :class:`solver.linear_solver.LinearSolver` (``method``, ``size``, ``detects_indefinite``,
     :meth:`factorize`, :meth:`solve_factorized`, :meth:`solve`).
 
     Args:
@@ -151,6 +151,9 @@ class DeviceLinearSolver:
     """
 
     method = "dense"
+    #: Its Cholesky factorisation raises :class:`SingularSystem` on a matrix that is not positive
+    #: definite (as :attr:`LinearSolver.detects_indefinite`).
+    detects_indefinite = True
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, backend: ArrayBackend):
         self.backend = backend

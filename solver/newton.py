@@ -7,7 +7,9 @@ Implicit (backward) Euler is the minimisation over q of the incremental potentia
            driving, limit and soft-transform energies (not dt^2-scaled),
 
 with q_tilde = q^t + dt dq/dt + dt^2 [g, 0] for dynamic bodies. Each iteration assembles the
-gradient and the PSD-projected Hessian (:mod:`solver.assembly`), solves H dq = -g with a direct
+gradient and a positive definite Hessian (:mod:`solver.assembly`: the terms' PSD-projected or
+shifted Hessians, the prismatic joints' and drives' exact where the factorisation shows the sum
+positive definite, :meth:`IncrementalPotential.factorize`), solves H dq = -g with a direct
 solver (:mod:`solver.linear_solver`: banded Cholesky or SciPy SuperLU), tests convergence on the raw Newton
 direction before the line search (reference §2.5, pitfall 6):
 
@@ -166,9 +168,9 @@ def newton_error_estimate(size: float, size_before: float) -> float:
     (linear) contraction theta = size / size_before, the tail of that series, size theta /
     (1 - theta) (infinite for theta >= 1). With PSD-projected Hessians (a drive, the
     OrthoPotential of a small part) Newton can converge linearly, and a last direction then left
-    several times its size: a dragged 5-slider chain at one step per frame ended 5.0 mm off a
-    tightly converged run at a last direction of 1e-2 of the tolerance, 1.0 mm with this
-    estimate (docs/performance.md). Where Newton converges quadratically theta is small and the
+    several times its size: a dragged 5-slider chain at one step per frame (with the joints'
+    projected curvature, as on the SuperLU path) ended 5.0 mm off a tightly converged run at a
+    last direction of 1e-2 of the tolerance, 1.0 mm with this estimate (docs/performance.md). Where Newton converges quadratically theta is small and the
     estimate is the size."""
     theta = size / size_before if size_before > 0.0 else np.inf
     if theta >= 1.0:
@@ -300,6 +302,13 @@ class IncrementalPotential:
         self.factorization_reusable = False
         self.reuse_backoff = BackOff()
         self.chord_backoff = BackOff()
+        # The terms whose Hessian holds a weighted projection of their curvature (the prismatic
+        # joints and drives), tried exact first where the factorisation tells whether the Newton
+        # matrix is positive definite (see factorize), and the back-off after failed tries.
+        self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)]
+        if not self.linear_solver.detects_indefinite:
+            self._weighted = []
+        self.exact_backoff = BackOff()
 
     def refresh_constant_hessian(self, q: np.ndarray) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
@@ -358,8 +367,9 @@ class IncrementalPotential:
         return self.assembly.assemble_gradient(derivatives, self.element_bodies)
 
     def gradient_hessian(self, q: np.ndarray):
-        """Gradient (12 x dynamic,) and PSD Hessian block values (blocks, 12, 12) at q (bodies, 12),
-        terms as bound by :meth:`bind`.
+        """Gradient (12 x dynamic,) and Hessian block values (blocks, 12, 12) at q (bodies, 12),
+        terms as bound by :meth:`bind`: their PSD-projected or shifted Hessians, the prismatic
+        joints' and drives' curvature weighted as :meth:`factorize` last set it.
 
         The block values live in a buffer of this object, overwritten by the next call.
 
@@ -382,16 +392,47 @@ class IncrementalPotential:
         return [None if call is None else call(q) for call in self._derivatives]
 
     def factorize(self, q: np.ndarray) -> np.ndarray:
-        """Factorise the PSD Hessian at q (bodies, 12) in the linear solver; returns the gradient
+        """Factorise the Newton matrix at q (bodies, 12) in the linear solver; returns the gradient
         (12 x dynamic,) at q.
+
+        The prismatic joints' and drives' Hessians are first tried with their exact curvature
+        (``curvature_projection`` 0) where the factorisation is a Cholesky one, which fails when
+        the matrix is not positive definite (``detects_indefinite``); on that failure the step's
+        matrix is factorised again with their term-wise PSD projections (1), and the next 1, 2, 4
+        ... 16 factorisations skip the try (:class:`BackOff`). The bodies' inertia and the joints'
+        own Gauss-Newton parts mostly outweigh that curvature, and its projection, which holds a
+        strained joint's axis as stiff as K |C| (K the joint's stiffness, C its cross-product
+        residual) against rotations that only the bodies' inertia resists, made Newton converge
+        only linearly: a chain of five driven sliders dragged at one step per frame took 15.6
+        iterations a step, 3.98 with the exact curvature (docs/performance.md). This is Newton's
+        method with a Hessian modification only where needed (Nocedal and Wright, Numerical
+        Optimization, 2nd ed., §3.4), with the term-wise projection as the modification.
 
         On the banded path the terms' element Hessians go straight into a copy of the constant
         terms' band (:meth:`LinearSolver.factorize_sum`); otherwise the assembled block values
         (:meth:`gradient_hessian`) are factorised.
 
         Raises:
-            SingularSystem: the Hessian is not positive definite or singular.
+            SingularSystem: the Hessian with the projected curvature is not positive definite or
+                is singular.
         """
+        exact = bool(self._weighted) and self.exact_backoff.ready()
+        for term in self._weighted:
+            term.curvature_projection = 0.0 if exact else 1.0
+        if exact:
+            try:
+                gradient = self._factorize(q)
+            except SingularSystem:
+                self.exact_backoff.record(False)
+                for term in self._weighted:
+                    term.curvature_projection = 1.0
+            else:
+                self.exact_backoff.record(True)
+                return gradient
+        return self._factorize(q)
+
+    def _factorize(self, q: np.ndarray) -> np.ndarray:
+        """:meth:`factorize` with the terms' curvature projections as they are set."""
         if self.linear_solver.method != "banded":
             gradient, blocks = self.gradient_hessian(q)
             self.linear_solver.factorize(blocks)

@@ -12,7 +12,9 @@ Not dt²-scaled.
 F = [d; t_i; t_j] (9), d = c_j − c_i. With r_k = t_k·d − d̃:
 ∇_F E = K r_i [t_i; d; 0] + K r_j [t_j; 0; d],
 H_F = K (∇r_i ∇r_iᵀ + ∇r_j ∇r_jᵀ) + K r_i (I at (d, t_i) and (t_i, d)) + K r_j (I at (d, t_j) and (t_j, d)),
-projected to PSD when requested term by term in closed form (:func:`driving_projected_hessian_F`).
+projected to PSD when requested term by term in closed form (:func:`driving_projected_hessian_F`),
+or by a weight between the projection and the exact Hessian in the Newton loop's kernel
+(:func:`add_driving_hessian_F`, as the prismatic joint's cross terms).
 """
 
 from __future__ import annotations
@@ -93,25 +95,28 @@ def driving_projected_hessian_F(F, stiffness, target):
     dominates the exact Hessian and equals it at the target (r = 0); no eigendecomposition.
     """
     hessian = np.zeros((9, 9))
-    add_driving_projected_hessian_F(F, stiffness, target, hessian)
+    add_driving_hessian_F(F, stiffness, target, 1.0, hessian)
     return hessian
 
 
 @numba.njit(cache=True)
-def add_driving_projected_hessian_F(F, stiffness, target, hessian):
-    """Add :func:`driving_projected_hessian_F` to ``hessian`` (9, 9), without allocating."""
+def add_driving_hessian_F(F, stiffness, target, projection, hessian):
+    """Add the driving Hessian (9, 9) to ``hessian`` without allocating, its curvature projected by
+    the weight ``projection`` w in [0, 1]: per side K (∇r ∇rᵀ + r [[0, I], [I, 0]]) plus w times
+    the PSD correction K |r|/2 [[I, −σI], [−σI, I]] (σ = sign r) that makes the curvature its PSD
+    part; w = 1 is :func:`driving_projected_hessian_F`, w = 0 the exact Hessian."""
     for block in (3, 6):  # t_i, then t_j; ∇r = [t; d] on the (d, t) blocks (element by element:
         # compiles faster than block helpers)
         residual = F[block] * F[0] + F[block + 1] * F[1] + F[block + 2] * F[2] - target
-        half = 0.5 * stiffness * abs(residual)
-        signed = half if residual >= 0.0 else -half
+        diagonal = 0.5 * projection * stiffness * abs(residual)
+        coupling = (1.0 - 0.5 * projection) * stiffness * residual
         for r in range(3):
             for c in range(3):
                 identity = 1.0 if r == c else 0.0
-                hessian[r, c] += stiffness * F[block + r] * F[block + c] + half * identity
-                hessian[block + r, block + c] += stiffness * F[r] * F[c] + half * identity
-                hessian[r, block + c] += stiffness * F[block + r] * F[c] + signed * identity
-                hessian[block + r, c] += stiffness * F[r] * F[block + c] + signed * identity
+                hessian[r, c] += stiffness * F[block + r] * F[block + c] + diagonal * identity
+                hessian[block + r, block + c] += stiffness * F[r] * F[c] + diagonal * identity
+                hessian[r, block + c] += stiffness * F[block + r] * F[c] + coupling * identity
+                hessian[block + r, c] += stiffness * F[r] * F[block + c] + coupling * identity
 
 
 @numba.njit(cache=True)

@@ -8,6 +8,10 @@ functions (:mod:`.prismatic_joint`, :mod:`.driving_prismatic_joint`, :mod:`.pris
 and maps the 9x9 sum to q once (J_Fᵀ H_F J_F), instead of three mappings and three scatters. Each
 term is projected on its own before the sum (as when the terms are assembled one by one), so the
 result equals the sum of the three terms' ``gradient_hessian`` exactly.
+
+The projection of the joints' and drives' curvature is a weight (``curvature_projection``): the
+Newton loop tries the exact Hessian first, where the term-wise projection made it converge only
+linearly (:class:`solver.newton.IncrementalPotential`).
 """
 
 from __future__ import annotations
@@ -31,12 +35,12 @@ from ._kernels import (
 from .driving_prismatic_joint import (
     DrivingPrismaticJoint,
     add_driving_gradient_F,
-    add_driving_projected_hessian_F,
+    add_driving_hessian_F,
     driving_derivatives_F,
     driving_energy_F,
 )
 from .joint_limit_penalty import penalty
-from .prismatic_joint import PrismaticJoint, add_cross_terms_gradient_F, add_cross_terms_projected_hessian_F
+from .prismatic_joint import PrismaticJoint, add_cross_terms_gradient_F, add_cross_terms_hessian_F
 from .prismatic_joint import add_axis_transpose_into, add_distance_gradient_F, add_frame_terms, axis_F_into
 from .prismatic_joint import cross_terms_derivatives_F, cross_terms_energy_F, distance_F, frame_terms_into
 from .prismatic_joint_limit import PrismaticJointLimit, add_limit_projected_derivatives_F, limit_derivatives_F
@@ -44,7 +48,7 @@ from .prismatic_joint_limit import PrismaticJointLimit, add_limit_projected_deri
 
 @numba.njit(cache=True)
 def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
-                             limited, lower, upper, strength, exact, gradient, hessian):
+                             limited, lower, upper, strength, exact, projection, gradient, hessian):
     # Reused by every element.
     scratch = mapping_scratch(axis_jacobian.shape[1], axis_jacobian.shape[2])
     q_element, F, gradient_F, hessian_F = np.empty(24), np.empty(9), np.empty(9), np.empty((9, 9))
@@ -58,10 +62,10 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
             gradient_F[:] = 0.0
             hessian_F[:, :] = 0.0
             add_cross_terms_gradient_F(F, stiffness[e], gradient_F)
-            add_cross_terms_projected_hessian_F(F, stiffness[e], hessian_F)
+            add_cross_terms_hessian_F(F, stiffness[e], projection, hessian_F)
             if drive_stiffness[e] != 0.0:  # driving present and enabled
                 add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], gradient_F)
-                add_driving_projected_hessian_F(F, drive_stiffness[e], drive_target[e], hessian_F)
+                add_driving_hessian_F(F, drive_stiffness[e], drive_target[e], projection, hessian_F)
             if limited[e]:
                 add_limit_projected_derivatives_F(F, lower[e], upper[e], strength[e], distance_gradient,
                                                   gradient_F, hessian_F)
@@ -128,6 +132,14 @@ class PrismaticJointGroup:
     The extras keep their own parameters (``driving.stiffness``, ``.target``, ``limit.lower``,
     ``.upper``, ``.strength``), read at every call. ``bodies`` (n, 2) is the joints' body list.
 
+    Attributes:
+        curvature_projection: the weight w in [0, 1] of the PSD correction of the joints' cross
+            terms' and the drives' curvature in the projected Hessian (``project=True``), read at
+            every call of a bound Hessian kernel: 1 (the default) their term-wise projection, 0
+            their exact curvature (:func:`.prismatic_joint.add_cross_terms_hessian_F`,
+            :func:`.driving_prismatic_joint.add_driving_hessian_F`). The limits' Hessians stay
+            projected. Set by :class:`solver.newton.IncrementalPotential`.
+
     Raises:
         ValueError: when a row is out of range or repeated, or an extra's bodies or F-Jacobian differ
             from its base joint's (an extra must use the joint's anchors and axis).
@@ -144,6 +156,18 @@ class PrismaticJointGroup:
         self.limited = np.zeros(n, dtype=np.bool_)
         self.limited[self.limit_rows] = True
         self._every_joint = (np.array_equal(self.driving_rows, np.arange(n)), np.array_equal(self.limit_rows, np.arange(n)))
+        self.curvature_projection = 1.0
+
+    @property
+    def curvature_projection(self) -> float:
+        """Weight in [0, 1] of the curvature's PSD correction (see the class docstring)."""
+        return self._curvature_projection
+
+    @curvature_projection.setter
+    def curvature_projection(self, value: float) -> None:
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"curvature_projection must be in [0, 1], got {value}")
+        self._curvature_projection = float(value)
 
     def _rows(self, rows, extra, name: str, n: int) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
@@ -181,7 +205,7 @@ class PrismaticJointGroup:
             return out
 
         def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *dense, exact, gradient, hessian)
+            _gradient_hessian_kernel(q, *dense, exact, self._curvature_projection, gradient, hessian)
 
         return BoundTerm(energy, gradient, gradient_hessian)
 
@@ -206,7 +230,8 @@ class PrismaticJointGroup:
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-joint gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first: the sum of the
-        three terms' ``gradient_hessian`` (each projected on its own when ``project``).
+        three terms' ``gradient_hessian`` (each projected on its own when ``project``, the joints'
+        cross terms and the drives by :attr:`curvature_projection`).
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """

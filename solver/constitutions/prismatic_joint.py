@@ -16,7 +16,11 @@ Split as in the reference:
   (J_C = [−[t]×, [d]×]) plus the curvature K [[0, B], [Bᵀ, 0]], B = d tᵀ − t dᵀ = −[C]×, whose
   eigenvalues are ±|C| (twice) and 0, so its PSD part is K/2 [[|C| P, B], [Bᵀ, |C| P]],
   P = I − ĉ ĉᵀ. The sum is PSD, dominates the exact Hessian and equals it when the joint holds
-  (C = 0); it replaces a 9x9 eigendecomposition per joint and Newton iteration;
+  (C = 0); it replaces a 9x9 eigendecomposition per joint and Newton iteration. The Newton
+  loop's kernels take a ``projection`` weight w in [0, 1] and add the curvature as
+  K [[w/2 |C| P, (1 − w/2) B], [(1 − w/2) Bᵀ, w/2 |C| P]]: the projection at w = 1, the exact
+  Hessian at w = 0 (tried first by :class:`solver.newton.IncrementalPotential`, whose Cholesky
+  factorisation tells whether the whole Newton matrix is still positive definite);
 - E23 = K/2 (|n_i − n_j|² + |b_i − b_j|²) on F = [n_i − n_j; b_i − b_j] (6), quadratic: exact.
 
 Distance (raw, reference §3.2): d(q) = ½ (c_j − c_i)·(t_i + t_j); > 0 when body j moved along +t̂.
@@ -221,38 +225,46 @@ def cross_terms_gradient_hessian_F(F, stiffness):
 
 @numba.njit(cache=True)
 def cross_terms_projected_hessian_F(F, stiffness):
-    """Term-wise PSD projection (9, 9) of the Hessian of E01 (see the module docstring).
-
-    Per tangent t, with C = d × t: the Gauss-Newton part J_Cᵀ J_C (blocks |t|² I − t tᵀ,
-    |d|² I − d dᵀ, −(d·t) I + d tᵀ and its transpose) plus the PSD part of the curvature,
-    ½ [[|C| P, B], [Bᵀ, |C| P]] with P = I − C Cᵀ / |C|² and B = d tᵀ − t dᵀ; written out
-    element by element (no temporaries: it compiles and runs faster than block helpers).
-    """
+    """Term-wise PSD projection (9, 9) of the Hessian of E01 (see the module docstring):
+    :func:`add_cross_terms_hessian_F` at projection 1."""
     hessian = np.zeros((9, 9))
-    add_cross_terms_projected_hessian_F(F, stiffness, hessian)
+    add_cross_terms_hessian_F(F, stiffness, 1.0, hessian)
     return hessian
 
 
 @numba.njit(cache=True)
-def add_cross_terms_projected_hessian_F(F, stiffness, hessian):
-    """Accumulate :func:`cross_terms_projected_hessian_F` into ``hessian`` (9, 9)."""
+def add_cross_terms_hessian_F(F, stiffness, projection, hessian):
+    """Accumulate the Hessian of E01 (9, 9) into ``hessian``, its curvature projected by the weight
+    ``projection`` w in [0, 1]: 1 gives the term-wise PSD projection, 0 the exact Hessian.
+
+    Per tangent t, with C = d × t: the Gauss-Newton part J_Cᵀ J_C (blocks |t|² I − t tᵀ,
+    |d|² I − d dᵀ, −(d·t) I + d tᵀ and its transpose) plus the curvature [[0, B], [Bᵀ, 0]]
+    (B = d tᵀ − t dᵀ) plus w times the PSD correction that makes it its PSD part,
+    ½ [[|C| P, −B], [−Bᵀ, |C| P]] with P = I − C Cᵀ / |C|² (module docstring); all times K.
+    Written out element by element (no temporaries: it compiles and runs faster than block
+    helpers).
+    """
     dd = F[0] * F[0] + F[1] * F[1] + F[2] * F[2]
+    # B's weight: 1 exact, ½ projected; its entries d_r t_c − t_r d_c add to the GN part's d_r t_c
+    kept = 1.0 - 0.5 * projection
     for block in (3, 6):  # t_i, then t_j
         tt = F[block] * F[block] + F[block + 1] * F[block + 1] + F[block + 2] * F[block + 2]
         dt = F[0] * F[block] + F[1] * F[block + 1] + F[2] * F[block + 2]
         cross = (F[1] * F[block + 2] - F[2] * F[block + 1], F[2] * F[block] - F[0] * F[block + 2],
                  F[0] * F[block + 1] - F[1] * F[block])
         norm = np.sqrt(cross[0] * cross[0] + cross[1] * cross[1] + cross[2] * cross[2])
-        half_norm = 0.5 * norm
-        inverse = 0.5 / norm if norm > 0.0 else 0.0  # the curvature part vanishes with C
+        half_norm = 0.5 * projection * norm
+        inverse = 0.5 * projection / norm if norm > 0.0 else 0.0  # the correction vanishes with C
         for r in range(3):
             for c in range(3):
                 identity = 1.0 if r == c else 0.0
-                curvature = half_norm * identity - inverse * cross[r] * cross[c]
-                hessian[r, c] += stiffness * (tt * identity - F[block + r] * F[block + c] + curvature)
-                hessian[block + r, block + c] += stiffness * (dd * identity - F[r] * F[c] + curvature)
-                hessian[r, block + c] += stiffness * (-dt * identity + 1.5 * F[r] * F[block + c] - 0.5 * F[block + r] * F[c])
-                hessian[block + r, c] += stiffness * (-dt * identity + 1.5 * F[block + r] * F[c] - 0.5 * F[r] * F[block + c])
+                correction = half_norm * identity - inverse * cross[r] * cross[c]
+                hessian[r, c] += stiffness * (tt * identity - F[block + r] * F[block + c] + correction)
+                hessian[block + r, block + c] += stiffness * (dd * identity - F[r] * F[c] + correction)
+                hessian[r, block + c] += stiffness * (-dt * identity + (1.0 + kept) * F[r] * F[block + c]
+                                                      - kept * F[block + r] * F[c])
+                hessian[block + r, c] += stiffness * (-dt * identity + (1.0 + kept) * F[block + r] * F[c]
+                                                      - kept * F[r] * F[block + c])
 
 
 @numba.njit(cache=True)

@@ -491,6 +491,34 @@ def test_prismatic_group_is_the_sum_of_its_terms(seed):
     check_dominates(group, q)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+def test_prismatic_group_curvature_projection_weighs_the_projection_against_the_exact_hessian(seed):
+    """At curvature_projection 0 the group's Newton-loop Hessian holds the joints' and drives'
+    exact Hessians (the limits' still projected), at 1 their term-wise projections, and between
+    the two it is linear in the weight (the PSD correction times w)."""
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    group = make_prismatic_group(rng, q)
+    assert group.curvature_projection == 1.0
+    _, projected = group.gradient_hessian(q)
+    _, limit_projected = group.limit.gradient_hessian(q, project=True)
+    _, exact = group.joint.gradient_hessian(q, project=False)
+    exact[group.driving_rows] += group.driving.gradient_hessian(q, project=False)[1]
+    exact[group.limit_rows] += limit_projected
+    group.curvature_projection = 0.0
+    gradient_at_0, at_0 = group.gradient_hessian(q)
+    group.curvature_projection = 0.25
+    _, at_quarter = group.gradient_hessian(q)
+    scale = np.abs(exact).max()
+    assert np.allclose(at_0, exact, rtol=0.0, atol=1e-12 * scale)
+    assert np.abs(projected - exact).max() > 1e-3 * scale  # the random states strain the joints
+    assert np.allclose(at_quarter, 0.75 * exact + 0.25 * projected, rtol=0.0, atol=1e-12 * scale)
+    assert np.allclose(gradient_at_0, group.gradient(q), rtol=0.0, atol=1e-12 * np.abs(gradient_at_0).max())
+    for value in (-0.1, 1.5, np.nan):
+        with pytest.raises(ValueError, match="curvature_projection"):
+            group.curvature_projection = value
+
+
 def test_prismatic_group_rejects_foreign_extras():
     rng = np.random.default_rng(3)
     q = random_state(rng)
