@@ -7,9 +7,9 @@ Implicit (backward) Euler is the minimisation over q of the incremental potentia
            driving, limit and soft-transform energies (not dt^2-scaled),
 
 with q_tilde = q^t + dt dq/dt + dt^2 [g, 0] for dynamic bodies. Each iteration assembles the
-gradient and a positive definite Hessian (:mod:`solver.assembly`: the terms' PSD-projected or
-shifted Hessians, the prismatic joints' and drives' exact where the factorisation shows the sum
-positive definite, :meth:`IncrementalPotential.factorize`), solves H dq = -g with a direct
+gradient and a positive definite Hessian (:mod:`solver.assembly`: the terms' exact Hessians
+where the factorisation shows their sum positive definite, else their PSD-projected or shifted
+ones, :meth:`IncrementalPotential.factorize`), solves H dq = -g with a direct
 solver (:mod:`solver.linear_solver`: banded Cholesky or SciPy SuperLU), tests convergence on the raw Newton
 direction before the line search (reference §2.5, pitfall 6):
 
@@ -302,9 +302,10 @@ class IncrementalPotential:
         self.factorization_reusable = False
         self.reuse_backoff = BackOff()
         self.chord_backoff = BackOff()
-        # The terms whose Hessian holds a weighted projection of their curvature (the prismatic
-        # joints and drives), tried exact first where the factorisation tells whether the Newton
-        # matrix is positive definite (see factorize), and the back-off after failed tries.
+        # The terms whose Hessian holds a weighted PSD modification (curvature_projection: the
+        # OrthoPotential's shift, the prismatic joints' and drives' projections), tried exact
+        # first where the factorisation tells whether the Newton matrix is positive definite (see
+        # factorize), and the back-off after failed tries.
         self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)]
         if not self.linear_solver.detects_indefinite:
             self._weighted = []
@@ -368,8 +369,8 @@ class IncrementalPotential:
 
     def gradient_hessian(self, q: np.ndarray):
         """Gradient (12 x dynamic,) and Hessian block values (blocks, 12, 12) at q (bodies, 12),
-        terms as bound by :meth:`bind`: their PSD-projected or shifted Hessians, the prismatic
-        joints' and drives' curvature weighted as :meth:`factorize` last set it.
+        terms as bound by :meth:`bind`: their PSD-projected or shifted Hessians, the
+        modifications weighted as :meth:`factorize` last set them (``curvature_projection``).
 
         The block values live in a buffer of this object, overwritten by the next call.
 
@@ -395,26 +396,29 @@ class IncrementalPotential:
         """Factorise the Newton matrix at q (bodies, 12) in the linear solver; returns the gradient
         (12 x dynamic,) at q.
 
-        The prismatic joints' and drives' Hessians are first tried with their exact curvature
-        (``curvature_projection`` 0) where the factorisation is a Cholesky one, which fails when
-        the matrix is not positive definite (``detects_indefinite``); on that failure the step's
-        matrix is factorised again with their term-wise PSD projections (1), and the next 1, 2, 4
-        ... 16 factorisations skip the try (:class:`BackOff`). The bodies' inertia and the joints'
-        own Gauss-Newton parts mostly outweigh that curvature, and its projection, which holds a
-        strained joint's axis as stiff as K |C| (K the joint's stiffness, C its cross-product
-        residual) against rotations that only the bodies' inertia resists, made Newton converge
-        only linearly: a chain of five driven sliders dragged at one step per frame took 15.6
-        iterations a step, 3.98 with the exact curvature (docs/performance.md). This is Newton's
-        method with a Hessian modification only where needed (Nocedal and Wright, Numerical
-        Optimization, 2nd ed., §3.4), with the term-wise projection as the modification.
+        The terms with a ``curvature_projection`` (the OrthoPotential, the prismatic joints and
+        drives) are first tried with their exact Hessians (weight 0) where the factorisation is a
+        Cholesky one, which fails when the matrix is not positive definite
+        (``detects_indefinite``); on that failure the matrix is factorised again with their PSD
+        modifications (1: the OrthoPotential's shift, the joints' term-wise projections), and the
+        next 1, 2, 4 ... 16 factorisations skip the try (:class:`BackOff`). The bodies' inertia
+        and the terms' own Gauss-Newton parts mostly outweigh the negative curvature, and the
+        joints' projection, which holds a strained joint's axis as stiff as K |C| (K the joint's
+        stiffness, C its cross-product residual) against rotations that only the bodies' inertia
+        resists, made Newton converge only linearly: a chain of five driven sliders dragged at
+        one step per frame took 15.6 iterations a step, 3.98 with the exact curvature; a
+        dragged revolute chain 8.58 with the OrthoPotential's shift, 6.19 without
+        (docs/performance.md). This is Newton's method with a Hessian modification only where
+        needed (Nocedal and Wright, Numerical Optimization, 2nd ed., §3.4), the terms' own
+        modifications as the modification.
 
         On the banded path the terms' element Hessians go straight into a copy of the constant
         terms' band (:meth:`LinearSolver.factorize_sum`); otherwise the assembled block values
         (:meth:`gradient_hessian`) are factorised.
 
         Raises:
-            SingularSystem: the Hessian with the projected curvature is not positive definite or
-                is singular.
+            SingularSystem: the Hessian with the terms' modifications is not positive definite
+                or is singular.
         """
         exact = bool(self._weighted) and self.exact_backoff.ready()
         for term in self._weighted:

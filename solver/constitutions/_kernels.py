@@ -335,6 +335,32 @@ def element_outputs(out, n: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     return gradient, hessian
 
 
+class CurvatureProjection:
+    """Descriptor of a term's ``curvature_projection``: the weight w in [0, 1] with which its
+    Newton-loop Hessian (``bind(project=True)``) holds its PSD modification (a term-wise
+    projection's correction, or a shift), 1 by default (fully modified, PSD), 0 for the exact
+    Hessian. Read at every call of a bound Hessian kernel, so that
+    :meth:`solver.newton.IncrementalPotential.factorize` can try the exact Hessians first and
+    fall back within a step.
+
+    Raises:
+        ValueError: on setting a value outside [0, 1] or NaN.
+    """
+
+    def __set_name__(self, owner, name: str) -> None:
+        self._attribute = "_" + name
+
+    def __get__(self, term, owner=None):
+        if term is None:
+            return self
+        return getattr(term, self._attribute, 1.0)
+
+    def __set__(self, term, value: float) -> None:
+        if not 0.0 <= float(value) <= 1.0:
+            raise ValueError(f"curvature_projection must be in [0, 1], got {value}")
+        setattr(term, self._attribute, float(value))
+
+
 class BoundTerm(NamedTuple):
     """An energy term's kernels with its current parameters checked once and bound (the terms'
     ``bind(project=True)``), for the many calls of one time step: the Newton loop checks a

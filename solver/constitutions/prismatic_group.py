@@ -21,6 +21,7 @@ import numpy as np
 
 from ._kernels import (
     BoundTerm,
+    CurvatureProjection,
     add_derivatives,
     add_mapped_derivatives_into,
     apply_jacobian_into,
@@ -138,12 +139,15 @@ class PrismaticJointGroup:
             every call of a bound Hessian kernel: 1 (the default) their term-wise projection, 0
             their exact curvature (:func:`.prismatic_joint.add_cross_terms_hessian_F`,
             :func:`.driving_prismatic_joint.add_driving_hessian_F`). The limits' Hessians stay
-            projected. Set by :class:`solver.newton.IncrementalPotential`.
+            projected. Set by :class:`solver.newton.IncrementalPotential`
+            (:class:`._kernels.CurvatureProjection`).
 
     Raises:
         ValueError: when a row is out of range or repeated, or an extra's bodies or F-Jacobian differ
             from its base joint's (an extra must use the joint's anchors and axis).
     """
+
+    curvature_projection = CurvatureProjection()
 
     def __init__(self, joint: PrismaticJoint, driving: DrivingPrismaticJoint, driving_rows,
                  limit: PrismaticJointLimit, limit_rows):
@@ -156,18 +160,6 @@ class PrismaticJointGroup:
         self.limited = np.zeros(n, dtype=np.bool_)
         self.limited[self.limit_rows] = True
         self._every_joint = (np.array_equal(self.driving_rows, np.arange(n)), np.array_equal(self.limit_rows, np.arange(n)))
-        self.curvature_projection = 1.0
-
-    @property
-    def curvature_projection(self) -> float:
-        """Weight in [0, 1] of the curvature's PSD correction (see the class docstring)."""
-        return self._curvature_projection
-
-    @curvature_projection.setter
-    def curvature_projection(self, value: float) -> None:
-        if not 0.0 <= float(value) <= 1.0:
-            raise ValueError(f"curvature_projection must be in [0, 1], got {value}")
-        self._curvature_projection = float(value)
 
     def _rows(self, rows, extra, name: str, n: int) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
@@ -205,7 +197,7 @@ class PrismaticJointGroup:
             return out
 
         def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *dense, exact, self._curvature_projection, gradient, hessian)
+            _gradient_hessian_kernel(q, *dense, exact, self.curvature_projection, gradient, hessian)
 
         return BoundTerm(energy, gradient, gradient_hessian)
 

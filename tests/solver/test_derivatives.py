@@ -373,6 +373,11 @@ def test_ortho_potential_shift_keeps_each_body_block_positive_definite(seed):
         block = mass_matrix(mass[e], mass_x_bar[e], second_moment[e]) + projected[e]
         assert least_eigenvalue_with_p_free(block) >= ortho_potential.INERTIA_KEPT * floors[e] - 1e-7 * np.abs(block).max()
     assert 0 < shifted < n
+    # curvature_projection weighs the shift: none at 0 (the exact Hessian), half at 0.5.
+    ortho.curvature_projection = 0.0
+    assert np.allclose(ortho.gradient_hessian(q)[1], exact, rtol=0.0, atol=1e-12 * np.abs(exact).max())
+    ortho.curvature_projection = 0.5
+    assert np.allclose(ortho.gradient_hessian(q)[1], 0.5 * (exact + projected), rtol=0.0, atol=1e-12 * np.abs(exact).max())
 
 
 @pytest.mark.parametrize("seed", SEEDS)
