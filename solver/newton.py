@@ -489,8 +489,8 @@ def solve_step(
 
     Args:
         potential: the step's :class:`IncrementalPotential` (its per-step parameters set).
-        q: (bodies, 12) Newton's starting point on entry (the explicit prediction q^t + dt v^t
-            or q^t, :meth:`solver.simulation._Stepper.start_newton`); the minimiser on return.
+        q: (bodies, 12) Newton's starting point on entry (the last step's motion repeated, or
+            q^t, :meth:`solver.simulation._Stepper.start_newton`); the minimiser on return.
             Rows of non-dynamic bodies are not touched.
         corners: (bodies, 8, 3) body-local bounding-box corners.
         dt: time step, s.
@@ -632,7 +632,10 @@ def solve_step(
             raise NewtonFailure(str(error)) from error
         direction, newton_size = newton_direction(gradient)
         newton_error = newton_error_estimate(relative(newton_size), previous_newton)
-        previous_newton = relative(newton_size)
+        # A step's first direction carries the step's motion from the start, not a contraction
+        # of Newton's error: where no chord step confirms it (a turning body), the second
+        # direction's error is not estimated from it, and a third direction is taken.
+        previous_newton = relative(newton_size) if iteration > 1 or chords_trusted else 0.0
         start = q[dynamic].copy()
         if small(newton_size):
             q[dynamic] = start + direction

@@ -130,10 +130,10 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
     ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module where
     it has them, called through the term's methods; the terms with a constant Hessian form it in
     NumPy); then the scatter of the assembly, the banded scatter and transpose of the linear solver,
-    the convergence measure and the joint readouts. The calls have no effect on the run: they
+    Newton's starting point, the convergence measure and the joint readouts. The calls have no effect on the run: they
     read the terms' current parameters and write only scratch arrays.
     """
-    from . import assembly, joint_state, linear_solver, newton
+    from . import affine_body, assembly, joint_state, linear_solver, newton
     from .constitutions import prismatic_joint, revolute_joint
 
     tasks = []
@@ -164,6 +164,10 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
         tasks.append(CompileTask(linear_solver._scatter_banded, lambda: solver.factorize(identity_blocks())))
         tasks.append(CompileTask(linear_solver._transpose_band, lambda: linear_solver._transpose_band(
             np.zeros((2, 2), order="F"), np.zeros((2, 2), order="F"))))  # scratch bands of the run's types
+    if len(potential.dynamic_indices):
+        dynamic_q = np.ascontiguousarray(q[potential.dynamic_rows])  # scratch of the stepper's types
+        tasks.append(CompileTask(affine_body.repeated_motion, lambda: affine_body.repeated_motion(
+            dynamic_q, np.zeros_like(dynamic_q), 0.01, np.empty_like(dynamic_q))))
     tasks.append(CompileTask(newton._direction_size,  # the corners selected as solve_step selects them
                              lambda: newton._direction_size(np.zeros((len(potential.dynamic_indices), 12)),
                                                             model.corners[potential.dynamic_rows])))

@@ -155,3 +155,49 @@ def test_pose_interpolation_turns_rigidly_and_stretches_linearly():
     np.testing.assert_allclose(middle[1], middle[0] @ np.diag([-1.0, 1.0, 1.0, 1.0]), atol=1e-12)
     blend = transform_from_q(0.5 * (q[0, 0] + q[1, 0]))
     assert abs(np.linalg.det(blend[:3, :3])) < 0.2  # what a linear blend of q gives instead
+
+
+def test_repeated_motion_applies_the_last_steps_transform_again():
+    """repeated_motion gives T^t (T^(t-1))^-1 T^t with T^(t-1) = T(q^t - dt dq/dt): a body turned
+    and moved by a screw motion, or stretched, goes on the same way (its points stay on the screw,
+    a rotation stays a rotation); to first order in dt it is the explicit prediction q^t + dt dq/dt;
+    a singular A^(t-1) falls back to that prediction."""
+    from scipy.spatial.transform import Rotation
+
+    from solver.affine_body import repeated_motion
+
+    rng = np.random.default_rng(5)
+    dt = 0.04
+    transforms = []  # per body (T^(t-1), T^t)
+    for _ in range(4):
+        before = np.eye(4)
+        before[:3, :3] = Rotation.random(random_state=rng).as_matrix() @ np.diag(rng.uniform(0.8, 1.2, 3))
+        before[:3, 3] = rng.normal(size=3)
+        step = np.eye(4)
+        step[:3, :3] = Rotation.from_rotvec(rng.normal(size=3) * 0.3).as_matrix()
+        step[:3, 3] = rng.normal(size=3) * 0.1
+        transforms.append((before, step @ before))
+    start = q_from_transform(np.array([now for _, now in transforms]))
+    velocity = (start - q_from_transform(np.array([before for before, _ in transforms]))) / dt
+    out = np.empty_like(start)
+    repeated_motion(start, velocity, dt, out)
+    for (before, now), predicted in zip(transforms, out):
+        np.testing.assert_allclose(transform_from_q(predicted), now @ np.linalg.inv(before) @ now, atol=1e-12)
+        step = now @ np.linalg.inv(before)
+        np.testing.assert_allclose(transform_from_q(predicted), step @ step @ before, atol=1e-12)  # the same screw twice
+    # A pure rotation stays one (the explicit prediction stretches it by sqrt(1 + angle^2)).
+    rotation = transform_from_q(out[0])[:3, :3] @ np.linalg.inv(transforms[0][1][:3, :3])
+    np.testing.assert_allclose(rotation @ rotation.T, np.eye(3), atol=1e-12)
+    # First order in dt: for a small motion the two predictions agree to O(dt^2).
+    differences = []
+    for scale in (1e-3, 1e-4):
+        small = velocity * scale
+        repeated_motion(start, small, dt, out)
+        differences.append(np.abs(out - (start + dt * small)).max())
+    assert differences[1] < 2e-2 * differences[0] and differences[0] < 1e-5
+    # A singular A^(t-1): the explicit prediction.
+    singular = start[:1].copy()
+    singular_velocity = np.zeros((1, 12))
+    singular_velocity[0, 3:12] = singular[0, 3:12] / dt  # A^(t-1) = 0
+    repeated_motion(singular, singular_velocity, dt, out[:1])
+    np.testing.assert_array_equal(out[0], singular[0] + dt * singular_velocity[0])
