@@ -170,8 +170,8 @@ def newton_error_estimate(size: float, size_before: float) -> float:
     OrthoPotential of a small part) Newton can converge linearly, and a last direction then left
     several times its size: a dragged 5-slider chain at one step per frame (with the joints'
     projected curvature, as on the SuperLU path) ended 5.0 mm off a tightly converged run at a
-    last direction of 1e-2 of the tolerance, 1.0 mm with this estimate (docs/performance.md). Where Newton converges quadratically theta is small and the
-    estimate is the size."""
+    last direction of 1e-2 of the tolerance, 1.0 mm with this estimate (docs/performance.md).
+    Where Newton converges quadratically theta is small and the estimate is the size."""
     theta = size / size_before if size_before > 0.0 else np.inf
     if theta >= 1.0:
         return np.inf
@@ -407,8 +407,9 @@ class IncrementalPotential:
         stiffness, C its cross-product residual) against rotations that only the bodies' inertia
         resists, made Newton converge only linearly: a chain of five driven sliders dragged at
         one step per frame took 15.6 iterations a step, 3.98 with the exact curvature; a
-        dragged revolute chain 8.58 with the OrthoPotential's shift, 6.19 without
-        (docs/performance.md). This is Newton's method with a Hessian modification only where
+        dragged revolute chain 8.58 with the OrthoPotential's shift, 6.19 without (both from the
+        explicit prediction, before :meth:`solver.simulation._Stepper.start_newton` repeated the
+        last step's motion; docs/performance.md). This is Newton's method with a Hessian modification only where
         needed (Nocedal and Wright, Numerical Optimization, 2nd ed., §3.4), the terms' own
         modifications as the modification.
 

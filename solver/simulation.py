@@ -240,9 +240,9 @@ class _Stepper:
         The repeated motion turns a turning body on where the explicit prediction q^t + dt dq/dt
         moves its points along their tangents and stretches its A, which the stiff shape energy
         and the joints then pull back over Newton iterations: mean iterations a step with the
-        explicit one / this one, the 1000-box revolute chain at one step per frame 3.56 / 3.02,
+        explicit one / this one, the 1000-box revolute chain at one step per frame 3.56 / 3.12,
         the 10-box one 6.40 / 3.81, a dragged chain of five boxes on hinges 6.19 / 3.83, on driven
-        sliders 3.96 / 3.08, the 10-box revolute chain at dt = 1/240 s 2.27 / 2.08
+        sliders 3.96 / 3.08, the 10-box revolute chain at dt = 1/240 s 2.27 / 2.23
         (docs/performance.md).
 
         libuipc starts at q^t (reference §8, pitfall 3). The cubic limit penalty has no curvature
