@@ -71,8 +71,9 @@ Two more departures, for accuracy: libuipc's test accepts a direction of up to t
 which bounds the error it leaves only where Newton converges quadratically; with PSD-projected
 Hessians it may not (small or light parts, large dt, drives). A direction after a step's first
 is accepted only where the error it leaves, estimated from the contraction of successive
-directions (:func:`newton_error_estimate`), is within TIGHT_ACCEPTANCE (1e-2) of the tolerance,
-and a step that runs out of iterations before is reported as not converged.
+directions after the first (:func:`newton_error_estimate`; the first carries the step's motion
+from its start, not a contraction of Newton's error), is within TIGHT_ACCEPTANCE (1e-2) of the
+tolerance, and a step that runs out of iterations before is reported as not converged.
 """
 
 from __future__ import annotations
@@ -306,9 +307,8 @@ class IncrementalPotential:
         # OrthoPotential's shift, the prismatic joints' and drives' projections), tried exact
         # first where the factorisation tells whether the Newton matrix is positive definite (see
         # factorize), and the back-off after failed tries.
-        self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)]
-        if not self.linear_solver.detects_indefinite:
-            self._weighted = []
+        self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)
+                          and self.linear_solver.detects_indefinite]
         self.exact_backoff = BackOff()
 
     def refresh_constant_hessian(self, q: np.ndarray) -> None:
@@ -634,14 +634,15 @@ def solve_step(
         direction, newton_size = newton_direction(gradient)
         newton_error = newton_error_estimate(relative(newton_size), previous_newton)
         # A step's first direction carries the step's motion from the start, not a contraction
-        # of Newton's error: where no chord step confirms it (a turning body), the second
-        # direction's error is not estimated from it, and a third direction is taken.
-        previous_newton = relative(newton_size) if iteration > 1 or chords_trusted else 0.0
+        # of Newton's error: the second direction's error is not estimated from it (a spinning
+        # brick's second direction was 1e-2 of its first and left an error its own size), so a
+        # second direction is accepted only within CHORD_ERROR_FRACTION, else a third follows.
+        previous_newton = relative(newton_size) if iteration > 1 else 0.0
         start = q[dynamic].copy()
         if small(newton_size):
             q[dynamic] = start + direction
-            # A first direction that passes the test from a start near the answer (the explicit
-            # prediction) leaves an error that the test does not bound well: it is accepted only
+            # A first direction that passes the test from a start near the answer (the repeated
+            # motion) leaves an error that the test does not bound well: it is accepted only
             # when chord steps confirm it under the strict test of chords_converge (the ratio of
             # the first chord step to it counting in the estimate), else the next iteration
             # follows. (From q^t the first direction is the step's whole motion: it passes only
