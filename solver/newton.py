@@ -170,7 +170,8 @@ def newton_error_estimate(size: float, size_before: float) -> float:
     (1 - theta) (infinite for theta >= 1). With PSD-projected Hessians (a drive, the
     OrthoPotential of a small part) Newton can converge linearly, and a last direction then left
     several times its size: a dragged 5-slider chain at one step per frame (with the joints'
-    projected curvature, as on the SuperLU path) ended 5.0 mm off a tightly converged run at a
+    projected curvature, as every factorisation had it before the exact Hessians were tried
+    first) ended 5.0 mm off a tightly converged run at a
     last direction of 1e-2 of the tolerance, 1.0 mm with this estimate (docs/performance.md).
     Where Newton converges quadratically theta is small and the estimate is the size."""
     theta = size / size_before if size_before > 0.0 else np.inf
@@ -305,11 +306,13 @@ class IncrementalPotential:
         self.chord_backoff = BackOff()
         # The terms whose Hessian holds a weighted PSD modification (curvature_projection: the
         # OrthoPotential's shift, the prismatic joints' and drives' projections), tried exact
-        # first where the factorisation tells whether the Newton matrix is positive definite (see
-        # factorize), and the back-off after failed tries.
-        self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)
-                          and self.linear_solver.detects_indefinite]
+        # first (see factorize), and the back-off after failed tries. exact_unverified: the last
+        # factorisation holds their exact Hessians on a solver that does not tell whether the
+        # matrix is positive definite (SuperLU), so its first direction's curvature is to be
+        # checked (check_exact_curvature).
+        self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)]
         self.exact_backoff = BackOff()
+        self.exact_unverified = False
 
     def refresh_constant_hessian(self, q: np.ndarray) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
@@ -397,9 +400,9 @@ class IncrementalPotential:
         (12 x dynamic,) at q.
 
         The terms with a ``curvature_projection`` (the OrthoPotential, the prismatic joints and
-        drives) are first tried with their exact Hessians (weight 0) where the factorisation is a
-        Cholesky one, which fails when the matrix is not positive definite
-        (``detects_indefinite``); on that failure the matrix is factorised again with their PSD
+        drives) are first tried with their exact Hessians (weight 0); where the factorisation is a
+        Cholesky one, it fails when the matrix is not positive definite
+        (``detects_indefinite``), and on that failure the matrix is factorised again with their PSD
         modifications (1: the OrthoPotential's shift, the joints' term-wise projections), and the
         next 1, 2, 4 ... 16 factorisations skip the try (:class:`BackOff`). The bodies' inertia
         and the terms' own Gauss-Newton parts mostly outweigh the negative curvature, and the
@@ -417,24 +420,66 @@ class IncrementalPotential:
         terms' band (:meth:`LinearSolver.factorize_sum`); otherwise the assembled block values
         (:meth:`gradient_hessian`) are factorised.
 
+        SuperLU's LU (``detects_indefinite`` false) factorises an indefinite matrix without a
+        word: there the exact factorisation is left for :meth:`check_exact_curvature` to verify
+        on its first direction (:attr:`exact_unverified`).
+
         Raises:
             SingularSystem: the Hessian with the terms' modifications is not positive definite
                 or is singular.
         """
         exact = bool(self._weighted) and self.exact_backoff.ready()
-        for term in self._weighted:
-            term.curvature_projection = 0.0 if exact else 1.0
+        self._set_projection(0.0 if exact else 1.0)
+        self.exact_unverified = False
         if exact:
             try:
                 gradient = self._factorize(q)
             except SingularSystem:
                 self.exact_backoff.record(False)
-                for term in self._weighted:
-                    term.curvature_projection = 1.0
+                self._set_projection(1.0)
             else:
-                self.exact_backoff.record(True)
+                if self.linear_solver.detects_indefinite:
+                    self.exact_backoff.record(True)
+                else:
+                    self.exact_unverified = True
                 return gradient
         return self._factorize(q)
+
+    def check_exact_curvature(self, q: np.ndarray, gradient: np.ndarray, direction: np.ndarray) -> bool:
+        """Verify an exact factorisation that the solver could not (:attr:`exact_unverified`) on
+        its first Newton direction (12 x dynamic,) for ``gradient`` (12 x dynamic,) at q (bodies,
+        12): its curvature d^T H d = -g . d must be positive, else the matrix is not positive
+        definite and it is factorised again at q with the terms' modifications, as
+        :meth:`factorize` does after a failed Cholesky factorisation (and backs off likewise).
+
+        This is the inertia-free test of Chiang and Zavala ("An inertia-free filter line-search
+        algorithm for large-scale nonlinear programming", Comput. Optim. Appl. 64, 2016, §3), for
+        factorisations that do not report the matrix's inertia: it passes every positive definite
+        matrix, and a direction that has negative curvature along it, the harmful case (its
+        components along negative eigenvectors are amplified by 1 / |eigenvalue| and dominate
+        d^T H d), fails it. An indefinite matrix whose direction passes still gives a descent
+        direction, which the line search safeguards.
+
+        Returns:
+            True when the direction passes (or the gradient is zero: nothing to go by; the
+            factorisation is kept), False when the matrix was factorised again (the caller
+            solves for a new direction).
+
+        Raises:
+            SingularSystem: the Hessian with the terms' modifications is singular.
+        """
+        self.exact_unverified = False
+        passes = bool(-(gradient @ direction) > 0.0 or not np.any(gradient))  # a zero gradient: at the minimum
+        self.exact_backoff.record(passes)
+        if not passes:
+            self._set_projection(1.0)
+            self._factorize(q)
+        return passes
+
+    def _set_projection(self, weight: float) -> None:
+        """Set the curvature_projection of the terms that have one (0 exact, 1 modified)."""
+        for term in self._weighted:
+            term.curvature_projection = weight
 
     def _factorize(self, q: np.ndarray) -> np.ndarray:
         """:meth:`factorize` with the terms' curvature projections as they are set."""
@@ -522,11 +567,16 @@ def solve_step(
     solves = [0]  # triangular solves (directions) so far in this step
     chords_trusted = turning <= CHORD_TURN_MAX  # chord steps of any kind (CHORD_TURN_MAX)
 
-    def newton_direction(gradient: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
-        """The direction (dynamic, 12) for ``gradient`` with the current factorisation, and its
-        size (:func:`_direction_size`), which also tells whether it is finite."""
-        direction = solver.solve_factorized(-gradient).reshape(-1, 12)
+    def solve(gradient: np.ndarray) -> np.ndarray:
+        """-H^-1 ``gradient`` (12 x dynamic,) with the current factorisation."""
         solves[0] += 1
+        return solver.solve_factorized(-gradient)
+
+    def newton_direction(gradient: np.ndarray, solution: np.ndarray | None = None) -> tuple[np.ndarray, tuple[float, float]]:
+        """The direction (dynamic, 12) for ``gradient`` with the current factorisation (its
+        ``solution``, :func:`solve`, where already solved), and its size
+        (:func:`_direction_size`), which also tells whether it is finite."""
+        direction = (solve(gradient) if solution is None else solution).reshape(-1, 12)
         size = _direction_size(direction, corners_dynamic)
         if not np.isfinite(size[0]):
             if not np.all(np.isfinite(gradient)):
@@ -628,10 +678,13 @@ def solve_step(
     for iteration in range(1, settings.max_iterations + 1):
         try:
             gradient = potential.factorize(q)
+            solution = solve(gradient)
+            if potential.exact_unverified and not potential.check_exact_curvature(q, gradient, solution):
+                solution = solve(gradient)  # with the terms' modifications
         except SingularSystem as error:
             potential.factorization_reusable = False
             raise NewtonFailure(str(error)) from error
-        direction, newton_size = newton_direction(gradient)
+        direction, newton_size = newton_direction(gradient, solution)
         newton_error = newton_error_estimate(relative(newton_size), previous_newton)
         # A step's first direction carries the step's motion from the start, not a contraction
         # of Newton's error: the second direction's error is not estimated from it (a spinning

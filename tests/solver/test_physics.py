@@ -646,6 +646,66 @@ def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exa
     assert tries == [0.0, 1.0, 1.0, 0.0] and group.curvature_projection == model.ortho.curvature_projection == 0.0
 
 
+def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypatch):
+    """SuperLU's LU factorises an indefinite matrix without a word, so on that path the exact
+    factorisation is verified on its first direction instead (IncrementalPotential.
+    check_exact_curvature, the inertia-free test of Chiang and Zavala). The strained slider of
+    the test above, with the step's inertial target q_tilde chosen so that the gradient vanishes
+    there, is a saddle of the incremental potential; 1 cm beside it along the exact Hessian's
+    most negative eigenvector the exact Newton direction leads back up to the saddle, curvature
+    -g . d < 0: the matrix is factorised again with the term-wise projections, whose direction
+    (checked against a dense solve) descends, and the next factorisation skips the exact try. At
+    rest the exact matrix passes and is kept."""
+    from solver.linear_solver import LinearSolver
+    from solver.model import Model
+    from solver.newton import IncrementalPotential
+    from solver.scene import validate_scene
+
+    monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)  # SuperLU
+    model = Model(validate_scene(prismatic_chain_scene(2)))
+    potential = IncrementalPotential(model.terms, model.slot)
+    assert potential.linear_solver.method == "superlu" and not potential.linear_solver.detects_indefinite
+    group = model.prismatic_group
+    saddle = model.q0.copy()
+    saddle[2, 1] += 0.1
+    saddle[2, 3:12] = (rotation_z(0.3) @ saddle[2, 3:12].reshape(3, 3)).reshape(-1)
+    model.kinetic.q_tilde = saddle[1:].copy()  # no inertial force at the saddle: the other terms' gradient
+    potential.bind(saddle)
+    others = potential.gradient(saddle).reshape(-1, 12, 1)
+    model.kinetic.q_tilde = saddle[1:] + np.linalg.solve(model.kinetic.mass_matrix, others)[:, :, 0]
+    potential.bind(saddle)
+    assert np.abs(potential.gradient(saddle)).max() < 1e-9 * np.abs(others).max()
+    group.curvature_projection = model.ortho.curvature_projection = 0.0
+    eigenvalues, eigenvectors = np.linalg.eigh(potential.assembly.matrix(potential.gradient_hessian(saddle)[1]).toarray())
+    assert eigenvalues[0] < 0.0  # the premise: the exact Hessian is indefinite there
+    beside = saddle.copy()
+    beside[1:] += 0.01 * eigenvectors[:, 0].reshape(-1, 12)
+
+    potential.bind(beside)
+    gradient = potential.factorize(beside)
+    assert potential.exact_unverified and group.curvature_projection == 0.0
+    exact = potential.linear_solver.solve_factorized(-gradient)
+    assert -(gradient @ exact) < 0.0
+    assert not potential.check_exact_curvature(beside, gradient, exact)
+    assert not potential.exact_unverified and group.curvature_projection == model.ortho.curvature_projection == 1.0
+    direction = potential.linear_solver.solve_factorized(-gradient)
+    expected_gradient, blocks = potential.gradient_hessian(beside)  # at projection 1
+    assert np.array_equal(gradient, expected_gradient)  # the modifications change the Hessian only
+    expected = np.linalg.solve(potential.assembly.matrix(blocks).toarray(), -expected_gradient)
+    assert np.allclose(direction, expected, rtol=0.0, atol=1e-9 * np.abs(expected).max())
+    assert -(gradient @ direction) > 0.0
+    potential.factorize(beside)
+    assert not potential.exact_unverified and group.curvature_projection == 1.0  # one chance skipped
+
+    model.kinetic.q_tilde = model.q0[1:].copy()
+    model.kinetic.q_tilde[:, 2] -= 9.81 / 240**2  # the boxes at rest, a step's fall predicted
+    potential.bind(model.q0)
+    gradient = potential.factorize(model.q0)
+    assert potential.exact_unverified and group.curvature_projection == 0.0
+    assert potential.check_exact_curvature(model.q0, gradient, potential.linear_solver.solve_factorized(-gradient))
+    assert not potential.exact_unverified and group.curvature_projection == 0.0
+
+
 def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatch):
     """With max_iterations = 1 a lagged Hessian could not be followed by its chord steps: every
     step factorises its own Hessian, as libuipc's single iteration does."""
@@ -957,15 +1017,16 @@ def dragged_chain_scene(kind: str, link: tuple, seconds: float = 2.0) -> Scene:
 
 
 def test_a_linearly_converging_last_direction_is_not_taken_for_converged(monkeypatch):
-    """A dragged prismatic chain on the SuperLU path, which cannot tell an indefinite Newton
-    matrix and so keeps the joints' term-wise projected curvature: Newton contracts only linearly
-    there (12 to 26 iterations a step). Its joint distances stay within 2e-3 m of a tightly
-    converged run over 2 s. A last direction within 1e-2 of the tolerance left several times
-    that, the same way each step (5.0e-3 m); its error is now estimated from the contraction
-    (1.0e-3 m)."""
-    from solver.linear_solver import LinearSolver
+    """A dragged prismatic chain with the joints' term-wise projected curvature kept (as every
+    factorisation had it before the exact Hessians were tried first): Newton contracts only
+    linearly there (12 to 26 iterations a step). Its joint distances stay within 2e-3 m of a
+    tightly converged run over 2 s. A last direction within 1e-2 of the tolerance left several
+    times that, the same way each step (5.0e-3 m); its error is now estimated from the
+    contraction (1.0e-3 m)."""
+    from solver.newton import IncrementalPotential
 
-    monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)  # SuperLU
+    set_projection = IncrementalPotential._set_projection
+    monkeypatch.setattr(IncrementalPotential, "_set_projection", lambda self, weight: set_projection(self, 1.0))
     trajectory = simulate(dragged_chain_scene("prismatic", (1.0, 0.2, 0.2)))
     reference = simulate(tightly_converged(dragged_chain_scene("prismatic", (1.0, 0.2, 0.2))))
     assert trajectory.all_converged and reference.all_converged
@@ -973,11 +1034,18 @@ def test_a_linearly_converging_last_direction_is_not_taken_for_converged(monkeyp
     assert np.abs(trajectory.distance - reference.distance).max() < 2e-3
 
 
-def test_a_dragged_chain_of_driven_sliders_converges_fast_with_the_exact_joint_curvature():
-    """The same chain on the banded path: Newton tries the joints' and drives' exact Hessians
+@pytest.mark.parametrize("path", ["banded", "superlu"])
+def test_a_dragged_chain_of_driven_sliders_converges_fast_with_the_exact_joint_curvature(path, monkeypatch):
+    """The same chain: Newton tries the joints' and drives' exact Hessians
     (IncrementalPotential.factorize) and converges in 3.08 iterations a step on average, at most
     4 (3.96 and 5 from the explicit prediction; 15.6 and up to 41 with their term-wise
-    projections), 9e-10 m from a tightly converged run (6.5e-4 m with the projections)."""
+    projections), 9e-10 m from a tightly converged run (6.5e-4 m with the projections). The
+    same on the SuperLU path, whose exact factorisations are verified on their first direction
+    (check_exact_curvature; 14.7 iterations a step, up to 43, with the projections kept there)."""
+    from solver.linear_solver import LinearSolver
+
+    if path == "superlu":
+        monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)
     trajectory = simulate(dragged_chain_scene("prismatic", (1.0, 0.2, 0.2)))
     reference = simulate(tightly_converged(dragged_chain_scene("prismatic", (1.0, 0.2, 0.2))))
     assert trajectory.all_converged and reference.all_converged
