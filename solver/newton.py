@@ -458,7 +458,8 @@ class IncrementalPotential:
         matrix, and a direction that has negative curvature along it, the harmful case (its
         components along negative eigenvectors are amplified by 1 / |eigenvalue| and dominate
         d^T H d), fails it. An indefinite matrix whose direction passes still gives a descent
-        direction, which the line search safeguards.
+        direction, which the line search safeguards (or one within the tolerance, which chord
+        steps confirm as for any other).
 
         Returns:
             True when the direction passes (or the gradient is zero: nothing to go by; the
