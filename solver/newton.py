@@ -180,6 +180,21 @@ def newton_error_estimate(size: float, size_before: float) -> float:
     return max(size, size * theta / (1.0 - theta))
 
 
+def positive_curvature(gradient: np.ndarray, solution: np.ndarray) -> bool:
+    """Whether the Newton step ``solution`` = -H^-1 g (n,) for ``gradient`` g (n,) shows H positive
+    along it: its curvature d^T H d = -g . d is positive (or g is zero: nothing to go by).
+
+    The inertia-free test of Chiang and Zavala ("An inertia-free filter line-search algorithm for
+    large-scale nonlinear programming", Comput. Optim. Appl. 64, 2016, §3), for factorisations
+    that do not report the matrix's inertia (SuperLU's LU): every positive definite matrix passes,
+    and a step with negative curvature along it, the harmful case (its components along negative
+    eigenvectors are amplified by 1 / |eigenvalue| and dominate d^T H d), fails. An indefinite
+    matrix whose step passes still gives a descent direction, which the line search safeguards
+    (or one within the tolerance, which chord steps confirm as any other). A step that is not
+    finite fails."""
+    return bool(-(gradient @ solution) > 0.0 or not np.any(gradient))
+
+
 #: Largest turn of a body per time step (``turning`` of :func:`solve_step`: the largest affine
 #: entry of dq/dt dt, about radians) at which chord steps are taken (after a full Newton
 #: iteration, to confirm a direction, or from the previous step's factorisation). The
@@ -306,13 +321,9 @@ class IncrementalPotential:
         self.chord_backoff = BackOff()
         # The terms whose Hessian holds a weighted PSD modification (curvature_projection: the
         # OrthoPotential's shift, the prismatic joints' and drives' projections), tried exact
-        # first (see factorize), and the back-off after failed tries. exact_unverified: the last
-        # factorisation holds their exact Hessians on a solver that does not tell whether the
-        # matrix is positive definite (SuperLU), so its first direction's curvature is to be
-        # checked (check_exact_curvature).
+        # first (see factorize), and the back-off after failed tries.
         self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)]
         self.exact_backoff = BackOff()
-        self.exact_unverified = False
 
     def refresh_constant_hessian(self, q: np.ndarray) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
@@ -395,16 +406,15 @@ class IncrementalPotential:
             self.refresh_constant_hessian(q)
         return [None if call is None else call(q) for call in self._derivatives]
 
-    def factorize(self, q: np.ndarray) -> np.ndarray:
-        """Factorise the Newton matrix at q (bodies, 12) in the linear solver; returns the gradient
-        (12 x dynamic,) at q.
+    def factorize(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Factorise the Newton matrix H at q (bodies, 12) in the linear solver and solve for the
+        Newton step; returns the gradient g (12 x dynamic,) at q and -H^-1 g (12 x dynamic,).
 
         The terms with a ``curvature_projection`` (the OrthoPotential, the prismatic joints and
-        drives) are first tried with their exact Hessians (weight 0); where the factorisation is a
-        Cholesky one, it fails when the matrix is not positive definite
-        (``detects_indefinite``), and on that failure the matrix is factorised again with their PSD
-        modifications (1: the OrthoPotential's shift, the joints' term-wise projections), and the
-        next 1, 2, 4 ... 16 factorisations skip the try (:class:`BackOff`). The bodies' inertia
+        drives) are first tried with their exact Hessians (weight 0). Where that matrix is not
+        positive definite, it is factorised again with their PSD modifications (1: the
+        OrthoPotential's shift, the joints' term-wise projections), and the next 1, 2, 4 ... 16
+        factorisations skip the try (:class:`BackOff`). The bodies' inertia
         and the terms' own Gauss-Newton parts mostly outweigh the negative curvature, and the
         joints' projection, which holds a strained joint's axis as stiff as K |C| (K the joint's
         stiffness, C its cross-product residual) against rotations that only the bodies' inertia
@@ -416,13 +426,14 @@ class IncrementalPotential:
         needed (Nocedal and Wright, Numerical Optimization, 2nd ed., §3.4), the terms' own
         modifications as the modification.
 
+        Whether the exact matrix is positive definite: a Cholesky factorisation tells by
+        failing (``detects_indefinite``: the banded and GPU paths); SuperLU's LU factorises an
+        indefinite matrix without a word, so there the step's curvature tells
+        (:func:`positive_curvature`).
+
         On the banded path the terms' element Hessians go straight into a copy of the constant
         terms' band (:meth:`LinearSolver.factorize_sum`); otherwise the assembled block values
         (:meth:`gradient_hessian`) are factorised.
-
-        SuperLU's LU (``detects_indefinite`` false) factorises an indefinite matrix without a
-        word: there the exact factorisation is left for :meth:`check_exact_curvature` to verify
-        on its first direction (:attr:`exact_unverified`).
 
         Raises:
             SingularSystem: the Hessian with the terms' modifications is not positive definite
@@ -430,52 +441,20 @@ class IncrementalPotential:
         """
         exact = bool(self._weighted) and self.exact_backoff.ready()
         self._set_projection(0.0 if exact else 1.0)
-        self.exact_unverified = False
         if exact:
             try:
                 gradient = self._factorize(q)
+                solution = self.linear_solver.solve_factorized(-gradient)
             except SingularSystem:
-                self.exact_backoff.record(False)
-                self._set_projection(1.0)
+                pass
             else:
-                if self.linear_solver.detects_indefinite:
+                if self.linear_solver.detects_indefinite or positive_curvature(gradient, solution):
                     self.exact_backoff.record(True)
-                else:
-                    self.exact_unverified = True
-                return gradient
-        return self._factorize(q)
-
-    def check_exact_curvature(self, q: np.ndarray, gradient: np.ndarray, direction: np.ndarray) -> bool:
-        """Verify an exact factorisation that the solver could not (:attr:`exact_unverified`) on
-        its first Newton direction (12 x dynamic,) for ``gradient`` (12 x dynamic,) at q (bodies,
-        12): its curvature d^T H d = -g . d must be positive, else the matrix is not positive
-        definite and it is factorised again at q with the terms' modifications, as
-        :meth:`factorize` does after a failed Cholesky factorisation (and backs off likewise).
-
-        This is the inertia-free test of Chiang and Zavala ("An inertia-free filter line-search
-        algorithm for large-scale nonlinear programming", Comput. Optim. Appl. 64, 2016, §3), for
-        factorisations that do not report the matrix's inertia: it passes every positive definite
-        matrix, and a direction that has negative curvature along it, the harmful case (its
-        components along negative eigenvectors are amplified by 1 / |eigenvalue| and dominate
-        d^T H d), fails it. An indefinite matrix whose direction passes still gives a descent
-        direction, which the line search safeguards (or one within the tolerance, which chord
-        steps confirm as for any other).
-
-        Returns:
-            True when the direction passes (or the gradient is zero: nothing to go by; the
-            factorisation is kept), False when the matrix was factorised again (the caller
-            solves for a new direction).
-
-        Raises:
-            SingularSystem: the Hessian with the terms' modifications is singular.
-        """
-        self.exact_unverified = False
-        passes = bool(-(gradient @ direction) > 0.0 or not np.any(gradient))  # a zero gradient: at the minimum
-        self.exact_backoff.record(passes)
-        if not passes:
+                    return gradient, solution
+            self.exact_backoff.record(False)
             self._set_projection(1.0)
-            self._factorize(q)
-        return passes
+        gradient = self._factorize(q)
+        return gradient, self.linear_solver.solve_factorized(-gradient)
 
     def _set_projection(self, weight: float) -> None:
         """Set the curvature_projection of the terms that have one (0 exact, 1 modified)."""
@@ -568,16 +547,12 @@ def solve_step(
     solves = [0]  # triangular solves (directions) so far in this step
     chords_trusted = turning <= CHORD_TURN_MAX  # chord steps of any kind (CHORD_TURN_MAX)
 
-    def solve(gradient: np.ndarray) -> np.ndarray:
-        """-H^-1 ``gradient`` (12 x dynamic,) with the current factorisation."""
-        solves[0] += 1
-        return solver.solve_factorized(-gradient)
-
     def newton_direction(gradient: np.ndarray, solution: np.ndarray | None = None) -> tuple[np.ndarray, tuple[float, float]]:
         """The direction (dynamic, 12) for ``gradient`` with the current factorisation (its
-        ``solution``, :func:`solve`, where already solved), and its size
-        (:func:`_direction_size`), which also tells whether it is finite."""
-        direction = (solve(gradient) if solution is None else solution).reshape(-1, 12)
+        ``solution`` -H^-1 g where :meth:`IncrementalPotential.factorize` already solved), and its
+        size (:func:`_direction_size`), which also tells whether it is finite."""
+        direction = (solver.solve_factorized(-gradient) if solution is None else solution).reshape(-1, 12)
+        solves[0] += 1
         size = _direction_size(direction, corners_dynamic)
         if not np.isfinite(size[0]):
             if not np.all(np.isfinite(gradient)):
@@ -678,10 +653,7 @@ def solve_step(
     previous_newton = 0.0  # the relative size of the iteration before's Newton direction (none: no estimate)
     for iteration in range(1, settings.max_iterations + 1):
         try:
-            gradient = potential.factorize(q)
-            solution = solve(gradient)
-            if potential.exact_unverified and not potential.check_exact_curvature(q, gradient, solution):
-                solution = solve(gradient)  # with the terms' modifications
+            gradient, solution = potential.factorize(q)
         except SingularSystem as error:
             potential.factorization_reusable = False
             raise NewtonFailure(str(error)) from error

@@ -633,9 +633,9 @@ def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exa
     with pytest.raises(SingularSystem, match="not positive definite"):
         factorize(potential, strained)
 
-    gradient = potential.factorize(strained)
+    gradient, direction = potential.factorize(strained)
     assert tries == [0.0, 1.0] and group.curvature_projection == model.ortho.curvature_projection == 1.0
-    direction = potential.linear_solver.solve_factorized(-gradient)
+    assert np.array_equal(direction, potential.linear_solver.solve_factorized(-gradient))
     expected_gradient, blocks = potential.gradient_hessian(strained)  # at projection 1
     expected = np.linalg.solve(potential.assembly.matrix(blocks).toarray(), -expected_gradient)
     assert np.allclose(direction, expected, rtol=0.0, atol=1e-9 * np.abs(expected).max())
@@ -647,18 +647,18 @@ def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exa
 
 
 def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypatch):
-    """SuperLU's LU factorises an indefinite matrix without a word, so on that path the exact
-    factorisation is verified on its first direction instead (IncrementalPotential.
-    check_exact_curvature, the inertia-free test of Chiang and Zavala). The strained slider of
-    the test above, with the step's inertial target q_tilde chosen so that the gradient vanishes
+    """SuperLU's LU factorises an indefinite matrix without a word, so on that path
+    IncrementalPotential.factorize verifies the exact factorisation on its Newton step instead
+    (positive_curvature, the inertia-free test of Chiang and Zavala). The strained slider of the
+    test above, with the step's inertial target q_tilde chosen so that the gradient vanishes
     there, is a saddle of the incremental potential; 1 cm beside it along the exact Hessian's
-    most negative eigenvector the exact Newton direction leads back up to the saddle, curvature
-    -g . d < 0: the matrix is factorised again with the term-wise projections, whose direction
+    most negative eigenvector the exact Newton step leads back up to the saddle, curvature
+    -g . d < 0: the matrix is factorised again with the term-wise projections, whose step
     (checked against a dense solve) descends, and the next factorisation skips the exact try. At
     rest the exact matrix passes and is kept."""
     from solver.linear_solver import LinearSolver
     from solver.model import Model
-    from solver.newton import IncrementalPotential
+    from solver.newton import IncrementalPotential, positive_curvature
     from solver.scene import validate_scene
 
     monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)  # SuperLU
@@ -666,6 +666,14 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     potential = IncrementalPotential(model.terms, model.slot)
     assert potential.linear_solver.method == "superlu" and not potential.linear_solver.detects_indefinite
     group = model.prismatic_group
+    tries = []
+    factorize = IncrementalPotential._factorize
+
+    def recording(self, q):
+        tries.append(group.curvature_projection)
+        return factorize(self, q)
+
+    monkeypatch.setattr(IncrementalPotential, "_factorize", recording)
     saddle = model.q0.copy()
     saddle[2, 1] += 0.1
     saddle[2, 3:12] = (rotation_z(0.3) @ saddle[2, 3:12].reshape(3, 3)).reshape(-1)
@@ -680,30 +688,29 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     assert eigenvalues[0] < 0.0  # the premise: the exact Hessian is indefinite there
     beside = saddle.copy()
     beside[1:] += 0.01 * eigenvectors[:, 0].reshape(-1, 12)
-
     potential.bind(beside)
-    gradient = potential.factorize(beside)
-    assert potential.exact_unverified and group.curvature_projection == 0.0
+    gradient = factorize(potential, beside)  # exact, as the projections are set
     exact = potential.linear_solver.solve_factorized(-gradient)
-    assert -(gradient @ exact) < 0.0
-    assert not potential.check_exact_curvature(beside, gradient, exact)
-    assert not potential.exact_unverified and group.curvature_projection == model.ortho.curvature_projection == 1.0
-    direction = potential.linear_solver.solve_factorized(-gradient)
+    assert -(gradient @ exact) < 0.0 and not positive_curvature(gradient, exact)
+
+    gradient, direction = potential.factorize(beside)
+    assert tries == [0.0, 1.0] and group.curvature_projection == model.ortho.curvature_projection == 1.0
     expected_gradient, blocks = potential.gradient_hessian(beside)  # at projection 1
     assert np.array_equal(gradient, expected_gradient)  # the modifications change the Hessian only
     expected = np.linalg.solve(potential.assembly.matrix(blocks).toarray(), -expected_gradient)
     assert np.allclose(direction, expected, rtol=0.0, atol=1e-9 * np.abs(expected).max())
-    assert -(gradient @ direction) > 0.0
+    assert positive_curvature(gradient, direction)
     potential.factorize(beside)
-    assert not potential.exact_unverified and group.curvature_projection == 1.0  # one chance skipped
+    assert tries == [0.0, 1.0, 1.0]  # one chance skipped after the failure
 
     model.kinetic.q_tilde = model.q0[1:].copy()
     model.kinetic.q_tilde[:, 2] -= 9.81 / 240**2  # the boxes at rest, a step's fall predicted
     potential.bind(model.q0)
-    gradient = potential.factorize(model.q0)
-    assert potential.exact_unverified and group.curvature_projection == 0.0
-    assert potential.check_exact_curvature(model.q0, gradient, potential.linear_solver.solve_factorized(-gradient))
-    assert not potential.exact_unverified and group.curvature_projection == 0.0
+    gradient, direction = potential.factorize(model.q0)
+    assert tries == [0.0, 1.0, 1.0, 0.0] and group.curvature_projection == model.ortho.curvature_projection == 0.0
+    assert positive_curvature(gradient, direction)
+    assert positive_curvature(np.zeros_like(gradient), np.zeros_like(direction))  # a zero gradient: nothing to go by
+    assert not positive_curvature(gradient, np.full_like(direction, np.nan))  # a step that is not finite
 
 
 def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatch):
@@ -1040,8 +1047,8 @@ def test_a_dragged_chain_of_driven_sliders_converges_fast_with_the_exact_joint_c
     (IncrementalPotential.factorize) and converges in 3.08 iterations a step on average, at most
     4 (3.96 and 5 from the explicit prediction; 15.6 and up to 41 with their term-wise
     projections), 9e-10 m from a tightly converged run (6.5e-4 m with the projections). The
-    same on the SuperLU path, whose exact factorisations are verified on their first direction
-    (check_exact_curvature; 14.7 iterations a step, up to 43, with the projections kept there)."""
+    same on the SuperLU path, whose exact factorisations are verified on their Newton step
+    (positive_curvature; 14.7 iterations a step, up to 43, with the projections kept there)."""
     from solver.linear_solver import LinearSolver
 
     if path == "superlu":
