@@ -602,6 +602,32 @@ def test_shortcuts_back_off_after_failures_and_reset_after_a_success():
     assert not potential.try_reuse()  # a new constant Hessian: factorise afresh
 
 
+def strained_slider(monkeypatch):
+    """Two sliders from prismatic_chain_scene(2), the second 10 cm off its axis and turned 0.3 rad
+    about z: (model, its IncrementalPotential, that state q (bodies, 12), tries, factorize).
+    ``tries`` records the prismatic group's curvature_projection at each factorisation from now on
+    (test-scoped); ``factorize`` is IncrementalPotential._factorize unrecorded (one
+    factorisation at the projections as set)."""
+    from solver.model import Model
+    from solver.newton import IncrementalPotential
+    from solver.scene import validate_scene
+
+    model = Model(validate_scene(prismatic_chain_scene(2)))
+    potential = IncrementalPotential(model.terms, model.slot)
+    tries = []
+    factorize = IncrementalPotential._factorize
+
+    def recording(self, q):
+        tries.append(model.prismatic_group.curvature_projection)
+        return factorize(self, q)
+
+    monkeypatch.setattr(IncrementalPotential, "_factorize", recording)
+    strained = model.q0.copy()
+    strained[2, 1] += 0.1
+    strained[2, 3:12] = (rotation_z(0.3) @ strained[2, 3:12].reshape(3, 3)).reshape(-1)
+    return model, potential, strained, tries, factorize
+
+
 def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exact_one_is_indefinite(monkeypatch):
     """IncrementalPotential.factorize tries the prismatic joints' exact curvature first. A slider
     10 cm off its axis and turned 0.3 rad (K |C| = 800 against a rotational inertia of 0.13 kg m²)
@@ -609,25 +635,9 @@ def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exa
     projections, whose direction it then gives, and the next factorisation does not try (back-off);
     at rest the exact one is positive definite and kept."""
     from solver.linear_solver import SingularSystem
-    from solver.model import Model
-    from solver.newton import IncrementalPotential
-    from solver.scene import validate_scene
-
-    model = Model(validate_scene(prismatic_chain_scene(2)))
-    model.kinetic.q_tilde = model.q0[1:].copy()
-    potential = IncrementalPotential(model.terms, model.slot)
+    model, potential, strained, tries, factorize = strained_slider(monkeypatch)
     group = model.prismatic_group
-    tries = []
-    factorize = IncrementalPotential._factorize
-
-    def recording(self, q):
-        tries.append(group.curvature_projection)
-        return factorize(self, q)
-
-    monkeypatch.setattr(IncrementalPotential, "_factorize", recording)
-    strained = model.q0.copy()
-    strained[2, 1] += 0.1
-    strained[2, 3:12] = (rotation_z(0.3) @ strained[2, 3:12].reshape(3, 3)).reshape(-1)
+    model.kinetic.q_tilde = model.q0[1:].copy()
     potential.bind(strained)
     group.curvature_projection = 0.0
     with pytest.raises(SingularSystem, match="not positive definite"):
@@ -657,26 +667,12 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     (checked against a dense solve) descends, and the next factorisation skips the exact try. At
     rest the exact matrix passes and is kept."""
     from solver.linear_solver import LinearSolver
-    from solver.model import Model
-    from solver.newton import IncrementalPotential, positive_curvature
-    from solver.scene import validate_scene
+    from solver.newton import positive_curvature
 
     monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)  # SuperLU
-    model = Model(validate_scene(prismatic_chain_scene(2)))
-    potential = IncrementalPotential(model.terms, model.slot)
+    model, potential, saddle, tries, factorize = strained_slider(monkeypatch)
     assert potential.linear_solver.method == "superlu" and not potential.linear_solver.detects_indefinite
     group = model.prismatic_group
-    tries = []
-    factorize = IncrementalPotential._factorize
-
-    def recording(self, q):
-        tries.append(group.curvature_projection)
-        return factorize(self, q)
-
-    monkeypatch.setattr(IncrementalPotential, "_factorize", recording)
-    saddle = model.q0.copy()
-    saddle[2, 1] += 0.1
-    saddle[2, 3:12] = (rotation_z(0.3) @ saddle[2, 3:12].reshape(3, 3)).reshape(-1)
     model.kinetic.q_tilde = saddle[1:].copy()  # no inertial force at the saddle: the other terms' gradient
     potential.bind(saddle)
     others = potential.gradient(saddle).reshape(-1, 12, 1)
