@@ -49,6 +49,12 @@ DRIVE_KP = 8000.0
 DENSITY = 1000.0
 
 
+def default_steps_per_frame(steps_per_second: int) -> int:
+    """Time steps per frame where a command names none: frames of 1/24 s, as the peers are run
+    (10 at dt = 1/240 s, 1 at dt = 1/24 s)."""
+    return max(1, steps_per_second // 24)
+
+
 def run_settings(steps_per_second: int, seconds: float, steps_per_frame: int, device: str) -> Settings:
     """Settings of a benchmark run: dt = 1 / steps_per_second, frames of ``steps_per_frame``
     steps, ``seconds`` simulated, on ``device``."""
@@ -144,7 +150,8 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="+", default=["revolute", "prismatic"],
                         choices=["revolute", "prismatic", "net"])
     parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
-    parser.add_argument("--steps-per-frame", type=int, default=10)
+    parser.add_argument("--steps-per-frame", type=int, default=None,
+                        help="time steps per frame (default: frames of 1/24 s, as the peers: 10 at --dt 240, 1 at --dt 24)")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--strength-ratio", type=float, default=100.0,
                         help="strength_ratio of every joint (default 100, libuipc's default)")
@@ -154,6 +161,8 @@ def main() -> None:
     parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="where the Newton systems are solved (cupy: an NVIDIA GPU, CuPy installed)")
     args = parser.parse_args()
+    if args.steps_per_frame is None:
+        args.steps_per_frame = default_steps_per_frame(args.dt)
 
     # Warm-up: Numba compilation (and CuPy's kernels on the GPU path).
     simulate(chain_scene("revolute", 2, args.dt, 1.0 / 24, args.steps_per_frame, device=args.device))

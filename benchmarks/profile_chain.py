@@ -33,7 +33,7 @@ import scipy.linalg.lapack
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from chains import chain_scene  # noqa: E402
+from chains import chain_scene, default_steps_per_frame  # noqa: E402
 from solver import simulate  # noqa: E402
 
 
@@ -43,12 +43,15 @@ def main() -> None:
     parser.add_argument("--kind", choices=["revolute", "prismatic"], default="revolute")
     parser.add_argument("--size", type=int, default=10, help="boxes in the chain")
     parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
-    parser.add_argument("--steps-per-frame", type=int, default=10)
+    parser.add_argument("--steps-per-frame", type=int, default=None,
+                        help="time steps per frame (default: frames of 1/24 s, as the peers: 10 at --dt 240, 1 at --dt 24)")
     parser.add_argument("--seconds", type=float, default=2.0, help="simulated seconds profiled")
     parser.add_argument("--strength-ratio", type=float, default=100.0)
     parser.add_argument("--interval", type=float, default=0.0002, help="sampling interval, s")
     parser.add_argument("--html", type=Path, help="also write pyinstrument's HTML page here")
     args = parser.parse_args()
+    if args.steps_per_frame is None:
+        args.steps_per_frame = default_steps_per_frame(args.dt)
     try:
         from pyinstrument import Profiler
     except ImportError:

@@ -36,3 +36,13 @@ def test_docs_block_is_appended_once_then_replaced_in_place():
     assert second.endswith("more analysis after the block\n")  # what follows the block is kept
     with pytest.raises(ValueError, match="markers"):
         peers.with_docs_block(page + peers.DOCS_END + "\n", "table\n")
+
+
+def test_chains_runs_the_peers_frames_unless_told_otherwise():
+    """``chains.py --dt 24`` once ran 2.4 frames a second of 10 steps (its fixed default), and the
+    same dt then gave other drifts than ``peers.py`` on the chaotic chains (1.66e-3 against
+    1.78e-3 m on the 10-box revolute chain); both now make frames of 1/24 s."""
+    chains = benchmark_modules.load("chains")
+    for dt in (240, 120, 24):
+        assert chains.default_steps_per_frame(dt) == peers.steps_per_frame(dt)
+    assert chains.default_steps_per_frame(240) == 10 and chains.default_steps_per_frame(24) == 1
