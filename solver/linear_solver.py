@@ -155,9 +155,12 @@ class LinearSolver:
         ).astype(np.int64)
         self._block_diagonal = row_position == column_position
         self._block_identity = np.arange(len(self.block_rows), dtype=np.int64).reshape(-1, 1, 1)  # block k as element k
-        self._factor = None
+        self._lu = None  # SuperLU path: the last factorisation (scipy.sparse.linalg.SuperLU)
+        # Banded path: the last factor L in lower storage (the band), whether it has been moved
+        # into upper storage as U = L^T (_upper_factor), and the solves it has served so far.
         self._lower_factor = None
-        self._solves = 0  # solves served by the last banded factor so far
+        self._moved = False
+        self._solves = 0
 
     def factorize(self, blocks: np.ndarray) -> None:
         """Factorise H, given by its BSR block values (blocks, 12, 12), for :meth:`solve_factorized`.
@@ -168,7 +171,7 @@ class LinearSolver:
         if self.size == 0:
             return
         # No stale factor: the band is the lower factor's storage, and a failed splu leaves none.
-        self._factor = self._lower_factor = None
+        self._lu = self._lower_factor = None
         if self.method == "banded":
             self._banded.fill(0.0)
             self._scatter_blocks(blocks, self._banded)
@@ -176,7 +179,7 @@ class LinearSolver:
             return
         hessian = scipy.sparse.bsr_matrix((blocks, self.block_columns, self._indptr()), shape=(self.size, self.size))
         try:
-            self._factor = scipy.sparse.linalg.splu(
+            self._lu = scipy.sparse.linalg.splu(
                 hessian.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
             )
         except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
@@ -215,7 +218,7 @@ class LinearSolver:
             raise ValueError("factorize_sum is for the banded path; the SuperLU path takes assembled blocks")
         if self.size == 0:
             return
-        self._factor = self._lower_factor = None  # the band is the lower factor's storage
+        self._lower_factor = None  # the band is the lower factor's storage
         np.copyto(self._banded, constant_band)
         for hessian_elements, block_index in elements:
             _scatter_banded(hessian_elements, block_index, self._block_offset, self._block_diagonal, self._banded)
@@ -238,7 +241,7 @@ class LinearSolver:
         if info != 0:
             self._solves = 0
             raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbtrf info {info})")
-        self._lower_factor = factor  # _factor is None: the callers drop the last factor first
+        self._lower_factor, self._moved = factor, False
         if self._solves != 1:
             self._move_factor()
         self._solves = 0
@@ -246,7 +249,7 @@ class LinearSolver:
     def _move_factor(self) -> None:
         """Keep the last factor L as U = L^T in upper storage, for the faster upper solves."""
         _transpose_band(self._lower_factor, self._upper_factor)
-        self._factor = self._upper_factor
+        self._moved = True
 
     def solve_factorized(self, right_hand_side: np.ndarray) -> np.ndarray:
         """x (size,) with H x = b (size,), H from the last :meth:`factorize` (a triangular solve each).
@@ -264,12 +267,12 @@ class LinearSolver:
             if self._lower_factor is None:
                 raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
             self._solves += 1
-            if self._factor is None and self._solves > 1:
+            if not self._moved and self._solves > 1:
                 self._move_factor()
-            if self._factor is None:  # the factor's first solve, not yet moved
+            if self._moved:
+                solution, info = scipy.linalg.lapack.dpbtrs(self._upper_factor, permuted, lower=0, overwrite_b=1)
+            else:  # the factor's first solve, not yet moved
                 solution, info = scipy.linalg.lapack.dpbtrs(self._lower_factor, permuted, lower=1, overwrite_b=1)
-            else:
-                solution, info = scipy.linalg.lapack.dpbtrs(self._factor, permuted, lower=0, overwrite_b=1)
             if info != 0:
                 raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
             if not self._permuted:
@@ -277,9 +280,9 @@ class LinearSolver:
             result = np.empty((self.size // 12, 12))
             result[self.order] = solution.reshape(-1, 12)
             return result.reshape(-1)
-        if self._factor is None:
+        if self._lu is None:
             raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
-        return self._factor.solve(right_hand_side)
+        return self._lu.solve(right_hand_side)
 
     def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
         """Solve H x = b for H given by its BSR block values (blocks, 12, 12); b (size,).
