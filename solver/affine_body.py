@@ -9,9 +9,10 @@ with J(x_bar) = [I3 | e1 x_barT | e2 x_barT | e3 x_barT] (3x12).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from scipy.spatial.transform import Rotation
+
+from .jit import kernel
 
 
 def q_from_transform(transform: np.ndarray) -> np.ndarray:
@@ -101,7 +102,7 @@ def central_inertia_floor(mass: np.ndarray, mass_x_bar: np.ndarray, second_momen
     return np.maximum(np.linalg.eigvalsh(central)[:, 0], 0.0)
 
 
-@numba.njit(cache=True)
+@kernel
 def repeated_motion(start, velocity, dt, out):
     """Each body's pose one step on, its last step's motion repeated: T' = T^t (T^(t-1))^-1 T^t,
     with T the 4x4 transform [A p; 0 1] of q, T^t of ``start`` (n, 12) and T^(t-1) = that of

@@ -10,12 +10,13 @@ iteration only refills the block values with a Numba scatter kernel.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import scipy.sparse
 
+from .jit import kernel
 
-@numba.njit(cache=True)
+
+@kernel
 def _scatter(gradient_elements, hessian_elements, bodies, slot, block_index, gradient, blocks):
     count, k = bodies.shape
     for e in range(count):
@@ -34,7 +35,7 @@ def _scatter(gradient_elements, hessian_elements, bodies, slot, block_index, gra
                         blocks[index, r, c] += hessian_elements[e, 12 * a + r, 12 * b + c]
 
 
-@numba.njit(cache=True)
+@kernel
 def _scatter_gradient(gradient_elements, bodies, slot, gradient):
     count, k = bodies.shape
     for e in range(count):

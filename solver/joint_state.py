@@ -11,11 +11,12 @@ Source: ``../shared/spec/libuipc_reference.md`` §3.10 and pitfall 9.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from .jit import kernel
 
-@numba.njit(cache=True)
+
+@kernel
 def accumulate_angles(sine, cosine, joint_indices, raw_angle, sin_committed, cos_committed):
     """Advance the raw angles of the revolute joints ``joint_indices`` (n,) int to the state whose
     unnormalised sinθ, cosθ (n,) are given: raw <- raw + remainder(θ - raw + π, 2π) - π with

@@ -16,19 +16,20 @@ contributes its (positive definite) mass matrix, and every other term is PSD-pro
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import scipy.linalg.lapack
 import scipy.sparse
 import scipy.sparse.csgraph
 import scipy.sparse.linalg
 
+from .jit import kernel
+
 
 class SingularSystem(RuntimeError):
     """The Newton system could not be factorised (not positive definite or singular)."""
 
 
-@numba.njit(cache=True)
+@kernel
 def _scatter_banded(hessian_elements, block_index, block_offset, block_diagonal, banded):
     """banded += the element Hessians (n, 12k, 12k), each element block (a, b) going to BSR block
     ``block_index[e, a, b]`` (-1: none), whose lower triangle in the permuted order the band holds.
@@ -55,7 +56,7 @@ def _scatter_banded(hessian_elements, block_index, block_offset, block_diagonal,
                         flat[start + r] += hessian_elements[e, 12 * a + r, 12 * b + c]
 
 
-@numba.njit(cache=True)
+@kernel
 def _transpose_band(lower, upper):
     """upper = the transpose of the lower triangular band matrix in ``lower``, in LAPACK upper band
     storage: both (bandwidth + 1, size) in Fortran order, entry (d, j) of ``lower`` being L[j + d, j]

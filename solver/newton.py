@@ -80,16 +80,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from .assembly import Assembly
 from .constitutions._kernels import check_state
 from .device_solver import linear_solver_for
+from .jit import kernel
 from .linear_solver import SingularSystem
 
 
-@numba.njit(cache=True)
+@kernel
 def _direction_size(direction, corners):
     """(max |J(x̄) dq| over the bounding-box corners x̄, max |dq[3:12]|) of a direction (bodies, 12);
     (nan, nan) when an entry of the direction is not finite."""

@@ -13,7 +13,6 @@ loop.
 """
 
 from .driving_prismatic_joint import DrivingPrismaticJoint
-from .joint_limit_penalty import penalty
 from .kinetic import Kinetic
 from .ortho_potential import OrthoPotential
 from .prismatic_joint import PrismaticJoint
@@ -24,5 +23,5 @@ from .soft_transform_constraint import SoftTransformConstraint
 
 __all__ = [
     "DrivingPrismaticJoint", "Kinetic", "OrthoPotential", "PrismaticJoint", "PrismaticJointLimit",
-    "RevoluteJoint", "RevoluteJointLimit", "SoftTransformConstraint", "penalty",
+    "RevoluteJoint", "RevoluteJointLimit", "SoftTransformConstraint",
 ]

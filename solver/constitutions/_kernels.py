@@ -34,12 +34,14 @@ from typing import Callable, NamedTuple, Optional
 import numba
 import numpy as np
 
+from ..jit import helper
+
 # ---------------------------------------------------------------------------------------------
 # Small dense linear algebra
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@helper
 def project_psd(hessian):
     """PSD projection of a symmetric matrix (m, m): eigen-decompose, clamp eigenvalues < 0 to 0.
 
@@ -66,20 +68,20 @@ def project_psd(hessian):
     return projected
 
 
-@numba.njit(cache=True)
+@helper
 def dot3(a, b):
     """a · b of two 3-vectors."""
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@numba.njit(cache=True)
+@helper
 def add_identity_block(matrix, row, column, value):
     """matrix[row:row+3, column:column+3] += value * I3 (in place)."""
     for k in range(3):
         matrix[row + k, column + k] += value
 
 
-@numba.njit(cache=True)
+@helper
 def add_outer_block(matrix, row, column, scale, a, b):
     """matrix[row:row+len(a), column:column+len(b)] += scale * a bᵀ (in place)."""
     for r in range(a.shape[0]):
@@ -88,7 +90,7 @@ def add_outer_block(matrix, row, column, scale, a, b):
             matrix[row + r, column + c] += scaled * b[c]
 
 
-@numba.njit(cache=True)
+@helper
 def add_outer(matrix, scale, a, b):
     """matrix += scale * a bᵀ (in place), a (m,), b (m,)."""
     for r in range(a.shape[0]):
@@ -108,7 +110,7 @@ def add_outer(matrix, scale, a, b):
 # time of such kernels.
 
 
-@numba.njit(cache=True)
+@helper
 def point_separation(q, i, j, points_i, points_j, e, end, k):
     """Component k of J(x̄_i) q_i − J(x̄_j) q_j, m: the separation of a point's two copies, carried
     by body i at its local x̄_i = points_i[e, end] (3,) and by body j at x̄_j = points_j[e, end]
@@ -119,7 +121,7 @@ def point_separation(q, i, j, points_i, points_j, e, end, k):
     return value
 
 
-@numba.njit(cache=True)
+@helper
 def direction_into(q, body, directions, e, index, out, offset):
     """out[offset:offset + 3] = A v̄, the world image of the body-local direction v̄ = directions[e, index] (3,)."""
     for k in range(3):
@@ -129,7 +131,7 @@ def direction_into(q, body, directions, e, index, out, offset):
         out[offset + k] = value
 
 
-@numba.njit(cache=True)
+@helper
 def dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, out, row):
     """out[row] (12,) = M delta for the ABD mass matrix M of element e's (m, m x̄, S) (mass (n,),
     mass_x_bar (n, 3), second_moment (n, 3, 3); :func:`solver.affine_body.mass_matrix`),
@@ -153,7 +155,7 @@ def dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, out, row):
 # ---------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@helper
 def gather_dofs(q, body_row):
     """Stacked DOFs (12 k,) of the k bodies ``body_row`` (k,) from the global q (n_bodies, 12)."""
     q_element = np.empty(12 * body_row.shape[0])
@@ -161,7 +163,7 @@ def gather_dofs(q, body_row):
     return q_element
 
 
-@numba.njit(cache=True)
+@helper
 def gather_dofs_into(q, body_row, q_element):
     """:func:`gather_dofs` into an existing (12 k,) array: element loops reuse one buffer instead
     of allocating one per element (small allocations dominated the gradient-only kernels)."""
@@ -171,7 +173,7 @@ def gather_dofs_into(q, body_row, q_element):
             q_element[12 * b + d] = q[body, d]
 
 
-@numba.njit(cache=True)
+@helper
 def apply_jacobian(jacobian, q_element):
     """F = J_F q_element, J_F (m, d), q_element (d,) -> (m,)."""
     F = np.empty(jacobian.shape[0])
@@ -179,7 +181,7 @@ def apply_jacobian(jacobian, q_element):
     return F
 
 
-@numba.njit(cache=True)
+@helper
 def apply_jacobian_into(jacobian, q_element, F):
     """:func:`apply_jacobian` into an existing (m,) array ``F``."""
     m, d = jacobian.shape
@@ -190,7 +192,7 @@ def apply_jacobian_into(jacobian, q_element, F):
         F[r] = total
 
 
-@numba.njit(cache=True)
+@helper
 def add_derivatives(gradient, hessian, gradient_term, hessian_term):
     """gradient (m,) += gradient_term, hessian (m, m) += hessian_term, in place (explicit loops:
     the array expression ``+=`` makes Numba compile a loop of its own at every use)."""
@@ -200,7 +202,7 @@ def add_derivatives(gradient, hessian, gradient_term, hessian_term):
             hessian[r, c] += hessian_term[r, c]
 
 
-@numba.njit(cache=True)
+@helper
 def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
     """Map F-space derivatives to q and accumulate: gradient += J_Fᵀ ∇_F E, hessian += J_Fᵀ H_F J_F.
 
@@ -213,14 +215,14 @@ def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
     add_mapped_derivatives_into(jacobian, gradient_F, hessian_F, gradient, hessian, mapping_scratch(m, d))
 
 
-@numba.njit(cache=True)
+@helper
 def mapping_scratch(m, d):
     """Work arrays of :func:`add_mapped_derivatives_into` for an (m, d) F-Jacobian: column
     indices (m, d), values (m, d), counts (m,) of each row's non-zeros, and H_F J_F (m, d)."""
     return np.empty((m, d), dtype=np.int64), np.empty((m, d)), np.empty(m, dtype=np.int64), np.empty((m, d))
 
 
-@numba.njit(cache=True)
+@helper
 def add_mapped_derivatives_into(jacobian, gradient_F, hessian_F, gradient, hessian, scratch):
     """:func:`add_mapped_derivatives` with its work arrays from :func:`mapping_scratch` (an
     element loop allocates them once)."""
@@ -252,7 +254,7 @@ def add_mapped_derivatives_into(jacobian, gradient_F, hessian_F, gradient, hessi
                 hessian[a, b] += j * product[r, b]
 
 
-@numba.njit(cache=True)
+@helper
 def scalar_function_hessian_F(first, second, gradient_x, hessian_x, exact):
     """F-space Hessian of E = f(x(F)): f'' ∇x ∇xᵀ + P(f' ∇²x).
 

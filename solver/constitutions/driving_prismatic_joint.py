@@ -22,6 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..jit import helper, kernel
 from ._kernels import (
     add_identity_block,
     add_mapped_derivatives,
@@ -40,7 +41,7 @@ from ._kernels import (
 from .prismatic_joint import build_axis_jacobians
 
 
-@numba.njit(cache=True)
+@helper
 def driving_energy_F(F, stiffness, target):
     """E for F = [d; t_i; t_j] (9,), stiffness K, raw target d̃."""
     residual_i = dot3(F[3:6], F[0:3]) - target
@@ -48,7 +49,7 @@ def driving_energy_F(F, stiffness, target):
     return 0.5 * stiffness * (residual_i * residual_i + residual_j * residual_j)
 
 
-@numba.njit(cache=True)
+@helper
 def driving_gradient_F(F, stiffness, target):
     """Gradient (9,) of the driving energy with respect to F = [d; t_i; t_j]: K r_i [t_i; d; 0] + K r_j [t_j; 0; d]."""
     gradient = np.zeros(9)
@@ -56,7 +57,7 @@ def driving_gradient_F(F, stiffness, target):
     return gradient
 
 
-@numba.njit(cache=True)
+@helper
 def add_driving_gradient_F(F, stiffness, target, gradient):
     """Add :func:`driving_gradient_F` to ``gradient`` (9,), without allocating."""
     for block in (3, 6):  # t_i, then t_j
@@ -66,7 +67,7 @@ def add_driving_gradient_F(F, stiffness, target, gradient):
             gradient[block + k] += scaled * F[k]
 
 
-@numba.njit(cache=True)
+@helper
 def driving_gradient_hessian_F(F, stiffness, target):
     """Gradient (9,) and exact Hessian (9, 9) of the driving energy with respect to F = [d; t_i; t_j]."""
     gradient = np.zeros(9)
@@ -86,7 +87,7 @@ def driving_gradient_hessian_F(F, stiffness, target):
     return gradient, hessian
 
 
-@numba.njit(cache=True)
+@helper
 def driving_projected_hessian_F(F, stiffness, target):
     """Term-wise PSD projection (9, 9) of the driving Hessian.
 
@@ -99,7 +100,7 @@ def driving_projected_hessian_F(F, stiffness, target):
     return hessian
 
 
-@numba.njit(cache=True)
+@helper
 def add_driving_hessian_F(F, stiffness, target, projection, hessian):
     """Add the driving Hessian (9, 9) to ``hessian`` without allocating, its curvature projected by
     the weight ``projection`` w in [0, 1]: per side K (∇r ∇rᵀ + r [[0, I], [I, 0]]) plus w times
@@ -119,7 +120,7 @@ def add_driving_hessian_F(F, stiffness, target, projection, hessian):
                 hessian[block + r, c] += stiffness * F[r] * F[block + c] + coupling * identity
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, jacobian, stiffness, target):
     total = 0.0
     for e in numba.prange(bodies.shape[0]):
@@ -128,7 +129,7 @@ def _energy_kernel(q, bodies, jacobian, stiffness, target):
     return total
 
 
-@numba.njit(cache=True)
+@helper
 def driving_derivatives_F(F, stiffness, target, exact):
     """Gradient (9,) and Hessian (9, 9) of the driving energy, the Hessian projected unless ``exact``
     (None or True, :func:`._kernels.exact_argument`)."""
@@ -137,7 +138,7 @@ def driving_derivatives_F(F, stiffness, target, exact):
     return driving_gradient_hessian_F(F, stiffness, target)
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0

@@ -14,10 +14,10 @@ E is C² in x except at the bounds of the degenerate window, where it is still C
 
 from __future__ import annotations
 
-import numba
+from ..jit import helper
 
 
-@numba.njit(cache=True)
+@helper
 def penalty(x, lower, upper, strength):
     """Limit penalty E(x) and its first two derivatives.
 

@@ -10,10 +10,10 @@ the predicted state, set by the time integrator before each step.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..affine_body import mass_matrices
+from ..jit import kernel
 from ._kernels import (
     BoundTerm,
     as_bodies,
@@ -26,7 +26,7 @@ from ._kernels import (
 )
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde):
     total = 0.0
     delta, product = np.empty(12), np.empty((1, 12))  # reused by every element
@@ -43,7 +43,7 @@ def _energy_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde):
     return total
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde, gradient):
     delta = np.empty(12)  # reused by every element
     for e in range(bodies.shape[0]):

@@ -38,9 +38,9 @@ step; docs/performance.md).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..jit import helper, kernel
 from ._kernels import (
     BoundTerm,
     CurvatureProjection,
@@ -55,7 +55,7 @@ from ._kernels import (
 )
 
 
-@numba.njit(cache=True)
+@helper
 def _shape_error_into(q, body, error):
     """error (3, 3) = A Aᵀ − I of the body's A (rows a_i = q[body, 3 + 3i : 6 + 3i]): s_i = |a_i|² − 1
     on the diagonal, c_ij = a_i · a_j off it. Reads q by index (no per-element views: their
@@ -69,7 +69,7 @@ def _shape_error_into(q, body, error):
         error[i, i] -= 1.0
 
 
-@numba.njit(cache=True)
+@helper
 def _add_gradient_into(q, body, error, scale, gradient, e):
     """gradient[e, 3:12] += scale ∂/∂a_i ‖A Aᵀ − I‖² = scale 4 Σ_j (A Aᵀ − I)_ij a_j, from
     :func:`_shape_error_into`'s ``error``."""
@@ -81,7 +81,7 @@ def _add_gradient_into(q, body, error, scale, gradient, e):
             gradient[e, 3 + 3 * i + k] += 4.0 * scale * value
 
 
-@numba.njit(cache=True)
+@helper
 def ortho_gradient_hessian_F(F):
     """Gradient (9,) and exact Hessian (9, 9) of ‖A Aᵀ − I‖²_F with respect to F = rows of A."""
     gradient = np.zeros(9)
@@ -106,7 +106,7 @@ def ortho_gradient_hessian_F(F):
     return gradient, hessian
 
 
-@numba.njit(cache=True)
+@helper
 def smallest_eigenvalue_3x3(m):
     """Smallest eigenvalue of a symmetric (3, 3) matrix, in closed form (the trigonometric
     solution of its characteristic cubic, O. K. Smith, Comm. ACM 4(4), 1961)."""
@@ -128,7 +128,7 @@ def smallest_eigenvalue_3x3(m):
 INERTIA_KEPT = 0.1
 
 
-@numba.njit(cache=True)
+@helper
 def hessian_shift(error, scale, inertia_floor):
     """The shift tau >= 0 added to the diagonal of the exact 9x9 F-Hessian (times ``scale``) so that
     the body's block of the Newton matrix, the kinetic term's M plus this one, is positive
@@ -157,7 +157,7 @@ def hessian_shift(error, scale, inertia_floor):
     return max(0.0, allowed - 4.0 * scale * smallest_eigenvalue_3x3(error))
 
 
-@numba.njit(cache=True)
+@helper
 def add_ortho_shifted_hessian_F(F, error, scale, shift, hessian, e):
     """hessian[e, 3:12, 3:12] += scale × the exact Hessian of ‖A Aᵀ − I‖²_F at F (9,) = rows of A,
     plus ``shift`` (:func:`hessian_shift`) on its diagonal; ``error`` (3, 3) is A Aᵀ − I. Written
@@ -180,7 +180,7 @@ def add_ortho_shifted_hessian_F(F, error, scale, shift, hessian, e):
                 hessian[e, 3 + 3 * j + r, 3 + 3 * i + r] += shear
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, scale):
     total = 0.0
     error = np.empty((3, 3))  # reused by every element
@@ -194,7 +194,7 @@ def _energy_kernel(q, bodies, scale):
     return total
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_hessian_kernel(q, bodies, scale, inertia_floor, exact, projection, gradient, hessian):
     error, F = np.empty((3, 3)), np.empty(9)  # reused by every element
     for e in range(bodies.shape[0]):
@@ -218,7 +218,7 @@ def _gradient_hessian_kernel(q, bodies, scale, inertia_floor, exact, projection,
                     hessian[e, 3 + r, 3 + c] = scale[e] * hessian_F[r, c]
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_kernel(q, bodies, scale, gradient):
     error = np.empty((3, 3))  # reused by every element
     for e in range(bodies.shape[0]):

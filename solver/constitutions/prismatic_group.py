@@ -16,9 +16,9 @@ linearly (:class:`solver.newton.IncrementalPotential`).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ..jit import kernel
 from ._kernels import (
     BoundTerm,
     CurvatureProjection,
@@ -47,7 +47,7 @@ from .prismatic_joint import cross_terms_derivatives_F, cross_terms_energy_F, di
 from .prismatic_joint_limit import PrismaticJointLimit, add_limit_projected_derivatives_F, limit_derivatives_F
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
                              limited, lower, upper, strength, exact, projection, gradient, hessian):
     # Reused by every element.
@@ -83,7 +83,7 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
         add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, drive_stiffness, drive_target,
                    limited, lower, upper, strength):
     total = 0.0
@@ -99,7 +99,7 @@ def _energy_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, d
     return total
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, drive_stiffness, drive_target,
                      limited, lower, upper, strength, gradient):
     F, gradient_F = np.empty(9), np.empty(9)  # reused by every element

@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from ..affine_body import direction_jacobians, point_jacobians
+from ..jit import helper, kernel
 from ._kernels import (
     add_identity_block,
     add_mapped_derivatives,
@@ -63,7 +64,7 @@ def build_axis_jacobians(anchor_i, anchor_j, tangent_i, tangent_j) -> np.ndarray
     return jacobian
 
 
-@numba.njit(cache=True)
+@helper
 def axis_F_into(q, i, j, anchor_i, anchor_j, frame_i, frame_j, e, F):
     """F (9,) = [c_j − c_i; t_i; t_j] of element e, with c_k = J(c̄_k) q_k and t_k = A_k t̄_k applied
     in structured form (the dense F-Jacobian of :func:`build_axis_jacobians` is for the Hessian);
@@ -79,7 +80,7 @@ def axis_F_into(q, i, j, anchor_i, anchor_j, frame_i, frame_j, e, F):
         F[k], F[3 + k], F[6 + k] = separation, tangent_i, tangent_j
 
 
-@numba.njit(cache=True)
+@helper
 def add_axis_transpose_into(gradient_F, anchor_i, anchor_j, frame_i, frame_j, e, gradient):
     """gradient[e] (24,) += J_Fᵀ gradient_F for F = [c_j − c_i; t_i; t_j] (:func:`axis_F_into`)."""
     for k in range(3):
@@ -91,7 +92,7 @@ def add_axis_transpose_into(gradient_F, anchor_i, anchor_j, frame_i, frame_j, e,
             gradient[e, 15 + 3 * k + c] += gradient_F[6 + k] * frame_j[e, 0, c] + separation * anchor_j[e, c]
 
 
-@numba.njit(cache=True)
+@helper
 def frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness, gradient):
     """E23 = K/2 (|n_i − n_j|² + |b_i − b_j|²) of element e, in structured form; when ``gradient``
     (n, 24) has rows, also adds its gradient K J23ᵀ F23 to gradient[e]. Returns E23."""
@@ -109,13 +110,13 @@ def frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness, gradient):
     return 0.5 * stiffness * energy
 
 
-@numba.njit(cache=True)
+@helper
 def distance_F(F):
     """d = ½ (c_j − c_i)·(t_i + t_j) for F = [c_j − c_i; t_i; t_j] (9,)."""
     return 0.5 * (dot3(F[0:3], F[3:6]) + dot3(F[0:3], F[6:9]))
 
 
-@numba.njit(cache=True)
+@helper
 def distance_gradient_F(F):
     """Gradient (9,) of d = ½ (c_j − c_i)·(t_i + t_j) with respect to F; its Hessian is the constant
     ½ I at the (d, t_i), (t_i, d), (d, t_j) and (t_j, d) blocks."""
@@ -124,7 +125,7 @@ def distance_gradient_F(F):
     return gradient
 
 
-@numba.njit(cache=True)
+@helper
 def add_distance_gradient_F(F, scale, gradient):
     """Add ``scale`` times :func:`distance_gradient_F` to ``gradient`` (9,), without allocating."""
     for k in range(3):
@@ -133,7 +134,7 @@ def add_distance_gradient_F(F, scale, gradient):
         gradient[6 + k] += 0.5 * scale * F[k]
 
 
-@numba.njit(cache=True)
+@kernel
 def distance_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j):
     """Raw distance d(q) (n,) of every element."""
     n = bodies.shape[0]
@@ -159,7 +160,7 @@ def _build_frame_jacobians(frame_i: np.ndarray, frame_j: np.ndarray) -> np.ndarr
     return jacobian
 
 
-@numba.njit(cache=True)
+@helper
 def cross_terms_energy_F(F, stiffness):
     """E01 = K/2 (|d × t_i|² + |d × t_j|²) for F = [d; t_i; t_j] (9,)."""
     total = 0.0
@@ -172,7 +173,7 @@ def cross_terms_energy_F(F, stiffness):
     return 0.5 * stiffness * total
 
 
-@numba.njit(cache=True)
+@helper
 def cross_terms_gradient_F(F, stiffness):
     """Gradient (9,) of E01 with respect to F = [d; t_i; t_j]: per tangent t,
     ∂/∂d = K (|t|² d − (d·t) t) = K t × (d × t), ∂/∂t = K (|d|² t − (d·t) d) = K (d × t) × d."""
@@ -181,7 +182,7 @@ def cross_terms_gradient_F(F, stiffness):
     return gradient
 
 
-@numba.njit(cache=True)
+@helper
 def add_cross_terms_gradient_F(F, stiffness, gradient):
     """Add :func:`cross_terms_gradient_F` to ``gradient`` (9,), without allocating:
     per tangent t, K (|t|² d − (d·t) t) to the d block and K (|d|² t − (d·t) d) to the t block."""
@@ -194,7 +195,7 @@ def add_cross_terms_gradient_F(F, stiffness, gradient):
             gradient[block + k] += stiffness * (dd * F[block + k] - dt * F[k])
 
 
-@numba.njit(cache=True)
+@helper
 def cross_terms_gradient_hessian_F(F, stiffness):
     """Gradient (9,) and exact Hessian (9, 9) of E01 with respect to F = [d; t_i; t_j].
 
@@ -223,7 +224,7 @@ def cross_terms_gradient_hessian_F(F, stiffness):
     return cross_terms_gradient_F(F, stiffness), stiffness * hessian
 
 
-@numba.njit(cache=True)
+@helper
 def cross_terms_projected_hessian_F(F, stiffness):
     """Term-wise PSD projection (9, 9) of the Hessian of E01 (see the module docstring):
     :func:`add_cross_terms_hessian_F` at projection 1."""
@@ -232,7 +233,7 @@ def cross_terms_projected_hessian_F(F, stiffness):
     return hessian
 
 
-@numba.njit(cache=True)
+@helper
 def add_cross_terms_hessian_F(F, stiffness, projection, hessian):
     """Accumulate the Hessian of E01 (9, 9) into ``hessian``, its curvature projected by the weight
     ``projection`` w in [0, 1]: 1 gives the term-wise PSD projection, 0 the exact Hessian.
@@ -267,7 +268,7 @@ def add_cross_terms_hessian_F(F, stiffness, projection, hessian):
                                                       - kept * F[r] * F[block + c])
 
 
-@numba.njit(cache=True)
+@helper
 def frame_terms_energy_F(F, stiffness):
     """E23 = K/2 |F|² for F = [n_i − n_j; b_i − b_j] (6,)."""
     total = 0.0
@@ -276,7 +277,7 @@ def frame_terms_energy_F(F, stiffness):
     return 0.5 * stiffness * total
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness):
     total = 0.0
     for e in numba.prange(bodies.shape[0]):
@@ -287,7 +288,7 @@ def _energy_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness):
     return total
 
 
-@numba.njit(cache=True)
+@helper
 def cross_terms_derivatives_F(F, stiffness, exact):
     """Gradient (9,) and Hessian (9, 9) of E01, the Hessian projected (term-wise, closed form) unless
     ``exact`` (None or True, :func:`._kernels.exact_argument`)."""
@@ -296,7 +297,7 @@ def cross_terms_derivatives_F(F, stiffness, exact):
     return cross_terms_gradient_hessian_F(F, stiffness)
 
 
-@numba.njit(cache=True)
+@helper
 def add_frame_terms(frame_jacobian, q_element, stiffness, gradient, hessian):
     """Accumulate E23's gradient K Jᵀ F (F = J q) and exact Hessian K JᵀJ (E23 is quadratic in q)
     into (24,) and (24, 24); ``frame_jacobian`` (6, 24) is the element's constant F-Jacobian."""
@@ -312,7 +313,7 @@ def add_frame_terms(frame_jacobian, q_element, stiffness, gradient, hessian):
                     hessian[a, b] += weight * frame_jacobian[r, b]
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         q_element = gather_dofs(q, bodies[e])

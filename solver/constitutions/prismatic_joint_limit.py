@@ -19,6 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..jit import helper, kernel
 from ._kernels import (
     add_mapped_derivatives,
     add_outer,
@@ -37,7 +38,7 @@ from .joint_limit_penalty import penalty
 from .prismatic_joint import add_distance_gradient_F, build_axis_jacobians, distance_F, distance_gradient_F, distance_kernel
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, jacobian, lower, upper, strength):
     total = 0.0
     for e in numba.prange(bodies.shape[0]):
@@ -46,7 +47,7 @@ def _energy_kernel(q, bodies, jacobian, lower, upper, strength):
     return total
 
 
-@numba.njit(cache=True)
+@helper
 def limit_hessian_F(first, second, gradient_x):
     """F-space Hessian (9, 9) f'' ∇x ∇xᵀ + f' ∇²x of E = f(x(F)), exact.
 
@@ -61,7 +62,7 @@ def limit_hessian_F(first, second, gradient_x):
     return hessian
 
 
-@numba.njit(cache=True)
+@helper
 def limit_projected_hessian_F(first, second, gradient_x):
     """F-space Hessian (9, 9) f'' ∇x ∇xᵀ + P(f' ∇²x), the geometric product projected in closed form.
 
@@ -75,7 +76,7 @@ def limit_projected_hessian_F(first, second, gradient_x):
     return hessian
 
 
-@numba.njit(cache=True)
+@helper
 def add_limit_projected_hessian_F(first, second, gradient_x, hessian):
     """Add :func:`limit_projected_hessian_F` to ``hessian`` (9, 9), without allocating."""
     magnitude = abs(first)
@@ -92,7 +93,7 @@ def add_limit_projected_hessian_F(first, second, gradient_x, hessian):
     add_outer(hessian, second, gradient_x, gradient_x)
 
 
-@numba.njit(cache=True)
+@helper
 def add_limit_projected_derivatives_F(F, lower, upper, strength, gradient_x, gradient, hessian):
     """Add the limit penalty's gradient and projected Hessian (:func:`limit_derivatives_F`) to
     ``gradient`` (9,) and ``hessian`` (9, 9), nothing inside the window; ``gradient_x`` (9,) is
@@ -108,7 +109,7 @@ def add_limit_projected_derivatives_F(F, lower, upper, strength, gradient_x, gra
         gradient[k] += first * gradient_x[k]
 
 
-@numba.njit(cache=True)
+@helper
 def limit_derivatives_F(F, lower, upper, strength, exact):
     """(active, gradient (9,), Hessian (9, 9)) of the limit penalty; active is False (and the arrays
     zero) inside the window. The geometric part is projected unless ``exact`` (None or True,
@@ -126,7 +127,7 @@ def limit_derivatives_F(F, lower, upper, strength, exact):
     return True, gradient_x, hessian
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, exact, gradient, hessian):
     for e in numba.prange(bodies.shape[0]):
         gradient[e, :] = 0.0

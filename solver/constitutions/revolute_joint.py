@@ -22,10 +22,10 @@ libuipc fixed in #428); we follow the stated right-hand rule and the reference c
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..affine_body import direction_jacobians, point_jacobians
+from ..jit import helper, kernel
 from ._kernels import (
     BoundTerm,
     as_bodies,
@@ -53,7 +53,7 @@ def build_basis_jacobians(basis_i: np.ndarray, basis_j: np.ndarray) -> np.ndarra
     return jacobian
 
 
-@numba.njit(cache=True)
+@helper
 def sin_cos_F(F):
     """(sinθ, cosθ) of F = [n_i; b_i; n_j; b_j] (12,): sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2."""
     sine = 0.0
@@ -68,7 +68,7 @@ def sin_cos_F(F):
     return 0.5 * sine, 0.5 * cosine
 
 
-@numba.njit(cache=True)
+@helper
 def sin_cos_derivatives_F(F):
     """Gradients (12,) and constant Hessians (12, 12) of sinθ and cosθ with respect to F = [n_i; b_i; n_j; b_j]."""
     gradient_sin = np.empty(12)
@@ -97,7 +97,7 @@ def sin_cos_derivatives_F(F):
     return gradient_sin, gradient_cos, hessian_sin, hessian_cos
 
 
-@numba.njit(cache=True)
+@kernel
 def sin_cos_kernel(q, bodies, basis_i, basis_j):
     """sinθ, cosθ (n,) of every element at the global state q; ``basis_i``/``basis_j`` (n, 2, 3)
     the body-local [n̄, b̄] (F = [A_i n̄_i; A_i b̄_i; A_j n̄_j; A_j b̄_j], applied in structured form)."""
@@ -127,7 +127,7 @@ def _build_jacobians(points_i: np.ndarray, points_j: np.ndarray) -> np.ndarray:
     return jacobian
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, points_i, points_j, stiffness):
     total = 0.0
     for e in range(bodies.shape[0]):
@@ -140,7 +140,7 @@ def _energy_kernel(q, bodies, points_i, points_j, stiffness):
     return total
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_kernel(q, bodies, points_i, points_j, stiffness, gradient):
     for e in range(bodies.shape[0]):
         i, j = bodies[e, 0], bodies[e, 1]

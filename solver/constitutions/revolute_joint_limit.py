@@ -27,6 +27,7 @@ import math
 import numba
 import numpy as np
 
+from ..jit import helper, kernel
 from ._kernels import (
     BoundTerm,
     add_mapped_derivatives_into,
@@ -50,14 +51,14 @@ from .joint_limit_penalty import penalty
 from .revolute_joint import build_basis_jacobians, sin_cos_derivatives_F, sin_cos_F, sin_cos_kernel
 
 
-@numba.njit(cache=True)
+@helper
 def limit_angle_F(F, angle_t, sin_t, cos_t):
     """x = θᵗ + δ for F = [n_i; b_i; n_j; b_j] (12,)."""
     sine, cosine = sin_cos_F(F)
     return angle_t + math.atan2(sine * cos_t - cosine * sin_t, cosine * cos_t + sine * sin_t)
 
 
-@numba.njit(cache=True)
+@helper
 def limit_angle_derivatives_F(F):
     """Gradient (12,) and exact Hessian (12, 12) of x with respect to F (independent of the step-start values)."""
     sine, cosine = sin_cos_F(F)
@@ -76,7 +77,7 @@ def limit_angle_derivatives_F(F):
     return v, hessian
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t):
     total = 0.0
     for e in numba.prange(bodies.shape[0]):
@@ -86,7 +87,7 @@ def _energy_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, 
     return total
 
 
-@numba.njit(cache=True)
+@kernel
 def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, exact, gradient, hessian):
     # Reused by every element (a per-element allocation, view or array expression is also a
     # function more for Numba to compile).
@@ -108,7 +109,7 @@ def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_
         add_mapped_derivatives_into(jacobian[e], gradient_x, hessian_F, gradient[e], hessian[e], scratch)
 
 
-@numba.njit(cache=True)
+@kernel
 def _angle_kernel(q, bodies, jacobian, angle_t, sin_t, cos_t):
     n = bodies.shape[0]
     out = np.empty(n)

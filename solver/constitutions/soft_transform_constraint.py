@@ -13,10 +13,10 @@ kinetic term). ``active`` (0/1, libuipc ``is_constrained``) multiplies the term.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from ..affine_body import mass_matrices
+from ..jit import kernel
 from ._kernels import (
     BoundTerm,
     as_bodies,
@@ -28,7 +28,7 @@ from ._kernels import (
 )
 
 
-@numba.njit(cache=True)
+@kernel
 def _energy_kernel(q, bodies, weighted, aim_q):
     total = 0.0
     delta = np.empty(12)  # reused by every element

@@ -10,6 +10,7 @@ right-hand rotation about +t̂), the prismatic distance, and the limit penalty i
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -23,9 +24,8 @@ from solver.constitutions import (
     RevoluteJoint,
     RevoluteJointLimit,
     SoftTransformConstraint,
-    penalty,
 )
-from solver.constitutions import ortho_potential
+from solver.constitutions import joint_limit_penalty, ortho_potential, prismatic_joint_limit
 from solver.constitutions.prismatic_group import PrismaticJointGroup
 
 STEP = 1e-6
@@ -33,6 +33,30 @@ GRADIENT_TOLERANCE = 1e-5
 HESSIAN_TOLERANCE = 1e-4
 SEEDS = (0, 1, 2)
 N_BODIES = 3
+
+
+# The per-element formulas below are solver.jit helpers, which only compiled code may call: the
+# tests call them through these kernels of their own.
+
+
+@numba.njit
+def penalty_kernel(x, lower, upper, strength):
+    return joint_limit_penalty.penalty(x, lower, upper, strength)
+
+
+@numba.njit
+def smallest_eigenvalue_3x3_kernel(matrix):
+    return ortho_potential.smallest_eigenvalue_3x3(matrix)
+
+
+@numba.njit
+def limit_hessian_F_kernel(first, second, gradient_x):
+    return prismatic_joint_limit.limit_hessian_F(first, second, gradient_x)
+
+
+@numba.njit
+def limit_projected_hessian_F_kernel(first, second, gradient_x):
+    return prismatic_joint_limit.limit_projected_hessian_F(first, second, gradient_x)
 SINGLE_BODIES = np.array([[0], [1], [2], [1]])
 PAIRS = np.array([[0, 1], [1, 2], [2, 0], [1, 0], [0, 2]])  # shared bodies, both orders
 
@@ -300,7 +324,7 @@ def test_smallest_eigenvalue_3x3_matches_lapack():
                  np.zeros((3, 3)), np.array([[1.0, 1e-9, 0.0], [1e-9, 1.0, 0.0], [0.0, 0.0, 1.0]])]
     for matrix in matrices:
         expected = np.linalg.eigvalsh(matrix)[0]
-        assert ortho_potential.smallest_eigenvalue_3x3(matrix) == pytest.approx(
+        assert smallest_eigenvalue_3x3_kernel(matrix) == pytest.approx(
             expected, abs=1e-7 * max(np.abs(matrix).max(), 1e-300))
 
 
@@ -572,8 +596,6 @@ def test_limit_projection_is_on_the_product():
 @pytest.mark.parametrize("first", [-3.7, 0.0, 2.5])
 def test_prismatic_limit_closed_form_projection(first):
     """The closed-form F-space projection equals f'' ∇x∇xᵀ + eigen-clamp(f' ∇²x) (bug #414: the product)."""
-    from solver.constitutions.prismatic_joint_limit import limit_hessian_F, limit_projected_hessian_F
-
     rng = np.random.default_rng(11)
     gradient_x = rng.standard_normal(9)
     second = 4.2
@@ -583,9 +605,9 @@ def test_prismatic_limit_closed_form_projection(first):
             hessian_x[k, side + k] = hessian_x[side + k, k] = 0.5
     values, vectors = np.linalg.eigh(first * hessian_x)
     expected = (vectors * np.maximum(values, 0.0)) @ vectors.T + second * np.outer(gradient_x, gradient_x)
-    assert np.allclose(limit_projected_hessian_F(first, second, gradient_x), expected, rtol=0.0, atol=1e-12)
+    assert np.allclose(limit_projected_hessian_F_kernel(first, second, gradient_x), expected, rtol=0.0, atol=1e-12)
     exact = first * hessian_x + second * np.outer(gradient_x, gradient_x)
-    assert np.allclose(limit_hessian_F(first, second, gradient_x), exact, rtol=0.0, atol=1e-12)
+    assert np.allclose(limit_hessian_F_kernel(first, second, gradient_x), exact, rtol=0.0, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -762,19 +784,19 @@ def test_driving_target_nonzero():
 
 def test_penalty_values_and_derivatives():
     s = 7.0
-    assert penalty(0.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)
-    assert penalty(1.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)  # boundaries are in range
-    assert penalty(-1.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)
-    assert penalty(0.5, 0.5, 0.5, s) == (0.0, 0.0, 0.0)
-    assert penalty(2.0, -1.0, 1.0, s)[0] == pytest.approx(s * (1.0 / 2.0) ** 3)
-    assert penalty(-1.5, -1.0, 1.0, s)[0] == pytest.approx(s * (0.5 / 2.0) ** 3)
-    assert penalty(0.8, 0.5, 0.5, s)[0] == pytest.approx(s * 0.3**3)
-    assert penalty(0.1, 0.5, 0.5, s)[0] == pytest.approx(s * 0.4**3)
+    assert penalty_kernel(0.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)
+    assert penalty_kernel(1.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)  # boundaries are in range
+    assert penalty_kernel(-1.0, -1.0, 1.0, s) == (0.0, 0.0, 0.0)
+    assert penalty_kernel(0.5, 0.5, 0.5, s) == (0.0, 0.0, 0.0)
+    assert penalty_kernel(2.0, -1.0, 1.0, s)[0] == pytest.approx(s * (1.0 / 2.0) ** 3)
+    assert penalty_kernel(-1.5, -1.0, 1.0, s)[0] == pytest.approx(s * (0.5 / 2.0) ** 3)
+    assert penalty_kernel(0.8, 0.5, 0.5, s)[0] == pytest.approx(s * 0.3**3)
+    assert penalty_kernel(0.1, 0.5, 0.5, s)[0] == pytest.approx(s * 0.4**3)
     h = 1e-6
     for x, lower, upper in ((2.0, -1.0, 1.0), (-1.7, -1.0, 1.0), (0.9, 0.5, 0.5), (0.2, 0.5, 0.5)):
-        energy, first, second = penalty(x, lower, upper, s)
-        first_fd = (penalty(x + h, lower, upper, s)[0] - penalty(x - h, lower, upper, s)[0]) / (2 * h)
-        second_fd = (penalty(x + h, lower, upper, s)[1] - penalty(x - h, lower, upper, s)[1]) / (2 * h)
+        energy, first, second = penalty_kernel(x, lower, upper, s)
+        first_fd = (penalty_kernel(x + h, lower, upper, s)[0] - penalty_kernel(x - h, lower, upper, s)[0]) / (2 * h)
+        second_fd = (penalty_kernel(x + h, lower, upper, s)[1] - penalty_kernel(x - h, lower, upper, s)[1]) / (2 * h)
         assert first == pytest.approx(first_fd, rel=1e-6)
         assert second == pytest.approx(second_fd, rel=1e-6)
 
