@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
-import numba
 import numpy as np
 
 from ..jit import helper

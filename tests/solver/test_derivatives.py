@@ -33,6 +33,8 @@ GRADIENT_TOLERANCE = 1e-5
 HESSIAN_TOLERANCE = 1e-4
 SEEDS = (0, 1, 2)
 N_BODIES = 3
+SINGLE_BODIES = np.array([[0], [1], [2], [1]])
+PAIRS = np.array([[0, 1], [1, 2], [2, 0], [1, 0], [0, 2]])  # shared bodies, both orders
 
 
 # The per-element formulas below are solver.jit helpers, which only compiled code may call: the
@@ -57,8 +59,7 @@ def limit_hessian_F_kernel(first, second, gradient_x):
 @numba.njit
 def limit_projected_hessian_F_kernel(first, second, gradient_x):
     return prismatic_joint_limit.limit_projected_hessian_F(first, second, gradient_x)
-SINGLE_BODIES = np.array([[0], [1], [2], [1]])
-PAIRS = np.array([[0, 1], [1, 2], [2, 0], [1, 0], [0, 2]])  # shared bodies, both orders
+
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
