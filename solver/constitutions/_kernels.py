@@ -7,11 +7,11 @@ Every energy is written as q_e -> F = J_F q_e -> E(F), where q_e is the element'
 (12 per body, body i first) and J_F a constant (m, 12 k) Jacobian built once per element. Then
 gradient = J_Fᵀ ∇_F E and Hessian = J_Fᵀ H_F J_F, with H_F projected to PSD for nonlinear energies.
 
-The ``njit(cache=True)`` kernels here are called from the per-constitution kernels; the J_F are
-built at construction from the batched point/direction Jacobians of :mod:`solver.affine_body`;
-the plain-Python helpers at the end convert and check constructor arguments and per-step
-attributes, and :class:`BoundTerm` is what a term's ``bind`` returns: its kernels with those
-attributes checked once, for the calls of one time step.
+The compiled functions here are helpers (:data:`solver.jit.helper`), called only from the
+per-constitution kernels; the J_F are built at construction from the batched point/direction
+Jacobians of :mod:`solver.affine_body`; the plain-Python functions at the end convert and check
+constructor arguments and per-step attributes, and :class:`BoundTerm` is what a term's ``bind``
+returns: its kernels with those attributes checked once, for the calls of one time step.
 Note: Numba's on-disk cache of a caller is not invalidated when only this module changes; clear
 ``$NUMBA_CACHE_DIR`` after editing it.
 
@@ -20,11 +20,12 @@ writes only its own element's outputs; energies are a single ``+=`` reduction), 
 without ``parallel=True``. Measured on the development machine: serial ``gradient_hessian`` costs
 ~1-20 µs per element, so threads only pay beyond ~10³ elements, while ``parallel=True`` roughly
 doubles the cold compile time (+~2 s per kernel) and adds a fork/join cost per call that grew to
-~10 ms per call on a loaded 2-core machine. Adding ``parallel=True`` to such a kernel's decorator
-is the only change needed to thread it. The energy, gradient-only and readout kernels of the
-joints (called several times per time step) loop with ``range`` over scratch arrays allocated
-once per call (:func:`gather_dofs_into`, :func:`apply_jacobian_into`): a small allocation per
-element made them 3x slower; threading those needs a scratch array per thread.
+~10 ms per call on a loaded 2-core machine. Compiling such a kernel with ``parallel=True`` (a
+decorator beside :data:`solver.jit.kernel`) is the only change needed to thread it. The energy,
+gradient-only and readout kernels of the joints (called several times per time step) loop with
+``range`` over scratch arrays allocated once per call (:func:`gather_dofs_into`,
+:func:`apply_jacobian_into`): a small allocation per element made them 3x slower; threading
+those needs a scratch array per thread.
 """
 
 from __future__ import annotations
