@@ -31,7 +31,7 @@ from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, t
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
-from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
+from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_contact_step, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
 from .warmup import compile_in_parallel, compile_tasks
@@ -84,6 +84,10 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     converged = np.zeros(steps, dtype=bool)
     fast_rotation = np.zeros(steps, dtype=bool)
     residual = np.zeros(steps)
+    contact_distance = np.full(frames + 1, np.inf)
+    contact_count = np.zeros(frames + 1, dtype=np.int64)
+    if model.contact is not None:
+        contact_distance[0], contact_count[0] = model.contact.minimum_distance(stepper.q)
 
     transforms[0] = transform_from_q(stepper.q)
     distance[0], angle[0] = stepper.joints.distance, stepper.joints.angle
@@ -109,6 +113,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
                 raise SolverError(f"frame {frame}: the state is not finite")
             transforms[frame] = transform_from_q(stepper.q)
             distance[frame], angle[frame] = stepper.joints.distance, stepper.joints.angle
+            if model.contact is not None:
+                contact_distance[frame], contact_count[frame] = model.contact.minimum_distance(stepper.q)
             if progress is not None and progress(frame, frames) is False:
                 raise SimulationCancelled(f"cancelled after frame {frame} of {frames}")
 
@@ -123,6 +129,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         converged=converged,
         fast_rotation=fast_rotation,
         residual=residual,
+        contact_distance=contact_distance,
+        contact_count=contact_count,
         frame_rate=float(settings.frame_rate),
         substeps=int(settings.substeps),
     )
@@ -271,6 +279,8 @@ class _Stepper:
         revolute joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
         model, dt = self.model, self.dt
         ratio = substep / self.settings.substeps
+        if model.contact is not None:
+            return self._contact_step(potential, frame, ratio)
         if self.kinematic is not None:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         if self.targets_move[frame]:
@@ -293,6 +303,62 @@ class _Stepper:
                             turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
+
+    def _set_step_parameters(self, frame: int, ratio: float) -> np.ndarray:
+        """Set the step's targets, prediction q_tilde and lagged joint values; returns q^t of
+        the dynamic bodies (dynamic, 12)."""
+        model, dt = self.model, self.dt
+        if self.targets_move[frame]:
+            self.begin_step(frame, ratio)
+        start = self.q[self.dynamic].copy()
+        model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
+        if len(model.driving.joint_indices):
+            committed = self.joints.raw_distance[model.driving.joint_indices]
+            model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
+        limit = model.revolute_limit
+        if len(limit.joint_indices):
+            limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
+            limit.sin_t = self.joints.sin[limit.joint_indices].copy()
+            limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+        return start
+
+    def _contact_step(self, potential: IncrementalPotential, frame: int, ratio: float):
+        """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
+        from q^t, friction lagged at q^t. Animated bodies move to their pose at the step's end
+        in collision-free parts: each part as far as CCD allows with the dynamic bodies where
+        they are, then a Newton solve, whose barrier pushes the dynamic bodies out of the way,
+        until the pose is reached (at most :data:`ANIMATED_PARTS_MAX` parts)."""
+        model, dt, contact = self.model, self.dt, self.model.contact
+        start = self._set_step_parameters(frame, ratio)
+        contact.begin_step(self.q, dt)
+        totals = [0, 0]
+        parts = 0
+        while True:
+            if self.kinematic is not None:
+                target = self.kinematic_poses.at(frame, ratio)
+                motion = np.zeros_like(self.q)
+                motion[self.kinematic] = target - self.q[self.kinematic]
+                contact.set_candidates(self.q, motion)
+                alpha = contact.collision_free_step(self.q, motion)
+                parts += 1
+                if alpha >= 1.0 or parts >= ANIMATED_PARTS_MAX:
+                    self.q[self.kinematic] = target
+                else:
+                    self.q[self.kinematic] += alpha * motion[self.kinematic]
+                contact.set_candidates(self.q)
+            result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings)
+            totals[0] += result.iterations
+            totals[1] += result.line_search_iterations
+            if self.kinematic is None or np.array_equal(self.q[self.kinematic], target):
+                break
+        result.iterations, result.line_search_iterations = totals
+        self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
+        return result, self.joints.commit(model, self.q)
+
+
+#: Collision-free parts an animated body's motion in one step is split into at most
+#: (:meth:`_Stepper._contact_step`); past them it moves to its pose regardless.
+ANIMATED_PARTS_MAX = 20
 
 
 def _active_limits(model: Model, q: np.ndarray) -> np.ndarray:

@@ -41,6 +41,11 @@ class Trajectory:
             older file).
         frame_rate: frames per second, 1/s.
         substeps: time steps per frame.
+        contact_distance: (frame_count + 1,) smallest distance between two contact-enabled
+            bodies that may touch, m, at each frame: measured where it is below the barrier's
+            d_hat, +inf otherwise (and where contact is off).
+        contact_count: (frame_count + 1,) active contacts at each frame: the barrier's primitive
+            pairs (point-triangle, edge-edge ...) closer than d_hat; 0 where contact is off.
     """
 
     transforms: np.ndarray
@@ -56,6 +61,15 @@ class Trajectory:
     frame_rate: float
     substeps: int
     scene_digest: str = ""
+    contact_distance: Optional[np.ndarray] = None
+    contact_count: Optional[np.ndarray] = None
+
+    def __post_init__(self):
+        frames = len(self.transforms)
+        if self.contact_distance is None:
+            self.contact_distance = np.full(frames, np.inf)
+        if self.contact_count is None:
+            self.contact_count = np.zeros(frames, dtype=np.int64)
 
     @property
     def frame_count(self) -> int:
@@ -91,6 +105,8 @@ class Trajectory:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))
         stored.setdefault("scene_digest", "")
+        stored.setdefault("contact_distance", None)
+        stored.setdefault("contact_count", None)
         values = {f.name: stored[f.name] for f in fields(cls)}
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])
