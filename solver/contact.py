@@ -225,7 +225,8 @@ class ContactSurface:
                 sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
                 sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
                 if ipctk.has_intersections(sub_mesh, positions):
-                    return self.names[self.order[k]], self.names[self.order[m]]
+                    first, second = sorted((self.order[k], self.order[m]))
+                    return self.names[first], self.names[second]
         return self.names[self.order[0]], self.names[self.order[-1]]
 
     # -- per step ---------------------------------------------------------------------------
@@ -298,16 +299,15 @@ class ContactSurface:
             value += self.dt * ipctk.FrictionPotential(self.eps_velocity)(self._tangential, self._mesh, velocities)
         return float(value)
 
-    def gradient_hessian(self, q: np.ndarray) -> tuple[np.ndarray, scipy.sparse.csr_matrix]:
-        """Gradient (bodies, 12) and PSD-projected Hessian (12 bodies, 12 bodies) in q order of
-        the barrier and friction terms at q (bodies, 12): J^T g and J^T H J through ipctk's
-        displacement map."""
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csr_matrix]:
+        """Gradient (bodies, 12) and Hessian (12 bodies, 12 bodies) in q order of the barrier and
+        friction terms at q (bodies, 12): J^T g and J^T H J through ipctk's displacement map,
+        each primitive pair's Hessian clamped to PSD (``project``) or exact."""
         positions = self.positions(q)
         collisions = self._collisions(positions)
-        size = 12 * self.body_count
         gradient = np.zeros(3 * self.offsets[-1])
         hessian = scipy.sparse.csc_matrix((3 * self.offsets[-1],) * 2)
-        projection = ipctk.PSDProjectionMethod.CLAMP
+        projection = ipctk.PSDProjectionMethod.CLAMP if project else ipctk.PSDProjectionMethod.NONE
         if len(collisions):
             barrier = self.barrier()
             gradient = gradient + barrier.gradient(collisions, self._mesh, positions)
@@ -321,9 +321,7 @@ class ContactSurface:
         full_hessian = self._mesh.to_full_dof(scipy.sparse.csc_matrix(hessian))
         permutation = self._permutation
         q_gradient = (permutation.T @ full_gradient).reshape(self.body_count, 12)
-        q_hessian = (permutation.T @ full_hessian @ permutation).tocsr()
-        assert q_hessian.shape == (size, size)
-        return q_gradient, q_hessian
+        return q_gradient, (permutation.T @ full_hessian @ permutation).tocsr()
 
     # -- read-outs --------------------------------------------------------------------------
     def minimum_distance(self, q: np.ndarray) -> tuple[float, int]:

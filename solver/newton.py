@@ -795,21 +795,24 @@ def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, 
         if not np.isfinite(size[0]):
             raise NewtonFailure("the Newton direction is not finite")
         relative = max(size[0] / tolerances[0], size[1] / tolerances[1])
-        if relative <= 1.0 and iteration >= settings.min_iterations:
-            if relags < FRICTION_RELAGS_MAX and contact.has_friction():
-                relags += 1
-                contact.relag(q)
-                continue
-            return _result(potential, iteration, line_search_total, True, reusable=False, residual=relative)
         full = np.zeros_like(q)
         full[dynamic] = direction
         contact.set_candidates(q, full)
         alpha = min(1.0, contact.collision_free_step(q, full))
         start = q[dynamic].copy()
+        if relative <= 1.0 and iteration >= settings.min_iterations:
+            # Converged: the direction is applied as far as CCD allows (no line search: within
+            # the tolerance, round-off decides the energy comparison), as solve_step applies it.
+            q[dynamic] = start + alpha * direction
+            if relags < FRICTION_RELAGS_MAX and contact.has_friction():
+                relags += 1
+                contact.relag(q)
+                continue
+            return _result(potential, iteration, line_search_total, True, reusable=False, residual=relative)
         energy0 = total_energy()
         if not np.isfinite(energy0):
             raise NewtonFailure("the incremental potential is not finite")
-        for _ in range(settings.line_search_max_iterations + 1):
+        for _ in range(settings.line_search_max_iterations):
             q[dynamic] = start + alpha * direction
             if total_energy() <= energy0:
                 break
@@ -817,6 +820,4 @@ def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, 
             line_search_total += 1
         else:
             q[dynamic] = start + alpha * direction  # the smallest step stays applied, as in solve_step
-            if not np.isfinite(total_energy()):
-                q[dynamic] = start
     return _result(potential, settings.max_iterations, line_search_total, False, reusable=False, residual=relative)

@@ -28,6 +28,7 @@ import numpy as np
 import threadpoolctl
 
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
+from .contact import ContactUnavailable
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
@@ -62,11 +63,15 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         SolverError: a non-finite state or a singular Newton system (the message names the frame
             and step); the settings' device cannot be used (CuPy missing, no GPU, too little GPU
             memory: before any step; the GPU out of memory during a step: naming the frame and
-            step); :class:`SimulationCancelled` when ``progress`` returned False.
+            step); contact is on but ipctk is not installed; :class:`SimulationCancelled` when
+            ``progress`` returned False.
     """
     scene = validate_scene(scene)
     settings = scene.settings
-    model = Model(scene)
+    try:
+        model = Model(scene)
+    except ContactUnavailable as error:
+        raise SolverError(str(error)) from error
     try:
         potential = IncrementalPotential(model.terms, model.slot, settings.device)
     except DeviceUnavailable as error:
