@@ -26,8 +26,6 @@ Incremental-potential terms (dt the time step, q the bodies' states, x(q) the su
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import scipy.sparse
 
@@ -349,11 +347,3 @@ def adaptive_kappa(mass: float, gravity: float, d_hat: float) -> float:
     half = 0.5 * d_hat
     force_per_kappa = abs(2.0 * half * ipctk.barrier_first_derivative(half * half, d_hat * d_hat))
     return float(mass * max(gravity, 9.81) / force_per_kappa)
-
-
-def set_threads(count: int | None = None) -> None:
-    """ipctk's (oneTBB's) thread count: ``count``, or the cores this process may use."""
-    require_ipctk()
-    if count is None:
-        count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    ipctk.set_num_threads(int(count))
