@@ -41,6 +41,9 @@ FULL_ORDER = np.array([0, 1, 2, 3, 6, 9, 4, 7, 10, 5, 8, 11])
 #: on resting contact for no safety gain: the conservative rescaling keeps a gap either way).
 CCD_TOLERANCE = 1e-4
 CCD_MAX_ITERATIONS = 1_000_000
+#: A direction moving no vertex by more than this fraction of half the smallest gap skips CCD
+#: (:meth:`ContactSurface.line_search_start`).
+SAFE_GAP_FRACTION = 0.5
 #: Frame-0 gaps closer than this fraction of d_hat count as touching (see :class:`ContactSurface`).
 TOUCHING_FRACTION = 0.5
 
@@ -129,10 +132,9 @@ class ContactSurface:
         self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
         self._broad_phase = ipctk.LBVH()
         # The bodies' DOFs in q order from the full mesh's (ipctk's): full = P q.
-        full_columns = (12 * np.arange(self.body_count)[:, None] + FULL_ORDER[None, :]).reshape(-1)
-        size = 12 * self.body_count
-        self._permutation = scipy.sparse.csr_matrix(
-            (np.ones(size), (np.arange(size), full_columns)), shape=(size, size))
+        self._full_to_q = (12 * np.arange(self.body_count)[:, None] + FULL_ORDER[None, :]).reshape(-1)
+        self._unknown = np.arange(12 * self.body_count)  # q DOF -> row of the Newton system (-1: none)
+        self._gap = 0.0  # smallest distance at the last gradient_hessian's state, at most d_hat
         self._mesh = self._build_mesh()
         self.kappa = 0.0  # set by the simulation (:func:`adaptive_kappa` or the scene's resistance)
         self.dt = 1.0
@@ -281,10 +283,24 @@ class ContactSurface:
         return collisions
 
     def collision_free_step(self, q: np.ndarray, direction: np.ndarray) -> float:
-        """Largest alpha in [0, 1] with q + alpha direction intersection-free along the way
-        (Tight Inclusion CCD, conservatively rescaled); :meth:`set_candidates` must have swept it."""
+        """Largest alpha in [0, 1] with q + alpha direction (both (bodies, 12)) intersection-free
+        along the way (Tight Inclusion CCD, conservatively rescaled), after a broad phase swept
+        along it (:meth:`set_candidates`), whose candidates then serve every state on the way."""
+        self.set_candidates(q, direction)
         return float(self._candidates.compute_collision_free_stepsize(
             self._mesh, self.positions(q), self.positions(q + direction), 0.0, self._ccd))
+
+    def line_search_start(self, q: np.ndarray, direction: np.ndarray, displacement: float) -> float:
+        """:meth:`collision_free_step` of a direction that moves no vertex by more than
+        ``displacement`` (m), at q where :meth:`gradient_hessian` was last evaluated. Two
+        primitives' distance changes by at most twice that, so where it is at most
+        :data:`SAFE_GAP_FRACTION` of the smallest gap there (a resting or slow body), the whole
+        step is collision-free without CCD; the broad phase is then rebuilt at q, inflated by
+        d_hat (pairs within 2 d_hat), which covers every state within d_hat / 2 of q."""
+        if 2.0 * displacement <= SAFE_GAP_FRACTION * self._gap:
+            self.set_candidates(q)
+            return 1.0
+        return self.collision_free_step(q, direction)
 
     def energy(self, q: np.ndarray) -> float:
         """Barrier plus friction terms of the incremental potential at q (bodies, 12), J; inf
@@ -297,12 +313,22 @@ class ContactSurface:
             value += self.dt * ipctk.FrictionPotential(self.eps_velocity)(self._tangential, self._mesh, velocities)
         return float(value)
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csr_matrix]:
-        """Gradient (bodies, 12) and Hessian (12 bodies, 12 bodies) in q order of the barrier and
-        friction terms at q (bodies, 12): J^T g and J^T H J through ipctk's displacement map,
-        each primitive pair's Hessian clamped to PSD (``project``) or exact."""
+    def set_unknowns(self, slot: np.ndarray) -> None:
+        """The Newton system's rows: body b's 12 DOFs are rows 12 slot[b] .. 12 slot[b] + 11, none
+        where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_hessian` returns the
+        Hessian in these rows (all bodies in body order until this is called)."""
+        slot = np.asarray(slot)
+        self._unknown = np.where(np.repeat(slot, 12) >= 0, 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
+        """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
+        J^T g and J^T H J through ipctk's displacement map, each primitive pair's Hessian clamped
+        to PSD (``project``) or exact. The Hessian is square over the Newton system's rows
+        (:meth:`set_unknowns`; 12 bodies in q order by default)."""
         positions = self.positions(q)
         collisions = self._collisions(positions)
+        self._gap = min(self.d_hat, float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions)))) if len(
+            collisions) else self.d_hat
         gradient = np.zeros(3 * self.offsets[-1])
         hessian = scipy.sparse.csc_matrix((3 * self.offsets[-1],) * 2)
         projection = ipctk.PSDProjectionMethod.CLAMP if project else ipctk.PSDProjectionMethod.NONE
@@ -315,11 +341,14 @@ class ContactSurface:
             friction = ipctk.FrictionPotential(self.eps_velocity)
             gradient = gradient + friction.gradient(self._tangential, self._mesh, velocities)
             hessian = hessian + friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt
-        full_gradient = self._mesh.to_full_dof(gradient)
-        full_hessian = self._mesh.to_full_dof(scipy.sparse.csc_matrix(hessian))
-        permutation = self._permutation
-        q_gradient = (permutation.T @ full_gradient).reshape(self.body_count, 12)
-        return q_gradient, (permutation.T @ full_hessian @ permutation).tocsr()
+        q_gradient = np.empty(12 * self.body_count)
+        q_gradient[self._full_to_q] = self._mesh.to_full_dof(gradient)
+        full_hessian = self._mesh.to_full_dof(scipy.sparse.csc_matrix(hessian)).tocoo()
+        rows, columns = self._unknown[self._full_to_q[full_hessian.row]], self._unknown[self._full_to_q[full_hessian.col]]
+        keep = (rows >= 0) & (columns >= 0)
+        size = int(self._unknown.max(initial=-1)) + 1
+        system = scipy.sparse.csc_matrix((full_hessian.data[keep], (rows[keep], columns[keep])), shape=(size, size))
+        return q_gradient.reshape(self.body_count, 12), system
 
     # -- read-outs --------------------------------------------------------------------------
     def minimum_distance(self, q: np.ndarray) -> tuple[float, int]:

@@ -190,6 +190,8 @@ class _Stepper:
             by_frame = np.moveaxis(values, 1, 0).reshape(frames, values.size // frames)
             self.targets_move[1:] |= np.any(by_frame[1:] != by_frame[:-1], axis=1)
         self.soft_aim_poses = PoseInterpolation(np.swapaxes(self.soft_aim_q, 0, 1)) if len(soft) else None
+        if model.contact is not None:  # the residual test of solve_contact_step
+            self.mass_inverse = np.linalg.inv(model.kinetic.mass_matrix)
 
     def begin_frame(self, frame: int) -> None:
         """Apply the per-frame series values of ``frame`` (1..frame_count) that hold for all its
@@ -331,7 +333,6 @@ class _Stepper:
                 target = self.kinematic_poses.at(frame, ratio)
                 motion = np.zeros_like(self.q)
                 motion[self.kinematic] = target - self.q[self.kinematic]
-                contact.set_candidates(self.q, motion)
                 alpha = contact.collision_free_step(self.q, motion)
                 parts += 1
                 if alpha >= 1.0 or parts >= ANIMATED_PARTS_MAX:
@@ -339,7 +340,7 @@ class _Stepper:
                 else:
                     self.q[self.kinematic] += alpha * motion[self.kinematic]
                 contact.set_candidates(self.q)
-            result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings)
+            result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings, self.mass_inverse)
             totals[0] += result.iterations
             totals[1] += result.line_search_iterations
             if self.kinematic is None or np.array_equal(self.q[self.kinematic], target):
