@@ -1,7 +1,7 @@
 """Newton's method with backtracking line search on the incremental potential of one time step.
 
 Implicit (backward) Euler is the minimisation over q of the incremental potential
-(reference §2.1-2.2):
+(docs/constitutions/affine_body.md):
 
     E(q) = 1/2 (q - q_tilde)^T M (q - q_tilde) + kappa v_bar dt^2 ||A A^T - I||^2 + sum of joint,
            driving, limit and soft-transform energies (not dt^2-scaled),
@@ -11,14 +11,14 @@ gradient and a positive definite Hessian (:mod:`solver.assembly`: the terms' exa
 where the factorisation shows their sum positive definite, else their PSD-projected or shifted
 ones, :meth:`IncrementalPotential.factorize`), solves H dq = -g with a direct
 solver (:mod:`solver.linear_solver`: banded Cholesky or SciPy SuperLU), tests convergence on the raw Newton
-direction before the line search (reference §2.5, pitfall 6):
+direction before the line search (docs/constitutions/affine_body.md):
 
 - largest displacement of a body's bounding-box corner, max |J(x_bar) dq| <= velocity_tol dt
   (the box corners bound every mesh vertex, so this never declares convergence early), and
 - largest affine entry, max |dq[3:12]| <= transrate_tol dt,
 
 then halves the step until E(q + alpha dq) <= E(q), at most ``line_search_max_iterations`` times
-(reference §2.1 e; after the last halving the smallest step stays applied, as in libuipc).
+(after the last halving the smallest step stays applied, as in libuipc).
 
 Two departures from libuipc, for speed, both reusing a factorisation for chord (simplified
 Newton) steps H_old^-1 g(q), which cost a gradient and a triangular solve instead of a Hessian
@@ -147,7 +147,7 @@ CHORD_STEPS_MAX = 4
 REUSED_SOLVES_MAX = 4
 #: A direction after a step's first is accepted only when the error it leaves
 #: (:func:`newton_error_estimate`: its size, or more where Newton contracts slowly) is at most
-#: this fraction of the tolerance (libuipc's test, reference §2.5, accepts it at the tolerance);
+#: this fraction of the tolerance (libuipc's test accepts it at the tolerance);
 #: a step that runs out of iterations before is reported as not converged. Its size bounds the
 #: error it leaves only where Newton converges quadratically, and with PSD-projected Hessians it
 #: may not: where the OrthoPotential's stiffness kappa v dt^2 outweighs a body's inertia (it grows
@@ -264,7 +264,7 @@ class NewtonResult:
             (:data:`TIGHT_ACCEPTANCE`, :func:`newton_error_estimate`).
         residual: the size of the step's last Newton (or chord) direction relative to the
             tolerance, max(corner displacement / (velocity_tol dt), affine change /
-            (transrate_tol dt)) (dimensionless, the convergence test of reference §2.5): at most
+            (transrate_tol dt)) (dimensionless, the convergence test of docs/constitutions/affine_body.md): at most
             1 on a converged step, how far from converged an unconverged one ended (under 1
             where only the strict acceptance was missed); 0 where no body is dynamic.
     """

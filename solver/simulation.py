@@ -1,7 +1,7 @@
 """Frames and substeps: per-frame parameters, prediction, Newton solve, state update.
 
-Source: ``../shared/spec/libuipc_reference.md`` §2.1 (per-frame pipeline) and §3.10 (state
-tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate substeps):
+Source: docs/constitutions/affine_body.md (the time step, frames and substeps, joint
+readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate substeps):
 
 1. animated bodies move to their pose at s / substeps of the way from frame f - 1 to f, the
    rotation turning about a fixed axis and the stretch and origin changing linearly
@@ -13,7 +13,7 @@ tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
    :meth:`_Stepper.begin_step`); per-step values are taken from the committed state (passive
    drive target, revolute limit's accumulated angle);
 3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
-   uniform field, reference §1.6);
+   uniform field, docs/constitutions/affine_body.md);
 4. Newton (:mod:`solver.newton`) from the last step's motion repeated (T^t (T^(t-1))^-1 T^t,
    :func:`solver.affine_body.repeated_motion`), or from q^t where
    a joint-limit penalty is active at either (:meth:`_Stepper.start_newton`);
@@ -245,7 +245,7 @@ class _Stepper:
         sliders 3.96 / 3.08, the 10-box revolute chain at dt = 1/240 s 2.27 / 2.23
         (docs/performance.md).
 
-        libuipc starts at q^t (reference §8, pitfall 3). The cubic limit penalty has no curvature
+        libuipc starts at q^t. The cubic limit penalty has no curvature
         at its bound, so a Newton direction taken on the other side of a bound than the answer does
         not see the limit and overshoots into it, and Newton then closes the overshoot only
         linearly (each direction about half the one before, as on any cubic from afar): a

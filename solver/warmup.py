@@ -1,9 +1,8 @@
 """The solver's first Numba compilation: ahead of time, and spread over the CPU's cores.
 
-The first bake on a machine otherwise pays the whole compilation (about 7 s for a scene with one
-kind of joint on a 2-core CPU, docs/performance.md); with the on-disk cache filled
-(:func:`solver._configure_numba_cache`) a fresh process loads the kernels in a fraction of a
-second.
+The first bake on a machine otherwise pays the whole compilation (docs/performance.md, "First
+compilation and warm-up"); with the on-disk cache filled (:func:`solver._configure_numba_cache`)
+a fresh process loads the kernels instead.
 
 - :func:`warm_up` runs a tiny scene that uses every constitution and both Newton paths (full
   iterations and chord steps), which is what the Blender add-on runs in a background process when

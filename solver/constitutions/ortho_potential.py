@@ -1,6 +1,6 @@
 """OrthoPotential (UID 1): the affine body's shape energy, scaled by v̄ dt² for the incremental potential.
 
-Source: reference §1.5 (libuipc ``ortho_potential.cu``), pitfall §8.1 (dt² bookkeeping).
+Source: docs/constitutions/1_ortho_potential.md (libuipc's OrthoPotential, UID 1).
 
     E = kappa · volume · dt² · ‖A Aᵀ − I3‖²_F
       = kappa · volume · dt² · [ Σ_i (|a_i|² − 1)² + 2 Σ_{i<j} (a_i · a_j)² ],
@@ -229,7 +229,7 @@ def _gradient_kernel(q, bodies, scale, gradient):
 
 
 class OrthoPotential:
-    """Shape energy kappa · volume · dt² · ‖A Aᵀ − I‖²_F per body (UID 1, reference §1.5).
+    """Shape energy kappa · volume · dt² · ‖A Aᵀ − I‖²_F per body (UID 1).
 
     Args:
         bodies: (n, 1) int, global body index of each element.
