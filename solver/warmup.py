@@ -74,16 +74,15 @@ def warm_up() -> None:
 #: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
 PARALLEL_ENVIRONMENT = "ABD_JOINTS_PARALLEL_COMPILE"
 #: Most processes (the parent included) that share a first compilation: beyond three the largest
-#: kernel (the prismatic group's Hessian, about 3.2 s alone) bounds the wall time anyway.
+#: kernel (the prismatic group's Hessian) bounds the wall time anyway.
 MAX_PROCESSES = 3
-#: First-compilation seconds of the kernels (nested helpers included, the first kernel to use a
-#: helper paying for it) measured on the development machine (2 cores, Numba 0.68) when the
-#: drawer example's kernels were compiled in two processes; only their ratios matter, for the
-#: split. Kernels not listed weigh :data:`DEFAULT_WEIGHT`.
+#: Relative first-compilation cost of the kernels, in seconds of a 2-core machine (nested helpers
+#: included, the first kernel to use a helper paying for it), for splitting the kernels between
+#: processes; only their ratios matter (docs/performance.md, "First compilation and warm-up").
+#: The two largest weigh the same so that a rig with both puts them in different processes.
+#: Kernels not listed weigh :data:`DEFAULT_WEIGHT`.
 COMPILE_WEIGHTS = {
     "prismatic_group._gradient_hessian_kernel": 3.2,
-    # Re-measured in the tenth session: as long as the prismatic group's Hessian (3.4 s each as
-    # the first kernel of a process), so that a rig with both puts them in different processes.
     "revolute_joint_limit._gradient_hessian_kernel": 3.2,
     "ortho_potential._gradient_hessian_kernel": 1.1,
     "prismatic_group._energy_kernel": 0.65,

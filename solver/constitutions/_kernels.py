@@ -18,15 +18,14 @@ Note: Numba's on-disk cache of a caller is not invalidated when only this module
 
 Threading: most per-constitution element loops are written with ``numba.prange`` (each iteration
 writes only its own element's outputs; energies are a single ``+=`` reduction), but compiled
-without ``parallel=True``. Measured on the development machine: serial ``gradient_hessian`` costs
-~1-20 µs per element, so threads only pay beyond ~10³ elements, while ``parallel=True`` roughly
-doubles the cold compile time (+~2 s per kernel) and adds a fork/join cost per call that grew to
-~10 ms per call on a loaded 2-core machine. Compiling such a kernel with ``parallel=True`` (a
+without ``parallel=True``: threads pay only on thousands of elements, while ``parallel=True``
+lengthens the first compilation and adds a fork/join cost to every call (docs/performance.md,
+"Known gaps"). Compiling such a kernel with ``parallel=True`` (a
 decorator beside :data:`solver.jit.kernel`) is the only change needed to thread it. The energy,
 gradient-only and readout kernels of the joints (called several times per time step) loop with
 ``range`` over scratch arrays allocated once per call (:func:`gather_dofs_into`,
-:func:`apply_jacobian_into`): a small allocation per element made them 3x slower; threading
-those needs a scratch array per thread.
+:func:`apply_jacobian_into`) rather than a small allocation per element; threading those needs
+a scratch array per thread.
 """
 
 from __future__ import annotations
@@ -105,10 +104,9 @@ def add_outer(matrix, scale, a, b):
 # ---------------------------------------------------------------------------------------------
 # J(x̄) = [I3 | e1 x̄ᵀ | e2 x̄ᵀ | e3 x̄ᵀ] and M = [[m I3, I3 ⊗ (m x̄)ᵀ], [I3 ⊗ (m x̄), I3 ⊗ S]] applied
 # from their 3 or 13 defining numbers instead of stored (3, 12) or (12, 12) matrices, by the
-# gradient-only, energy and readout kernels that run several times per time step (at 1000 bodies
-# they then read 10x less memory). These helpers take whole arrays and element indices, not
-# per-element views: a view costs a reference-count increment and decrement, which doubled the
-# time of such kernels.
+# gradient-only, energy and readout kernels that run several times per time step (they then read
+# far less memory). These helpers take whole arrays and element indices, not per-element views: a
+# view costs a reference-count increment and decrement per element.
 
 
 @helper
