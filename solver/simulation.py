@@ -28,6 +28,7 @@ import numpy as np
 import threadpoolctl
 
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
+from .compilation import compile_in_parallel, compile_tasks
 from .contact import ContactUnavailable
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
@@ -35,7 +36,6 @@ from .model import Model
 from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_contact_step, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
-from .warmup import compile_in_parallel, compile_tasks
 
 
 class SolverError(RuntimeError):
