@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 420
 #: Frames of the example rigs baked here (their own length is longer: kept short for CI).
 FRAMES = 12
+#: The files of :func:`shots`, in the order they are baked.
+NAMES = ("drawer.blend", "broken.blend", "door.blend")
 
 os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="abd_farm_tests_")
 os.environ.setdefault("ABD_JOINTS_CACHE_DIR", str(ROOT / "build" / "cache"))
@@ -52,3 +54,25 @@ def shots(tmp_path_factory):
         assert result.returncode == 0, result.stderr[-2000:]
     (folder / "broken.blend").write_bytes(b"BLENDER-v405 this is not a blend file" * 10)
     return folder
+
+
+@pytest.fixture(scope="session")
+def one_process(shots, tmp_path_factory):
+    """The keys of :func:`shots` baked by the one-process batch (exit status 1: broken.blend), as
+    :func:`baked_keys` gives them: what every farm's bake must equal."""
+    out = tmp_path_factory.mktemp("one_process")
+    result = run(sys.executable, "-m", "abd_addon.batch", *(shots / name for name in NAMES), "--out-dir", out)
+    assert result.returncode == 1 and "baked 2 of 3 files" in result.stderr, result.stderr[-2000:]
+    return baked_keys(out / "drawer.blend", out / "door.blend")
+
+
+def assert_same_keys(keys: dict, expected: dict) -> None:
+    """The same files (by name), objects and F-curves, with equal keys (to float32 round-off)."""
+    assert [Path(path).name for path in keys] == [Path(path).name for path in expected]
+    for (path, curves), expected_curves in zip(keys.items(), expected.values()):
+        assert curves.keys() == expected_curves.keys(), path
+        for name, channels in curves.items():
+            assert channels.keys() == expected_curves[name].keys(), (path, name)
+            for channel, values in channels.items():
+                assert values == pytest.approx(expected_curves[name][channel], abs=1e-6), (path, name, channel)
+    assert all(len(curves) >= 2 for curves in keys.values())  # each rig keys two objects or more

@@ -7,12 +7,10 @@ import os
 import sys
 
 import pytest
-from conftest import baked_keys, run
+from conftest import NAMES, assert_same_keys, baked_keys, run
 from distributed import Client, LocalCluster
 
 from farm import dask_bake
-
-NAMES = ("drawer.blend", "broken.blend", "door.blend")
 
 
 @pytest.fixture(scope="module")
@@ -20,27 +18,6 @@ def cluster():
     """A LocalCluster of two worker processes, one thread each (each runs one bake at a time)."""
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
         yield local
-
-
-@pytest.fixture(scope="module")
-def one_process(shots, tmp_path_factory):
-    """The same three files baked by the one-process batch (exit status 1: broken.blend), and their keys."""
-    out = tmp_path_factory.mktemp("one_process")
-    result = run(sys.executable, "-m", "abd_addon.batch", *(shots / name for name in NAMES), "--out-dir", out)
-    assert result.returncode == 1 and "baked 2 of 3 files" in result.stderr, result.stderr[-2000:]
-    return baked_keys(out / "drawer.blend", out / "door.blend")
-
-
-def assert_same_keys(keys: dict, expected: dict) -> None:
-    """Every F-curve of every baked object equal (to float32 round-off: the keys are float32)."""
-    assert [path.rpartition("/")[2] for path in keys] == [path.rpartition("/")[2] for path in expected]
-    for (path, curves), (_, expected_curves) in zip(keys.items(), expected.items()):
-        assert curves.keys() == expected_curves.keys(), path
-        for name, channels in curves.items():
-            assert channels.keys() == expected_curves[name].keys(), (path, name)
-            for channel, values in channels.items():
-                assert values == pytest.approx(expected_curves[name][channel], abs=1e-6), (path, name, channel)
-    assert sum(len(curves) for curves in keys.values()) >= 4  # two keyed objects per rig at least
 
 
 def test_cluster_bakes_each_file_in_a_task_like_the_one_process_batch(cluster, shots, one_process, tmp_path):
