@@ -22,6 +22,7 @@ tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Optional
 
 import numpy as np
@@ -73,7 +74,7 @@ class Simulation:
 
     :func:`simulate` is ``Simulation(scene).run()``; a caller that shows frames as they are
     computed (the add-on's playback preview) calls :meth:`advance` with a bound on the time steps
-    per call, reads :attr:`frames_done` and :meth:`transforms`, and may later finish the same run
+    or the time per call, reads :attr:`frames_done` and :meth:`transforms`, and may later finish the same run
     with :meth:`run`: the result is the one :func:`simulate` returns, since the same steps are
     taken in the same order.
 
@@ -130,52 +131,56 @@ class Simulation:
             raise IndexError(f"frame {frame} is not simulated yet (frames 0 to {self.frames_done} are)")
         return self._transforms[frame]
 
-    def advance(self, max_steps: Optional[int] = None) -> int:
-        """Take time steps until the next frame is finished, or ``max_steps`` of them (at least
-        one); return the frames finished by this call (0 or 1). Nothing is done when
-        :attr:`finished`.
+    def advance(self, until_frame: Optional[int] = None, max_steps: Optional[int] = None,
+                deadline: Optional[float] = None) -> int:
+        """Take time steps until frame ``until_frame`` (default the next one; at most
+        ``frame_count``) is finished, ``max_steps`` were taken, or ``time.perf_counter()`` has
+        passed ``deadline`` (s, checked after each step: at least one step is taken); return the
+        frames this call finished. Nothing is done when :attr:`finished`.
 
         Raises:
             SolverError: a non-finite state or a singular Newton system (naming the frame and
                 step); the run cannot go on after it.
         """
+        target = min(self.frames_done + 1 if until_frame is None else until_frame, self.frame_count)
+        before = self.frames_done
         # BLAS on one thread while stepping: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of
         # at most 23x23 per column) ran 20-40% slower with OpenBLAS's threads on a 2-core machine,
         # and nothing else of a step calls a multi-threaded BLAS routine. Restored on the way out.
         with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-            return self._advance(max_steps)
+            taken = 0
+            while self.frames_done < target:
+                self._step_once()
+                taken += 1
+                if (max_steps is not None and taken >= max_steps
+                        or deadline is not None and time.perf_counter() >= deadline):
+                    break
+        return self.frames_done - before
 
-    def _advance(self, max_steps: Optional[int]) -> int:
-        """:meth:`advance` without the BLAS thread limit (the caller sets it)."""
-        if self.finished:
-            return 0
+    def _step_once(self) -> None:
+        """One time step (the next of the current frame; finishing the frame after its last)."""
         substeps = self.scene.settings.substeps
         stepper, potential = self._stepper, self._potential
         frame = self.frames_done + 1
-        taken = 0
-        while max_steps is None or taken < max(max_steps, 1):
-            substep = self._step - self.frames_done * substeps + 1
-            if substep == 1:
-                stepper.begin_frame(frame)
-                if stepper.constant_hessian_changes(frame):
-                    potential.refresh_constant_hessian(stepper.q)
-            step = self._step
-            try:
-                result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
-            except (NewtonFailure, DeviceUnavailable) as error:
-                raise SolverError(f"frame {frame}, step {substep}: {error}") from error
-            self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
-            self._converged[step], self._residual[step] = result.converged, result.residual
-            self._step += 1
-            taken += 1
-            if substep == substeps:
-                if not np.all(np.isfinite(stepper.q)):
-                    raise SolverError(f"frame {frame}: the state is not finite")
-                self._transforms[frame] = transform_from_q(stepper.q)
-                self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
-                self.frames_done = frame
-                return 1
-        return 0
+        substep = self._step - self.frames_done * substeps + 1
+        if substep == 1:
+            stepper.begin_frame(frame)
+            if stepper.constant_hessian_changes(frame):
+                potential.refresh_constant_hessian(stepper.q)
+        step = self._step
+        try:
+            result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
+        except (NewtonFailure, DeviceUnavailable) as error:
+            raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+        self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
+        self._converged[step], self._residual[step] = result.converged, result.residual
+        self._step += 1
+        if substep == substeps:
+            if not np.all(np.isfinite(stepper.q)):
+                raise SolverError(f"frame {frame}: the state is not finite")
+            self._transforms[frame] = transform_from_q(stepper.q)
+            self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
+            self.frames_done = frame
 
     def run(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
         """Simulate the frames not done yet and return the whole :class:`Trajectory`.
@@ -191,7 +196,9 @@ class Simulation:
         frames = self.frame_count
         with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
             while not self.finished:
-                self._advance(None)
+                frame = self.frames_done
+                while self.frames_done == frame:
+                    self._step_once()
                 if progress is not None and progress(self.frames_done, frames) is False:
                     raise SimulationCancelled(f"cancelled after frame {self.frames_done} of {frames}")
         return self.trajectory()

@@ -70,6 +70,15 @@ def test_a_cancelled_run_keeps_its_frames_and_goes_on_later():
     np.testing.assert_array_equal(run.run().transforms, expected.transforms)
 
 
+def test_advance_goes_to_a_later_frame_or_stops_at_its_deadline():
+    expected = simulate(drawer_scene())
+    run = Simulation(drawer_scene())
+    assert run.advance(until_frame=4) == 4
+    assert run.advance(deadline=0.0) == 0 and run._step == 13  # one step taken, then the deadline
+    assert run.advance(until_frame=99) == 8 and run.finished
+    np.testing.assert_array_equal(run.trajectory().transforms, expected.transforms)
+
+
 def test_unfinished_frames_and_trajectories_are_refused():
     run = Simulation(drawer_scene())
     run.advance()
