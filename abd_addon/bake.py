@@ -812,11 +812,13 @@ class BakeJob:
             self.export = export_scene(self.scene, self.depsgraph)
         return self.export
 
-    def simulate(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None):
-        """Run the solver; ``progress(frame_done, frame_count)`` may return False to cancel."""
-        from ..solver.simulation import simulate
+    def simulate(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None, run=None):
+        """Run the solver; ``progress(frame_done, frame_count)`` may return False to cancel.
+        ``run``: a :class:`solver.simulation.Simulation` of this export's scene to go on with
+        (the playback preview's), whose frames done are not simulated again; default a new one."""
+        from ..solver.simulation import Simulation
 
-        self.trajectory = simulate(self.export.scene, progress)
+        self.trajectory = (run or Simulation(self.export.scene)).run(progress)
         return self.trajectory
 
     def load_trajectory(self, path) -> object:

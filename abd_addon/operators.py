@@ -22,7 +22,7 @@ from mathutils.kdtree import KDTree
 
 from ..solver.scene import SceneError
 from . import bake as bake_module
-from . import extension_package, extension_root, warmup
+from . import extension_package, extension_root, preview, warmup
 from .export import RigError
 from .properties import JOINT_TYPE_ITEMS, store_groups
 
@@ -359,6 +359,7 @@ class ABD_OT_bake(Operator):
     )
 
     _job = None
+    _run_state = None
     _thread = None
     _timer = None
     _error = None
@@ -374,17 +375,19 @@ class ABD_OT_bake(Operator):
     def execute(self, context):
         """Bake synchronously (scripts, the bpy module, ``blender -b``); errors are reported, never raised."""
         wm = context.window_manager
-        job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
-        try:
-            job.prepare()
-            wm.progress_begin(0, max(job.frame_count, 1))
+        with preview.suspended(context.scene):  # the objects' own transforms, not the previewed poses
+            job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
             try:
-                job.simulate(lambda done, total: wm.progress_update(done))
-            finally:
-                wm.progress_end()
-        except Exception as error:  # noqa: BLE001 - reported, never raised at the user
-            return report_exception(self, error, "Bake failed")
-        return self._apply(job)
+                job.prepare()
+                run = preview.take_run(context.scene, job.export)
+                wm.progress_begin(0, max(job.frame_count, 1))
+                try:
+                    job.simulate(lambda done, total: wm.progress_update(done), run)
+                finally:
+                    wm.progress_end()
+            except Exception as error:  # noqa: BLE001 - reported, never raised at the user
+                return report_exception(self, error, "Bake failed")
+            return self._apply(job)
 
     def _apply(self, job) -> set:
         return write_keys(self, job, self.require_converged)
@@ -399,9 +402,12 @@ class ABD_OT_bake(Operator):
     def _start(self, context) -> set:
         """Export, then start the solver thread, the timer and the progress display."""
         self._job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
+        preview.suspend(context.scene)  # until _finish or cancel: the objects' own transforms
         try:
             self._job.prepare()
+            self._run_state = preview.take_run(context.scene, self._job.export)
         except Exception as error:  # noqa: BLE001
+            preview.resume(context.scene)
             return report_exception(self, error, "Bake failed")
         self._done, self._cancel, self._error = 0, False, None
         self._thread = threading.Thread(target=self._run, name="abd-bake", daemon=True)
@@ -433,7 +439,7 @@ class ABD_OT_bake(Operator):
                 except subprocess.TimeoutExpired:
                     pass
             self._preparing = False
-            self._job.simulate(progress)
+            self._job.simulate(progress, self._run_state)
         except BaseException as error:  # noqa: BLE001 - handed to the main thread
             self._error = error
 
@@ -463,6 +469,13 @@ class ABD_OT_bake(Operator):
         wm.event_timer_remove(self._timer)
         wm.progress_end()
         context.workspace.status_text_set(None)
+        try:
+            return self._finish_suspended()
+        finally:
+            preview.resume(self._job.scene)
+
+    def _finish_suspended(self) -> set:
+        """:meth:`_finish` while the preview is still suspended (the keys are written then)."""
         from ..solver.simulation import SimulationCancelled
 
         # Esc counts whenever it came before this point, also after the solver had finished (a
@@ -484,6 +497,7 @@ class ABD_OT_bake(Operator):
             wm.event_timer_remove(self._timer)
         wm.progress_end()
         context.workspace.status_text_set(None)
+        preview.resume(self._job.scene)
 
 
 class ABD_OT_bake_free(Operator):
@@ -527,7 +541,8 @@ class ABD_OT_export_scene(Operator, ExportHelper):
         from ..solver.scene_io import save_scene
 
         try:
-            export = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get()).prepare()
+            with preview.suspended(context.scene):
+                export = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get()).prepare()
             arrays_path = save_scene(export.scene, self.filepath)
         except Exception as error:  # noqa: BLE001
             return report_exception(self, error, "Export failed")
@@ -552,13 +567,14 @@ class ABD_OT_apply_trajectory(Operator, ImportHelper):
 
     def execute(self, context):
         """Export the rig, check that the file was computed for it, write its keys (as Bake)."""
-        job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
-        try:
-            job.prepare()
-            job.load_trajectory(self.filepath)
-        except Exception as error:  # noqa: BLE001 - reported, never raised at the user
-            return report_exception(self, error, "Bake failed")
-        return write_keys(self, job, self.require_converged)
+        with preview.suspended(context.scene):
+            job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
+            try:
+                job.prepare()
+                job.load_trajectory(self.filepath)
+            except Exception as error:  # noqa: BLE001 - reported, never raised at the user
+                return report_exception(self, error, "Bake failed")
+            return write_keys(self, job, self.require_converged)
 
 
 class ABD_OT_compile_solver(Operator):

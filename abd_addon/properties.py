@@ -278,8 +278,23 @@ class ABDJointProperties(PropertyGroup):
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
 
 
+def _preview_toggled(world, _context) -> None:
+    """``update`` of Preview on Playback (:func:`.preview.toggled`)."""
+    from . import preview
+
+    preview.toggled(world.id_data)
+
+
 class ABDWorldProperties(PropertyGroup):
     """Scene settings of the solver (``Scene.abd_world``)."""
+
+    use_preview: BoolProperty(
+        override=OVERRIDABLE,
+        name="Preview on Playback",
+        description=("Simulate as the frame changes (playback, stepping) and show the poses without keyframes; "
+                     "any change to the rig frees the simulated frames, and Bake keys those still valid"),
+        default=True, options=STATIC, update=_preview_toggled,
+    )
 
     substeps: IntProperty(override=OVERRIDABLE, name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
     use_scene_frame_range: BoolProperty(
