@@ -469,23 +469,19 @@ class ABD_OT_bake(Operator):
         wm.event_timer_remove(self._timer)
         wm.progress_end()
         context.workspace.status_text_set(None)
-        try:
-            return self._finish_suspended()
-        finally:
-            preview.resume(self._job.scene)
-
-    def _finish_suspended(self) -> set:
-        """:meth:`_finish` while the preview is still suspended (the keys are written then)."""
         from ..solver.simulation import SimulationCancelled
 
-        # Esc counts whenever it came before this point, also after the solver had finished (a
-        # status bar that offers "Esc to cancel" until the next timer tick must honour it).
-        if isinstance(self._error, SimulationCancelled) or self._cancel:
-            self.report({"WARNING"}, "Bake cancelled: nothing was changed")
-            return {"CANCELLED"}
-        if self._error is not None:
-            return report_exception(self, self._error, "Bake failed")
-        return self._apply(self._job)
+        try:  # the keys are written while the preview is still suspended
+            # Esc counts whenever it came before this point, also after the solver had finished (a
+            # status bar that offers "Esc to cancel" until the next timer tick must honour it).
+            if isinstance(self._error, SimulationCancelled) or self._cancel:
+                self.report({"WARNING"}, "Bake cancelled: nothing was changed")
+                return {"CANCELLED"}
+            if self._error is not None:
+                return report_exception(self, self._error, "Bake failed")
+            return self._apply(self._job)
+        finally:
+            preview.resume(self._job.scene)
 
     def cancel(self, context):
         """Blender is closing the operator (window closed): stop the worker."""
