@@ -56,6 +56,17 @@ def linked_message(objects: list) -> str:
             "(Object > Relations > Make Local) or give it a library override (Object > Library Override > Make)")
 
 
+#: How many objects a report names before it says how many more there are.
+NAMED_IN_REPORT = 3
+
+
+def named(objects: list) -> str:
+    """The quoted names of ``objects``, the first :data:`NAMED_IN_REPORT` of them and how many more."""
+    names = ", ".join(f"'{ob.name}'" for ob in objects[:NAMED_IN_REPORT])
+    rest = len(objects) - NAMED_IN_REPORT
+    return names + (f" and {rest} more" if rest > 0 else "")
+
+
 class _BodyOperator:
     """What Add / Remove Affine Body act on: the selected objects, or (``context_object``, set by
     the Physics properties' button) the object those properties show, as Blender's own Physics
@@ -98,27 +109,33 @@ class ABD_OT_body_add(_BodyOperator, Operator):
     @classmethod
     def poll(cls, context):
         """Needs a selection, or an object (the one the Physics properties show)."""
-        return bool(context.selected_objects) or context.object is not None
+        if context.selected_objects or context.object is not None:
+            return True
+        cls.poll_message_set("Select one or more mesh objects")
+        return False
 
     def execute(self, context):
         """Enable ``abd_body`` on every editable mesh of :meth:`targets` (other objects, and linked
         ones, whose settings the file would not keep, are skipped with a warning)."""
         targets = self.targets(context)
+        others = [ob for ob in targets if ob.type != "MESH"]
+        not_meshes = (f"{named(others)} {'is not a mesh' if len(others) == 1 else 'are not meshes'} "
+                      f"({', '.join(sorted({ob.type.title() for ob in others}))}): only meshes can be affine bodies "
+                      "(Object > Convert > Mesh)")
         split = self.editable([ob for ob in targets if ob.type == "MESH"],
-                              "Select one or more mesh objects: only meshes can be affine bodies")
+                              not_meshes if others else "Select one or more mesh objects: only meshes can be affine bodies")
         if split is None:
             return {"CANCELLED"}
         meshes, linked = split
         for ob in meshes:
             ob.abd_body.enabled = True
             store_groups(ob)
-        skipped = len(targets) - len(meshes) - len(linked)
         message = f"{len(meshes)} affine bod{'y' if len(meshes) == 1 else 'ies'} added"
-        if skipped:
-            message += f"; {skipped} non-mesh object(s) skipped"
+        if others:
+            message += f"; skipped {not_meshes}"
         if linked:
             message += f"; {linked_message(linked)}"
-        self.report({"WARNING"} if skipped or linked else {"INFO"}, message)
+        self.report({"WARNING"} if others or linked else {"INFO"}, message)
         return {"FINISHED"}
 
 
@@ -132,8 +149,11 @@ class ABD_OT_body_remove(_BodyOperator, Operator):
     @classmethod
     def poll(cls, context):
         """Needs a selected affine body, or an object that is one (the one the Physics properties show)."""
-        return (any(ob.abd_body.enabled for ob in context.selected_objects)
-                or context.object is not None and context.object.abd_body.enabled)
+        if (any(ob.abd_body.enabled for ob in context.selected_objects)
+                or context.object is not None and context.object.abd_body.enabled):
+            return True
+        cls.poll_message_set("Select one or more affine bodies")
+        return False
 
     def execute(self, context):
         """Disable ``abd_body`` on the editable bodies of :meth:`targets` (linked ones are skipped
@@ -218,16 +238,23 @@ class ABD_OT_connect(Operator):
     bl_label = "Connect"
     bl_options = {"REGISTER", "UNDO"}
 
-    type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE")
-    pivot_type: EnumProperty(name="Pivot", items=PIVOT_ITEMS, default="CENTER")
-    axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="Z")
+    type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE",
+                       description="The kind of joint each new joint Empty is")
+    pivot_type: EnumProperty(name="Pivot", items=PIVOT_ITEMS, default="CENTER",
+                             description="Where each joint's anchor (the Empty's origin) goes")
+    axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="Z",
+                       description="The joint axis (the Empty's local Z): the slide or hinge direction")
     connection_pattern: EnumProperty(name="Connection Pattern", items=CONNECTION_PATTERN_ITEMS,
-                                     default="SELECTED_TO_ACTIVE")
+                                     default="SELECTED_TO_ACTIVE",
+                                     description="Which pairs of the selected bodies get a joint, with more than two")
 
     @classmethod
     def poll(cls, context):
         """Needs two or more selected objects."""
-        return len(context.selected_objects) >= 2
+        if len(context.selected_objects) >= 2:
+            return True
+        cls.poll_message_set("Select two or more affine bodies, the parent last (it is then active)")
+        return False
 
     def execute(self, context):
         """Create a joint Empty per pair of selected bodies: the two of them (parent = the active
@@ -310,17 +337,6 @@ class ABD_OT_connect(Operator):
         store_groups(empty)
 
 
-#: How many objects a report names before it says how many more there are.
-NAMED_IN_REPORT = 3
-
-
-def named(objects: list) -> str:
-    """The quoted names of ``objects``, the first :data:`NAMED_IN_REPORT` of them and how many more."""
-    names = ", ".join(f"'{ob.name}'" for ob in objects[:NAMED_IN_REPORT])
-    rest = len(objects) - NAMED_IN_REPORT
-    return names + (f" and {rest} more" if rest > 0 else "")
-
-
 def write_keys(operator: Operator, job, require_converged: bool) -> set:
     """Write the keys of a job whose trajectory is ready (simulated or loaded), unless
     convergence is required and some step missed it; report on ``operator``."""
@@ -342,6 +358,15 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     else:
         operator.report({"INFO"}, message)
     return {"FINISHED"}
+
+
+def rig_poll(operator_class, context) -> bool:
+    """Poll of the operators that need a rig: an affine body in the context's view layer (the
+    reason is shown on the greyed-out button where not)."""
+    if context.view_layer is not None and any(ob.abd_body.enabled for ob in context.view_layer.objects):
+        return True
+    operator_class.poll_message_set("No affine bodies in this view layer: select meshes and use Add Affine Body")
+    return False
 
 
 class ABD_OT_bake(Operator):
@@ -368,8 +393,8 @@ class ABD_OT_bake(Operator):
 
     @classmethod
     def poll(cls, context):
-        """Needs a scene."""
-        return context.scene is not None
+        """Needs an affine body in the view layer."""
+        return rig_poll(cls, context)
 
     # -- synchronous (EXEC_DEFAULT: scripts, the bpy module, blender -b) ------------------
     def execute(self, context):
@@ -531,6 +556,11 @@ class ABD_OT_export_scene(Operator, ExportHelper):
     filename_ext = ".json"
     filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
 
+    @classmethod
+    def poll(cls, context):
+        """Needs an affine body in the view layer."""
+        return rig_poll(cls, context)
+
     def execute(self, context):
         """Export the rig and write the solver's JSON scene file to ``filepath`` (meshes of more than
         1000 vertices to ``<stem>_meshes.npz`` beside it, :func:`solver.scene_io.save_scene`)."""
@@ -560,6 +590,11 @@ class ABD_OT_apply_trajectory(Operator, ImportHelper):
         description="Refuse, changing nothing, a trajectory in which a time step did not converge",
         default=True, options={"SKIP_SAVE"},
     )
+
+    @classmethod
+    def poll(cls, context):
+        """Needs an affine body in the view layer."""
+        return rig_poll(cls, context)
 
     def execute(self, context):
         """Export the rig, check that the file was computed for it, write its keys (as Bake)."""

@@ -222,7 +222,8 @@ class ABDLimitProperties(PropertyGroup):
     )
     strength: FloatProperty(
         override=OVERRIDABLE,
-        name="Strength", description="Strength of the cubic penalty beyond the limits", default=1.0, min=0.0, soft_max=100.0,
+        name="Strength", description="Strength of the cubic penalty beyond the limits (1000 for a crisp stop)",
+        default=1.0, min=0.0, soft_max=1000.0,
     )
 
 
