@@ -40,8 +40,10 @@ from typing import Optional
 import bpy
 import numpy as np
 
+from . import warmup
 from .bake import action_fcurves, baked_objects, fcurve_keys, local_matrices, object_keys, slot_identifier, world_matrices
 from .export import TRANSFORM_PATHS, TRANSFORM_PROPERTIES, Export, RigError, collect_rig, export_scene, frame_range
+from .properties import PREVIEW_TOGGLED
 
 #: ABD World properties that do not change the simulation (left out of :func:`fingerprint`).
 NOT_SIMULATED = ("use_preview",)
@@ -313,7 +315,6 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     exported or the solver is still being compiled (:attr:`_State.message` says why)."""
     from ..solver.scene import SceneError
     from ..solver.simulation import Simulation, SolverError
-    from . import warmup
 
     _adopt_changes(current)
     try:
@@ -489,6 +490,8 @@ HANDLERS = (
 
 def register() -> None:
     """Install the preview's handlers."""
+    if toggled not in PREVIEW_TOGGLED:
+        PREVIEW_TOGGLED.append(toggled)
     for name, function in HANDLERS:
         handlers = getattr(bpy.app.handlers, name)
         if function not in handlers:
@@ -506,6 +509,8 @@ def toggled(scene: bpy.types.Scene) -> None:
 
 def unregister() -> None:
     """Give every previewed object its own transform back and remove the handlers."""
+    while toggled in PREVIEW_TOGGLED:
+        PREVIEW_TOGGLED.remove(toggled)
     for name, function in HANDLERS:
         handlers = getattr(bpy.app.handlers, name)
         while function in handlers:

@@ -279,11 +279,15 @@ class ABDJointProperties(PropertyGroup):
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
 
 
-def _preview_toggled(world, _context) -> None:
-    """``update`` of Preview on Playback (:func:`.preview.toggled`)."""
-    from . import preview
+#: Called with the scene whenever its Preview on Playback changes (the preview adds its own,
+#: :func:`.preview.register`: this module does not import it).
+PREVIEW_TOGGLED: list = []
 
-    preview.toggled(world.id_data)
+
+def _preview_toggled(world, _context) -> None:
+    """``update`` of Preview on Playback: the :data:`PREVIEW_TOGGLED` callbacks."""
+    for callback in PREVIEW_TOGGLED:
+        callback(world.id_data)
 
 
 class ABDWorldProperties(PropertyGroup):
