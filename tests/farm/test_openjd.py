@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from conftest import ROOT, assert_same_keys, baked_keys, run
+from farm_jobs import ROOT, assert_same_keys, baked_keys, run
 
 TEMPLATE = ROOT / "farm" / "openjd" / "abd_bake.template.yaml"
 SOLVE_TEMPLATE = ROOT / "farm" / "openjd" / "abd_solve.template.yaml"
