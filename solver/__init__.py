@@ -4,6 +4,7 @@ Public API::
 
     scene = solver.load_scene("scene.json")          # -> Scene, raises SceneError
     trajectory = solver.simulate(scene, progress=cb)  # -> Trajectory, raises SolverError
+    run = solver.Simulation(scene); run.advance(max_steps=4); run.transforms(run.frames_done)
     trajectory.save("result.npz")
 
 Only relative imports are used inside this package, so it works both as the top-level package
@@ -177,8 +178,7 @@ from .trajectory import Trajectory  # noqa: E402
 
 __all__ = [
     "Body", "BodyContact", "ContactSettings", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene",
-    "SceneError", "Settings",
-    "SoftTransform", "Trajectory", "SolverError", "load_scene", "simulate",
+    "SceneError", "Settings", "SoftTransform", "Trajectory", "Simulation", "SolverError", "load_scene", "simulate",
 ]
 
 
@@ -188,7 +188,7 @@ def __getattr__(name):
         from .scene_io import load_scene
 
         return load_scene
-    if name in ("simulate", "SolverError"):
+    if name in ("simulate", "Simulation", "SolverError"):
         from . import simulation
 
         return getattr(simulation, name)
