@@ -21,9 +21,13 @@ class Trajectory:
         body_names: (bodies,) str.
         joint_names: (joints,) str.
         distance: (frame_count + 1, joints) reported prismatic distance (raw + init_distance),
-            m; NaN for revolute joints.
+            m; NaN for the other joints.
         angle: (frame_count + 1, joints) reported revolute angle (raw accumulated, unwrapped
-            across turns, + init_angle), rad; NaN for prismatic joints.
+            across turns, + init_angle), rad; NaN for the other joints.
+        rotation: (frame_count + 1, joints, 3) rotation vector (axis times angle, rad) of a fixed
+            or spherical joint's body j relative to its body i since frame 0, in body i's axes
+            as they were at frame 0; NaN for the other joints (and in files written before this
+            field existed).
         newton_iterations: (frame_count * substeps,) Newton iterations of each time step.
         line_search_iterations: (frame_count * substeps,) total line-search halvings per step.
         converged: (frame_count * substeps,) bool, whether each step met the tolerances
@@ -48,6 +52,7 @@ class Trajectory:
     joint_names: np.ndarray
     distance: np.ndarray
     angle: np.ndarray
+    rotation: np.ndarray
     newton_iterations: np.ndarray
     line_search_iterations: np.ndarray
     converged: np.ndarray
@@ -91,6 +96,7 @@ class Trajectory:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))
         stored.setdefault("scene_digest", "")
+        stored.setdefault("rotation", np.full(stored["angle"].shape + (3,), np.nan))
         values = {f.name: stored[f.name] for f in fields(cls)}
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])
