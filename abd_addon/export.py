@@ -230,10 +230,10 @@ def collect_rig(view_layer: bpy.types.ViewLayer) -> tuple[list, list]:
     return bodies, joints
 
 
-#: The GPU path (Device: GPU) against the CPU's banded solve, measured on nets of hinged cubes
-#: whose every cell is a loop (docs/performance.md, "The GPU path"): against a 2-core CPU, 0.93 to
-#: 1.26 of its time at 400 cubes (a band 20 bodies wide), 0.64 to 0.73 at 1024 (32 wide), and 6 to
-#: 24 times it on chains (1 wide) of any length. Below these the panel advises the CPU.
+#: Where the GPU path (Device: GPU) pays against the CPU's banded solve: at least this many
+#: dynamic bodies, coupled in a band at least this many bodies wide (a net of 400 hinged cubes is
+#: about 20 wide, of 1024 about 32, a chain 1), from the runs in docs/performance.md ("The GPU
+#: path"). Below these the panel advises the CPU.
 GPU_MIN_BODIES = 500
 GPU_MIN_BAND = 16
 

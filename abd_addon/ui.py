@@ -70,8 +70,8 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         layout.active = body.enabled
         layout.prop(body, "motion")
         # A fixed or animated body's mass still counts: it sets the stiffness of its joints,
-        # K = strength_ratio (m_l + m_r) with m the total body mass (seeds 000 and 004, and
-        # libuipc_reference.md, "Stiffness"), so it stays editable.
+        # K = strength_ratio (m_l + m_r) with m the total body mass
+        # (docs/constitutions/20_prismatic_joint.md), so it stays editable.
         col = layout.column()
         col.prop(body, "mass_mode")
         col.prop(body, "mass" if body.mass_mode == "MASS" else "mass_density")

@@ -1,9 +1,8 @@
 """Fill the solver's Numba cache in a background process when the add-on is enabled.
 
-The solver's kernels take about 6 s to compile the first time on a two-core Linux machine (12 s
-in one process, docs/performance.md; :func:`solver.warmup.compile_in_parallel` spreads the
-child's compilation over forked processes where it can); afterwards every process loads them
-from the on-disk cache in well under a second. So that an artist's first Bake does not pay for the compilation, :func:`start` runs
+The solver's kernels take seconds to compile the first time (docs/performance.md, "First
+compilation and warm-up"); afterwards every process loads them from the on-disk cache.
+So that an artist's first Bake does not pay for the compilation, :func:`start` runs
 :func:`solver.warmup.warm_up` in a separate Python process (Blender's own interpreter,
 ``sys.executable``, with this process's ``sys.path``) right after the add-on registers. It
 imports the solver under the same package name as this add-on's (Numba's cache entries name

@@ -1,6 +1,6 @@
 """Chains of boxes on revolute or prismatic joints: wall time per simulated second and joint drift.
 
-Scenes as in ``../shared/peers.md`` §4: N boxes of 1 x 0.2 x 0.2 m at density 1000 (40 kg) lie end
+Scenes as in docs/performance.md, "The benchmark scenes": N boxes of 1 x 0.2 x 0.2 m at density 1000 (40 kg) lie end
 to end along +x from a fixed anchor body, starting horizontal and at rest, no contact.
 (a) revolute: a hinge about world y at x = k between box k-1 (or the anchor) and box k.
 (b) prismatic: a slider along x at x = k with limit [-0.5, 0.5] m and a drive to +0.3 m whose
@@ -43,7 +43,7 @@ from solver.primitives import box_mesh  # noqa: E402
 from solver.scene import DEVICES  # noqa: E402
 
 
-#: Physical drive stiffness of the peers' prismatic chain, N/m (``../shared/peers.md`` §4).
+#: Physical drive stiffness of the peers' prismatic chain, N/m (docs/performance.md, "The benchmark scenes").
 DRIVE_KP = 8000.0
 #: Density of every box and of the anchor, kg/m^3 (the solver's default mass_density).
 DENSITY = 1000.0

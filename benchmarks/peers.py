@@ -1,6 +1,6 @@
 """The chains of ``chains.py`` side by side in our solver, MuJoCo, PyBullet and Blender's Bullet.
 
-Scenes as in ``../shared/peers.md`` §4 and ``chains.py``: N boxes of 1 x 0.2 x 0.2 m at density
+Scenes as in ``chains.py`` (docs/performance.md, "The benchmark scenes"): N boxes of 1 x 0.2 x 0.2 m at density
 1000 (40 kg, I_cm = (0.267, 3.467, 3.467) kg m^2) end to end along +x from a fixed anchor,
 starting horizontal and at rest, gravity (0, 0, -9.81), no collision and no damping anywhere.
 (a) revolute: a hinge about world y at x = k between box k-1 (or the anchor) and box k.
@@ -400,7 +400,7 @@ def blender_worker(args) -> None:
                                     "version": bpy.app.version_string}), flush=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)  # bpy 4.5.15 can deadlock in its exit handlers (blender_notes.md §7.3)
+    os._exit(0)  # bpy 4.5.15 can deadlock in its exit handlers (docs/testing.md, "The bpy wheel")
 
 
 def measure_blender(kind: str, count: int, dt: int, args) -> tuple:

@@ -2,7 +2,7 @@
 
 The repository root is the extension. :func:`enable_extension` adds an extension repository
 (``abd_dev``) whose folder holds a symlink ``abd_joints`` -> the repository root, and enables
-``bl_ext.abd_dev.abd_joints`` with ``addon_utils.enable`` (blender_notes §5.4). Nothing is put on
+``bl_ext.abd_dev.abd_joints`` with ``addon_utils.enable`` (docs/testing.md, "The bpy wheel"). Nothing is put on
 ``sys.path``.
 
 Import this module **before** ``bpy``: it points ``BLENDER_USER_RESOURCES`` at a scratch folder
@@ -13,7 +13,7 @@ extension repository folder is the same stable one the add-on tests use
 kernels compile once for the examples, the demo and the tests.
 
 :func:`finish` disables the extension and ends the process with ``os._exit`` (bpy 4.5.15 can hang
-at interpreter exit while Python callbacks are registered, blender_notes §7.3).
+at interpreter exit while Python callbacks are registered, docs/testing.md, "The bpy wheel").
 """
 
 from __future__ import annotations

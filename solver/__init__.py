@@ -46,6 +46,83 @@ def _writable(folder: str) -> bool:
         return False
 
 
+def _is_private_folder(path: str) -> bool:
+    """Whether ``path`` is a real folder (not a symbolic link) that only this user can write: owned
+    by this user, with no write permission for group or others. Where the platform has no user ids
+    (Windows, whose temporary folder is per user), any real folder counts."""
+    import stat
+
+    try:
+        status = _os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(status.st_mode):
+        return False
+    return not hasattr(_os, "getuid") or (status.st_uid == _os.getuid() and not status.st_mode & 0o022)
+
+
+def _private_temporary_folder(name: str) -> str:
+    """This user's folder ``name`` for a copied cache: ``abd_joints-<uid>/numba/<name>`` in the
+    temporary folder, made with mode 0700, or, when any folder of that path is not a private folder
+    of this user (:func:`_is_private_folder`: another user's folder, a symbolic link, a folder
+    others can write), ``numba/<name>`` in a new folder from :func:`tempfile.mkdtemp`.
+
+    Raises:
+        OSError: no folder can be created in the temporary folder.
+    """
+    import tempfile
+
+    uid = _os.getuid() if hasattr(_os, "getuid") else 0
+    root = _os.path.join(tempfile.gettempdir(), f"abd_joints-{uid}")
+    folders = [root, _os.path.join(root, "numba"), _os.path.join(root, "numba", name)]
+    for folder in folders:
+        try:
+            _os.mkdir(folder, 0o700)
+        except OSError:
+            pass
+    if all(_is_private_folder(folder) for folder in folders):
+        return folders[-1]
+    folder = tempfile.mkdtemp(prefix=f"abd_joints-{uid}-")
+    for part in ("numba", name):
+        folder = _os.path.join(folder, part)
+        _os.mkdir(folder, 0o700)
+    return folder
+
+
+def _copy_without_links(source: str, destination: str) -> None:
+    """Copy the regular files and folders of ``source`` into ``destination`` (an existing private
+    folder), skipping symbolic links in ``source``, and never writing through one in
+    ``destination``: each file is written to a new name (created exclusively) and renamed over its
+    destination, which replaces a link instead of following it. Files that cannot be copied
+    are skipped (Numba compiles what it does not find)."""
+    import shutil
+
+    for entry in _os.scandir(source):
+        target = _os.path.join(destination, entry.name)
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if not _is_private_folder(target):
+                    if _os.path.lexists(target):
+                        _os.remove(target)
+                    _os.mkdir(target, 0o700)
+                _copy_without_links(entry.path, target)
+            elif entry.is_file():
+                temporary = f"{target}.{_os.getpid()}.copy"
+                descriptor = _os.open(temporary, _os.O_WRONLY | _os.O_CREAT | _os.O_EXCL
+                                      | getattr(_os, "O_NOFOLLOW", 0), 0o600)
+                try:
+                    with open(entry.path, "rb") as reader, _os.fdopen(descriptor, "wb") as writer:
+                        shutil.copyfileobj(reader, writer)
+                    _os.replace(temporary, target)
+                except BaseException:
+                    _os.remove(temporary)
+                    raise
+        except OSError:
+            continue
+
+
 def _configure_numba_cache() -> None:
     """Give Numba's on-disk cache a writable folder of this package and solver version.
 
@@ -59,7 +136,9 @@ def _configure_numba_cache() -> None:
     the helpers it inlined from other modules: after an update that changed only those, the old
     machine code ran. Where that folder cannot be written (a read-only render-farm image warmed
     up ahead), a per-user temporary folder is used, filled with a copy of what the read-only one
-    holds, with a warning on stderr: Numba loads only from a folder it can write. It is set in
+    holds, with a warning on stderr: Numba loads only from a folder it can write. That folder is
+    private (:func:`_private_temporary_folder`): Numba unpickles its index files, so a folder
+    another user could write would let them run code in this process. It is set in
     Numba's config, not in the environment, so that child processes (a batch bake) choose their
     own. ``NUMBA_CACHE_DIR``, when set, wins.
     """
@@ -72,15 +151,14 @@ def _configure_numba_cache() -> None:
     )
     folder = _os.path.join(base, "numba", f"{__name__}-{source_stamp()}")
     if not _writable(folder):
-        import shutil
         import sys
-        import tempfile
 
-        fallback = _os.path.join(tempfile.gettempdir(), f"abd_joints-{_os.getuid() if hasattr(_os, 'getuid') else 0}",
-                                 "numba", _os.path.basename(folder))
-        if _os.path.isdir(folder):
-            shutil.copytree(folder, fallback, dirs_exist_ok=True)
-        _writable(fallback)  # created now, as the folder asked for would have been
+        try:
+            fallback = _private_temporary_folder(_os.path.basename(folder))
+        except OSError:  # no temporary folder either: Numba compiles without a cache
+            fallback = folder
+        if _os.path.isdir(folder) and fallback != folder:
+            _copy_without_links(folder, fallback)
         print(f"abd-joints: the solver's cache folder {folder} cannot be written; using {fallback}"
               + (" (a copy of it)" if _os.path.isdir(folder) else ""), file=sys.stderr)
         folder = fallback

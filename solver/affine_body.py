@@ -1,6 +1,6 @@
 """The affine body: state q, Jacobians, the 12x12 mass matrix and rigid projections.
 
-Source: ``../shared/spec/libuipc_reference.md`` §1.1-1.2 (libuipc ``affine_body.md``).
+Source: docs/constitutions/affine_body.md (libuipc's Affine Body documentation).
 
 q = [p, a1, a2, a3] (12,) where p (m) is the translation and a_k the rows of the 3x3 affine
 matrix A, so a material point with body-local rest coordinate x_bar is at x = p + A x_bar = J(x_bar) q
@@ -37,7 +37,7 @@ def transform_from_q(q: np.ndarray) -> np.ndarray:
 def point_jacobians(x_bar: np.ndarray) -> np.ndarray:
     """J(x_bar) (n, 3, 12) of n body-local points x_bar (n, 3), m: J = [I3 | e1 x_barT | e2 x_barT | e3 x_barT].
 
-    J(x_bar) q = p + A x_bar is the world position of the point (reference §1.1).
+    J(x_bar) q = p + A x_bar is the world position of the point.
     """
     jacobian = direction_jacobians(x_bar)
     jacobian[:, 0, 0] = jacobian[:, 1, 1] = jacobian[:, 2, 2] = 1.0
@@ -47,7 +47,7 @@ def point_jacobians(x_bar: np.ndarray) -> np.ndarray:
 def direction_jacobians(v_bar: np.ndarray) -> np.ndarray:
     """J-ring(v_bar) (n, 3, 12) of n body-local directions v_bar (n, 3): J without the I3 block.
 
-    J-ring(v_bar) q = A v_bar is the world image of the direction (seed 004).
+    J-ring(v_bar) q = A v_bar is the world image of the direction.
     """
     v_bar = np.asarray(v_bar, dtype=np.float64)
     jacobian = np.zeros((v_bar.shape[0], 3, 12))
@@ -62,7 +62,7 @@ def point_jacobian(x_bar: np.ndarray) -> np.ndarray:
 
 
 def mass_matrix(mass: float, mass_x_bar: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
-    """The 12x12 ABD mass matrix M = integral of rho J^T J dV (reference §1.2).
+    """The 12x12 ABD mass matrix M = integral of rho J^T J dV (docs/constitutions/affine_body.md).
 
     Args:
         mass: m in kg.

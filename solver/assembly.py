@@ -2,7 +2,7 @@
 
 The unknowns are the q of the dynamic bodies only (fixed and animated bodies have prescribed q,
 so their rows and columns are left out of the system instead of being replaced by identity
-blocks as in libuipc, reference §2.3 and pitfall 4: the result is the same Newton direction).
+blocks as in libuipc: the result is the same Newton direction).
 The Hessian is a block-sparse (BSR, 12x12 blocks) matrix whose sparsity pattern (indptr, indices)
 is built once per scene from the element-to-body lists of all energy terms; each Newton
 iteration only refills the block values with a Numba scatter kernel.

@@ -19,9 +19,7 @@ factor; size = 12 x dynamic bodies), checked against the device's free memory be
 allocated: at 1000 bodies 5.8e11 flops and 2.3 GB, where the CPU's banded Cholesky of a chain
 costs about size x 24^2 = 7e6 flops. So on chains and trees the CPU path stays faster whatever the
 GPU; the dense path's place is scenes whose sparse factorisation fills in (bodies coupled in loops
-or grids). Measured on an H100 (docs/performance.md, "The GPU path"): the same trajectories as the
-CPU path; 2.6 to 10 times the time of that machine's CPU path on the 1000-box chains, 0.37 to 0.46
-times it on a hanging net of 1024 cubes in closed loops (0.64 to 0.73 times a 2-core EPYC's).
+or grids). Its figures on a GPU: docs/performance.md, "The GPU path".
 
 The same code runs with NumPy and SciPy in place of CuPy (:func:`numpy_backend`), which is how
 the tests check it on machines without a GPU; with CuPy it is tested where a GPU exists.

@@ -12,8 +12,7 @@ function's raw address (``.address``, ``.ctypes``) and which nothing here uses. 
 given the CPython wrapper either (``no_cpython_wrapper``, the option Numba's maintainers name for
 functions called only from other jitted functions, numba/numba#2078): Numba builds and optimises
 both wrappers at every function's first compilation, whether Python calls it or not, and the
-solver has more helpers than kernels. Together they cut the first compilation of every kernel by
-10 to 20% (docs/performance.md, "Cold start").
+solver has more helpers than kernels (docs/performance.md, "First compilation and warm-up").
 
 A helper must not be called from Python: it has no entry point there, and the call would jump to
 a null address and end the process. ``tests/solver/test_jit.py`` checks statically that no

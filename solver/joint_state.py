@@ -1,6 +1,6 @@
 """Joint readouts tracked across time steps: prismatic ``distance`` and revolute ``angle``.
 
-Source: ``../shared/spec/libuipc_reference.md`` §3.10 and pitfall 9.
+Source: docs/constitutions/affine_body.md, "Joint readouts".
 
 - Prismatic: raw d(q) = 1/2 (c_j - c_i) . (t_i + t_j); reported ``distance`` = raw + init_distance.
 - Revolute: the raw angle is accumulated without wrapping. After every step,
@@ -48,7 +48,7 @@ class JointState:
     Attributes:
         raw_distance: (joints,) raw prismatic coordinate, m (NaN for revolute joints).
         raw_angle: (joints,) raw accumulated revolute angle, rad (NaN for prismatic joints).
-        sin, cos: (joints,) the unnormalised sin/cos expressions of seed 001 at the committed
+        sin, cos: (joints,) the unnormalised sin/cos expressions (docs/constitutions/18_revolute_joint.md) at the committed
             state (revolute joints; NaN otherwise), used by the revolute limit's increment.
     """
 

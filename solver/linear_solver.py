@@ -228,16 +228,15 @@ class LinearSolver:
     def _factorize_band(self) -> None:
         # LAPACK pbtrf (banded Cholesky) directly: scipy.linalg.cholesky_banded's checks cost
         # more than the factorisation itself on small systems. The band is in Fortran order,
-        # so LAPACK works on it in place. The lower variant factorises about 2.5x faster than
-        # the upper one, but the upper variant of dpbtrs solves about 1.4x faster (SciPy 1.15's
-        # OpenBLAS: 226 against 322 µs for a 1000-box chain, while moving the factor into upper
-        # storage takes 171 µs, once per factorisation for about ten solves; figures in
-        # docs/performance.md): the factor L is kept as U = L^T in upper storage for the solves.
+        # so LAPACK works on it in place. SciPy's OpenBLAS factorises faster in the lower variant
+        # and solves faster in the upper one (docs/performance.md, "Where a small chain's step
+        # goes"), and a factorisation serves about ten solves: the factor L is kept as
+        # U = L^T in upper storage for the solves.
         # The move costs as much as the upper solves save over two solves or so; where the last
         # factor served a single solve (one step per frame: every Newton iteration factorises
         # afresh and solves once) the next one is solved in lower storage first and moved only
-        # at its second solve (the revolute 1000 chain at dt = 1/24 s: 0.148 -> 0.141 wall s per
-        # simulated s; a factor that then serves more solves pays its lower solve, 0.09 ms, extra).
+        # at its second solve (a factor that then serves more solves pays its one lower solve
+        # extra).
         factor, info = scipy.linalg.lapack.dpbtrf(self._banded, lower=1, overwrite_ab=1)
         if info != 0:
             self._solves = 0

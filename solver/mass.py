@@ -1,6 +1,6 @@
 """Mass properties of a closed triangle mesh by the divergence theorem, and explicit overrides.
 
-Source: ``../shared/spec/libuipc_reference.md`` §1.2-1.3 (libuipc ``compute_dyadic_mass.cpp``).
+Source: docs/constitutions/affine_body.md, "Mass" (the divergence theorem over the mesh's triangles).
 For a closed, outward-oriented triangle mesh and uniform density rho, with N = (x1 - x0) x (x2 - x0)
 per triangle:
 
@@ -45,7 +45,7 @@ class DyadicMass:
 
     @property
     def inertia(self) -> np.ndarray:
-        """(3, 3) inertia tensor about the centre of mass, kg m^2 (reference §1.2).
+        """(3, 3) inertia tensor about the centre of mass, kg m^2.
 
         I_O = tr(S) I - S about the origin, then I_cm = I_O - m (|c|^2 I - c c^T).
         """
@@ -93,7 +93,7 @@ def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: f
 
 
 def override_mass_properties(mass: float, mass_center: np.ndarray, inertia: np.ndarray, volume: float) -> DyadicMass:
-    """Dyadic mass from rigid-body properties (reference §1.2, ``affine_body_from_rigid_body``).
+    """Dyadic mass from rigid-body properties (docs/constitutions/affine_body.md, "Mass").
 
     I_O = I_cm + m (|c|^2 I - c c^T), S = tr(I_O)/2 I - I_O, m x_bar = m c.
 

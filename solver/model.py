@@ -1,11 +1,11 @@
 """The numerical model of a validated scene: initial q, masses, joint frames and energy terms.
 
-Joint frames are captured once from the frame-0 poses (reference §3.0 and pitfall 8): points
+Joint frames are captured once from the frame-0 poses (docs/constitutions/18_revolute_joint.md, 20_prismatic_joint.md): points
 by the full inverse transform (x_bar = T^-1 x), directions by the inverse rotation only
 (v_bar = R^-1 v). Both bodies of a joint are anchored at the same world points, so every joint
 starts satisfied and its raw ``distance``/``angle`` start at 0.
 
-Stiffness convention (reference §2.2, pitfall 1, documented here because it surprises): the
+Stiffness convention (docs/constitutions/affine_body.md, documented here because it surprises): the
 joint, driving, limit and soft-transform energies are NOT multiplied by dt^2 in the incremental
 potential, while the OrthoPotential is (kappa v_bar dt^2). A joint's K = strength_ratio (m_i + m_j)
 therefore acts like a physical spring constant K / dt^2: halving dt quadruples the physical
@@ -36,7 +36,7 @@ from .scene import Scene
 
 
 def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n, b) completing the unit ``tangent`` (3,) to a right-handed frame (reference §3.0).
+    """(n, b) completing the unit ``tangent`` (3,) to a right-handed frame (docs/constitutions/18_revolute_joint.md).
 
     helper = X unless |t . X| > 0.9, then Y; n = normalize(t x helper); b = normalize(t x n).
     """
@@ -208,7 +208,7 @@ class Model:
             base.stiffness = column(rows, "stiffness", ())
             setattr(self, kind, JointGroup(np.array([row["index"] for row in rows], dtype=np.int64), base))
 
-        # Extras refer to their base joint by explicit index (pitfall 15), never by position.
+        # Extras refer to their base joint by explicit index, never by position.
         driving_rows = [r for r in prismatic_rows if scene.joints[r["index"]].driving is not None]
         prismatic_limit_rows = [r for r in prismatic_rows if scene.joints[r["index"]].limit is not None]
         revolute_limit_rows = [r for r in revolute_rows if scene.joints[r["index"]].limit is not None]

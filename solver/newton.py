@@ -1,79 +1,37 @@
 """Newton's method with backtracking line search on the incremental potential of one time step.
 
-Implicit (backward) Euler is the minimisation over q of the incremental potential
-(reference §2.1-2.2):
+Implicit (backward) Euler minimises over q the incremental potential
+(docs/constitutions/affine_body.md)
 
     E(q) = 1/2 (q - q_tilde)^T M (q - q_tilde) + kappa v_bar dt^2 ||A A^T - I||^2 + sum of joint,
            driving, limit and soft-transform energies (not dt^2-scaled),
 
-with q_tilde = q^t + dt dq/dt + dt^2 [g, 0] for dynamic bodies. Each iteration assembles the
-gradient and a positive definite Hessian (:mod:`solver.assembly`: the terms' exact Hessians
-where the factorisation shows their sum positive definite, else their PSD-projected or shifted
-ones, :meth:`IncrementalPotential.factorize`), solves H dq = -g with a direct
-solver (:mod:`solver.linear_solver`: banded Cholesky or SciPy SuperLU), tests convergence on the raw Newton
-direction before the line search (reference §2.5, pitfall 6):
+with q_tilde = q^t + dt dq/dt + dt^2 [g, 0] for dynamic bodies; q is (bodies, 12), in m and
+dimensionless affine entries. :func:`solve_step` runs one time step as named phases:
 
-- largest displacement of a body's bounding-box corner, max |J(x_bar) dq| <= velocity_tol dt
-  (the box corners bound every mesh vertex, so this never declares convergence early), and
-- largest affine entry, max |dq[3:12]| <= transrate_tol dt,
+1. lagged step: where the previous step ended through chord steps, chord steps H_old^-1 g(q) from
+   its factorisation (modified Newton), accepted by the error test below, with the energy change
+   of the first direction estimated by the trapezoidal rule; on failure, start again;
+2. Newton iterations: gradient and positive definite Hessian (the terms' exact Hessians where the
+   factorisation shows their sum positive definite, else their modifications,
+   :meth:`IncrementalPotential.factorize`), a direct solve of H dq = -g
+   (:mod:`solver.linear_solver`), and the convergence test on the raw direction:
+   max |J(x_bar) dq| over each body's bounding-box corners <= velocity_tol dt and
+   max |dq[3:12]| <= transrate_tol dt;
+3. confirmation: a direction that passes is accepted when chord steps from the same
+   factorisation show the error left at most CHORD_ERROR_FRACTION of the tolerance
+   (:func:`chord_error`), or, for a later direction, when :func:`newton_error_estimate` is within
+   TIGHT_ACCEPTANCE of it; chord steps are not trusted on a body turning more than
+   CHORD_TURN_MAX a step, and every direction is confirmed where a limit penalty is active;
+4. line search: otherwise the step is halved until E does not rise, at most
+   ``line_search_max_iterations`` times (the smallest step stays applied, as in libuipc).
 
-then halves the step until E(q + alpha dq) <= E(q), at most ``line_search_max_iterations`` times
-(reference §2.1 e; after the last halving the smallest step stays applied, as in libuipc).
+A step that runs out of ``max_iterations`` is reported as not converged. Shortcuts that keep
+failing back off (:class:`BackOff`). Why each departure from libuipc, and what it costs or saves:
+docs/architecture.md ("The Newton loop") and docs/performance.md ("Accuracy of the shortcuts").
 
-Two departures from libuipc, for speed, both reusing a factorisation for chord (simplified
-Newton) steps H_old^-1 g(q), which cost a gradient and a triangular solve instead of a Hessian
-assembly and a factorisation:
-
-- Chord steps after a full iteration: after a full Newton step that did not converge, the next
-  direction is first tried with the same factorisation, H(q_k)^-1 g(q_k+1), and tested like a
-  Newton direction; when it passes, further chord steps follow until the error they leave is at
-  most CHORD_ERROR_FRACTION (1e-5) of the tolerance (see below), and the step is accepted;
-  otherwise the next iteration assembles and factorises a new Hessian. A step that libuipc solves
-  in two iterations (the second one only confirming) thus often costs one factorisation.
-- The lagged Hessian of stiff ODE solvers (modified Newton, as CVODE reuses its Jacobian over many
-  steps): when the previous time step ended through chord steps, the next step's directions all
-  come from that step's factorisation, with no Hessian assembled or factorised and no energy
-  evaluated (the energy change over the first direction is estimated by the trapezoidal rule from
-  the gradients the chord steps need anyway), and the step is accepted by the same error test.
-  Where the chord steps do not get there, the step starts again from its start with fresh
-  factorisations. On the 1000-body prismatic chain at dt = 1/240 s this leaves about 0.1
-  factorisations per step instead of 1 (docs/performance.md). As the lagged Hessian ages its
-  chord steps need more solves; a lagged step that needed more than REUSED_SOLVES_MAX (4) makes
-  the next step factorise afresh, which costs less than the slower or failing lagged step that
-  would follow (the revolute chains: 15 to 17% faster at N = 100 and 1000).
-
-Chord steps converge only linearly, and the error they leave is not random: it is a fixed linear
-image of the error they started from (the whole step's motion for a lagged step), so it has the
-same sign step after step and accumulates over a run like a drag or a push along the motion.
-Accepting them where their error estimate was 1% of the tolerance (lagged steps) or half of it
-(after a fresh factorisation), as this loop once did, left a pendulum swinging 1.5 m below its
-hinge (released at 0.3 rad) 19 mm behind a tightly converged run after 8 s, where plain Newton
-(whose last direction leaves an error quadratic in its size) stays within 0.01 mm; a 1.5 rad
-swing with chord steps after fresh factorisations only ended 1.6 mm from it after 4 s, against
-0.16 mm with Newton iterations alone. So the error test is strict, 1e-5 of the tolerance (0.015
-and 0.009 mm there, tests/solver/test_physics.py),
-and its estimate follows the chord steps' measured convergence: on a swinging body the ratios
-of successive chord steps alternate between a slow and a fast one (the stale Hessian couples the
-stiff OrthoPotential modes with the soft rotation about the hinge: an error in one feeds the
-other), so the contraction that the last ratio shows can be the fast one (see
-:func:`chord_error`). Chord steps that contract too slowly to meet the test within
-CHORD_STEPS_MAX steps give up early, and where they keep failing (a swinging chain at dt = 1/24,
-whose Hessian changes too much within a step; the lagged Hessian on the revolute chains) the
-next 1, 2, 4 ... 16 chances are skipped (:class:`BackOff`): they then cost almost nothing.
-Where a stale Hessian is much stiffer than the current one along some mode (a joint limit being
-left), chord steps understate the error along it by that ratio; measured on the prismatic chain,
-the error left is then still below the error of its Newton-ended steps, with no drift seen.
-The same blind spot on a fast-turning body (the OrthoPotential's Hessian turns with it) let a
-spinning brick drift 7 mm from a tightly converged run in 2 s: where a body turns by more than
-CHORD_TURN_MAX a step, no chord step is taken and full iterations confirm.
-
-Two more departures, for accuracy: libuipc's test accepts a direction of up to the tolerance,
-which bounds the error it leaves only where Newton converges quadratically; with PSD-projected
-Hessians it may not (small or light parts, large dt, drives). A direction after a step's first
-is accepted only where the error it leaves, estimated from the contraction of successive
-directions after the first (:func:`newton_error_estimate`; the first carries the step's motion
-from its start, not a contraction of Newton's error), is within TIGHT_ACCEPTANCE (1e-2) of the
-tolerance, and a step that runs out of iterations before is reported as not converged.
+Raises :class:`NewtonFailure` (the caller's ``SolverError``) where the Newton system is singular
+or a quantity is not finite.
 """
 
 from __future__ import annotations
@@ -131,10 +89,9 @@ def chord_error(size: float, theta: float, theta_before: float) -> float:
 
 #: A step that ends with chord steps is accepted when the error they leave, estimated by
 #: :func:`chord_error` on the convergence test's measure relative to the tolerance, is at most
-#: this fraction of the tolerance (see the module docstring: their error is coherent from step to
-#: step). Measured on an 8 s pendulum (0.3 rad) against a tightly converged run: 0.021 mm at
-#: 1e-5, 0.25 mm at 1e-4, 0.002 mm at 1e-6 (as plain Newton, 0.001 mm, but 7 to 18% slower than
-#: 1e-5 on the 100- and 1000-body chains at dt = 1/240).
+#: this fraction of the tolerance. Strict because chord steps converge linearly and their error
+#: is a fixed linear image of the error they start from: it has the same sign step after step and
+#: accumulates like a drag (docs/performance.md, "Accuracy of the shortcuts").
 CHORD_ERROR_FRACTION = 1e-5
 #: Slowest contraction per chord step, over the last two, with which chord steps go on.
 CHORD_RATE_MAX = 0.5
@@ -147,19 +104,10 @@ CHORD_STEPS_MAX = 4
 REUSED_SOLVES_MAX = 4
 #: A direction after a step's first is accepted only when the error it leaves
 #: (:func:`newton_error_estimate`: its size, or more where Newton contracts slowly) is at most
-#: this fraction of the tolerance (libuipc's test, reference §2.5, accepts it at the tolerance);
-#: a step that runs out of iterations before is reported as not converged. Its size bounds the
-#: error it leaves only where Newton converges quadratically, and with PSD-projected Hessians it
-#: may not: where the OrthoPotential's stiffness kappa v dt^2 outweighs a body's inertia (it grows
-#: as 1 / size^2, 1 / mass and dt^2: small or light parts, or 1 m ones at dt = 1/24 s) its
-#: projected Hessian dominates the Newton matrix and misrepresents the curved valley of
-#: rotations. Against runs converged to 1e-6, at libuipc's acceptance: a hinged box of density
-#: 1000 released horizontal ended 2.4e-3 rad off over 2 s at 25 cm, 1.8 rad over 1 s at 1 cm, the
-#: 10-box revolute chain at dt = 1/24 s 5.7 cm off after 2 s, every step converged; at 1e-2 all
-#: within 8e-5 rad and 4e-5 m. Newton converging quadratically gets there within one more
-#: iteration: the chains at dt = 1/240 s take the same iterations (the revolute 10 one 2.14
-#: instead of 2.08), the revolute 1000 chain at dt = 1/24 s 3.56 instead of 2.54 a step (4.2 instead of
-#: 2.6 with the OrthoPotential's term-wise projected Hessian of before; docs/performance.md).
+#: this fraction of the tolerance (libuipc's test accepts it at the tolerance). Its size bounds
+#: the error it leaves only where Newton converges quadratically; where the OrthoPotential's
+#: stiffness kappa v dt^2 outweighs a body's inertia (small or light parts, large dt) it may not
+#: (docs/performance.md, "Accuracy of the shortcuts").
 TIGHT_ACCEPTANCE = 1e-2
 
 
@@ -168,11 +116,8 @@ def newton_error_estimate(size: float, size_before: float) -> float:
     (both relative to the tolerance): at least the size itself, and where the two show slow
     (linear) contraction theta = size / size_before, the tail of that series, size theta /
     (1 - theta) (infinite for theta >= 1). With PSD-projected Hessians (a drive, the
-    OrthoPotential of a small part) Newton can converge linearly, and a last direction then left
-    several times its size: a dragged 5-slider chain at one step per frame (with the joints'
-    projected curvature, as every factorisation had it before the exact Hessians were tried
-    first) ended 5.0 mm off a tightly converged run at a
-    last direction of 1e-2 of the tolerance, 1.0 mm with this estimate (docs/performance.md).
+    OrthoPotential of a small part) Newton can converge linearly, and a last direction then
+    leaves several times its size.
     Where Newton converges quadratically theta is small and the estimate is the size."""
     theta = size / size_before if size_before > 0.0 else np.inf
     if theta >= 1.0:
@@ -201,11 +146,7 @@ def positive_curvature(gradient: np.ndarray, solution: np.ndarray) -> bool:
 #: OrthoPotential's Hessian turns with the body, and the factorisation of the step's first
 #: iterate can hold the rotation mode of a fast-turning body far stiffer than it is at the
 #: answer: chord steps then hardly move along it, and their contraction, read from the other
-#: modes, says they have converged. A brick spinning at 4 rad/s (0.17 rad a step at one step per
-#: frame at 24 fps) ended 7 mm from a tightly converged run after 2 s, every chord-ended step
-#: estimated at 2e-6 of the tolerance but 0.02 to 0.1 of it; a 2 kg body with an off-centre mass
-#: override at 3 substeps 6.4 cm; both within 5e-6 m with full iterations there. The chains at
-#: dt = 1/240 turn by less but at the end of the 10-box one (1.08 -> 1.36 factorisations a step).
+#: modes, says they have converged when they have not.
 CHORD_TURN_MAX = 0.02
 #: Longest run of chances skipped after failed tries of a shortcut (starting a step from the
 #: previous step's factorisation, or chord steps), see :class:`BackOff`.
@@ -264,7 +205,7 @@ class NewtonResult:
             (:data:`TIGHT_ACCEPTANCE`, :func:`newton_error_estimate`).
         residual: the size of the step's last Newton (or chord) direction relative to the
             tolerance, max(corner displacement / (velocity_tol dt), affine change /
-            (transrate_tol dt)) (dimensionless, the convergence test of reference §2.5): at most
+            (transrate_tol dt)) (dimensionless, the convergence test of docs/constitutions/affine_body.md): at most
             1 on a converged step, how far from converged an unconverged one ended (under 1
             where only the strict acceptance was missed); 0 where no body is dynamic.
     """
@@ -418,11 +359,8 @@ class IncrementalPotential:
         and the terms' own Gauss-Newton parts mostly outweigh the negative curvature, and the
         joints' projection, which holds a strained joint's axis as stiff as K |C| (K the joint's
         stiffness, C its cross-product residual) against rotations that only the bodies' inertia
-        resists, made Newton converge only linearly: a chain of five driven sliders dragged at
-        one step per frame took 15.6 iterations a step, 3.98 with the exact curvature; a
-        dragged revolute chain 8.58 with the OrthoPotential's shift, 6.19 without (both from the
-        explicit prediction, before :meth:`solver.simulation._Stepper.start_newton` repeated the
-        last step's motion; docs/performance.md). This is Newton's method with a Hessian modification only where
+        resists, made Newton converge only linearly (docs/performance.md, "Accuracy of the
+        shortcuts"). This is Newton's method with a Hessian modification only where
         needed (Nocedal and Wright, Numerical Optimization, 2nd ed., §3.4), the terms' own
         modifications as the modification.
 
@@ -637,16 +575,15 @@ def solve_step(
                     # The chord steps on a lagged Hessian contract more slowly as it ages (a
                     # swinging chain's OrthoPotential Hessian turns with the bodies): a step that
                     # needed more than REUSED_SOLVES_MAX solves is followed by one that needs more
-                    # still or fails after four or five solves and factorises anyway (measured on
-                    # the chains, docs/performance.md), so the next step factorises at once.
+                    # still or fails and factorises anyway, so the next step factorises at once.
                     return result(2, True, reusable=solves[0] <= REUSED_SOLVES_MAX)
         except NewtonFailure:
             pass  # solved afresh below, which names what is not finite if it is the state itself
         # Afresh from the step's start, not from where the failed chord steps left q: where they
         # diverged, that can be far off, and on a small or light body (the OrthoPotential's
         # stiffness dwarfing its inertia, its Hessian indefinite away from the rotations) the
-        # fresh Newton iterations then settled in a wrong state (a 1 cm box spinning at 3 rad/s
-        # turned 1.2 rad in 2 s instead of 5.8, a 5 mm one turned backwards; every step converged).
+        # fresh Newton iterations then settled in a wrong state (a small spinning box turned
+        # backwards, every step converged).
         q[dynamic] = start
         potential.reuse_backoff.record(False)
 
@@ -660,8 +597,7 @@ def solve_step(
         direction, newton_size = newton_direction(gradient, solution)
         newton_error = newton_error_estimate(relative(newton_size), previous_newton)
         # A step's first direction carries the step's motion from the start, not a contraction
-        # of Newton's error: the second direction's error is not estimated from it (a spinning
-        # brick's second direction was 1e-2 of its first and left an error its own size), so a
+        # of Newton's error: the second direction's error is not estimated from it, so a
         # second direction is accepted only within CHORD_ERROR_FRACTION, else a third follows.
         previous_newton = relative(newton_size) if iteration > 1 else 0.0
         start = q[dynamic].copy()
@@ -676,10 +612,8 @@ def solve_step(
             # A direction already within the strict test itself (a body at rest: a resting robot
             # or drawer took two iterations a step for nothing) leaves an error no larger than
             # itself wherever Newton contracts at all, and is accepted as it is. Where a limit
-            # penalty is active (confirm_every_direction), every direction is confirmed so: the
-            # Panda's fingers driven onto their limit ended 0.9 mm from a tightly converged run
-            # when a later direction was accepted on the loose test alone (5.5 um confirmed; 2.26
-            # -> 3.61 Newton iterations per step on the Panda, whose arm rests on its limits).
+            # penalty is active (confirm_every_direction), every direction is confirmed so: Newton
+            # closes on the cubic penalty only linearly (docs/performance.md).
             # Any other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance;
             # a first one not confirmed (a body turning fast: CHORD_TURN_MAX, chord steps are not
             # trusted there) only within the strict test itself.

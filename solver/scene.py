@@ -175,7 +175,7 @@ class Limit:
 @dataclass
 class Driving:
     """Driving Prismatic Joint #21 (seed ``000_dbb64491e78f3022.txt``) or Driving Revolute Joint
-    #19 (reference §3.3).
+    #19 (docs/constitutions/19_driving_revolute_joint.md).
 
     A drive aims at a position (``aim_distance`` on a prismatic joint, ``aim_angle`` on a revolute
     one; 0 when neither is given) or, when ``aim_velocity`` is given, at a velocity: each time step

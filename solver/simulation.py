@@ -1,7 +1,7 @@
 """Frames and substeps: per-frame parameters, prediction, Newton solve, state update.
 
-Source: ``../shared/spec/libuipc_reference.md`` §2.1 (per-frame pipeline) and §3.10 (state
-tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate substeps):
+Source: docs/constitutions/affine_body.md (the time step, frames and substeps, joint
+readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate substeps):
 
 1. animated bodies move to their pose at s / substeps of the way from frame f - 1 to f, the
    rotation turning about a fixed axis and the stretch and origin changing linearly
@@ -14,7 +14,7 @@ tracking). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
    (passive drive target, a velocity drive's target = committed coordinate + dt times the
    velocity, the revolute limit's and drive's accumulated angle);
 3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
-   uniform field, reference §1.6);
+   uniform field, docs/constitutions/affine_body.md);
 4. Newton (:mod:`solver.newton`) from the last step's motion repeated (T^t (T^(t-1))^-1 T^t,
    :func:`solver.affine_body.repeated_motion`), or from q^t where
    a joint-limit penalty is active at either (:meth:`_Stepper.start_newton`);
@@ -92,8 +92,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
     rotation[0] = stepper.joints.rotation(model, stepper.q)
     step = 0
     # BLAS on one thread for the run: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of at
-    # most 23x23 per column) ran 20-40% slower with OpenBLAS's threads on a 2-core machine, and
-    # nothing else of the run calls a multi-threaded BLAS routine. Restored on the way out.
+    # most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and nothing
+    # else of the run calls a multi-threaded BLAS routine. Restored on the way out.
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         for frame in range(1, frames + 1):
             stepper.begin_frame(frame)
@@ -248,25 +248,13 @@ class _Stepper:
         whether one is (the Newton loop then confirms every direction it accepts:
         :func:`solver.newton.solve_step`).
 
-        The repeated motion turns a turning body on where the explicit prediction q^t + dt dq/dt
-        moves its points along their tangents and stretches its A, which the stiff shape energy
-        and the joints then pull back over Newton iterations: mean iterations a step with the
-        explicit one / this one, the 1000-box revolute chain at one step per frame 3.56 / 3.12,
-        the 10-box one 6.40 / 3.81, a dragged chain of five boxes on hinges 6.19 / 3.83, on driven
-        sliders 3.96 / 3.08, the 10-box revolute chain at dt = 1/240 s 2.27 / 2.23
-        (docs/performance.md).
-
-        libuipc starts at q^t (reference §8, pitfall 3). The cubic limit penalty has no curvature
-        at its bound, so a Newton direction taken on the other side of a bound than the answer does
-        not see the limit and overshoots into it, and Newton then closes the overshoot only
-        linearly (each direction about half the one before, as on any cubic from afar): a
-        direction that passes the convergence test leaves an error about its own size, pushing
-        the same way step after step. A joint resting on its limit jitters about the bound by a
-        small speed, and the prediction would carry it back out of the penalty at many steps: the
-        Panda's wrist (joint 4 at its upper bound 0) then ended steps 1.6e-4 to 2.7e-4 m from
-        their minimiser (the tolerance is 2.1e-4) instead of 1e-7 from q^t, and the arm left a
-        tightly converged run 2.6e-3 rad by frame 12 against 5.6e-4 from q^t (7.9e-5 with this
-        rule, which the Newton loop's chord confirmation of a first direction helps)."""
+        The repeated motion turns a turning body on, where the explicit prediction q^t + dt dq/dt
+        moves its points along their tangents and stretches its A against the stiff shape energy
+        (libuipc starts at q^t). The cubic limit penalty has no curvature at its bound, so a
+        direction taken on the other side of a bound than the answer overshoots into it and
+        Newton closes the overshoot only linearly; a joint resting on its limit would be carried
+        across the bound at many steps, hence q^t there (docs/performance.md, "Accuracy of the
+        shortcuts")."""
         if self.has_limits and np.any(_active_limits(self.model, self.q)):
             return True
         predicted = np.empty_like(start)
@@ -341,8 +329,8 @@ class _DriveSeries:
     def target(self, committed: np.ndarray, init: np.ndarray, dt: float) -> np.ndarray:
         """(drives,) raw targets of the step from the ``committed`` (step-start) raw coordinates
         and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
-        coordinate (seed 000, reference §3.3); a velocity drive aims at it plus dt times the
-        velocity (libuipc's servo pattern, reference §3.10); a position drive at its aim minus
+        coordinate (seed 000, docs/constitutions/19_driving_revolute_joint.md); a velocity drive
+        aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
         the offset."""
         moved = np.where(self.by_velocity, committed + dt * self.step_velocity, self.step_aim - init)
         return np.where(self.passive, committed, moved)

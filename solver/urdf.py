@@ -56,10 +56,9 @@ Joints
     reported ``angle``/``distance`` equal the URDF joint coordinate q.
 Limits
     The solver's revolute limit #670 compares the raw angle (which starts at 0; q = raw +
-    init_angle) with ``limit.lower + init_angle`` .. ``limit.upper + init_angle`` (seed 001, see
-    ``solver/simulation.py``). To keep q in the URDF range [lo, hi] the importer therefore writes
+    init_angle) with ``limit.lower + init_angle`` .. ``limit.upper + init_angle`` (docs/constitutions/670_revolute_joint_limit.md). To keep q in the URDF range [lo, hi] the importer therefore writes
     ``Limit(lower=lo - 2 q0, upper=hi - 2 q0)``. The prismatic limit #669 compares the raw distance
-    (q = raw + init_distance) with ``lower``/``upper`` directly (seed 002), so it gets
+    (q = raw + init_distance) with ``lower``/``upper`` directly (docs/constitutions/669_prismatic_joint_limit.md), so it gets
     ``Limit(lower=lo - q0, upper=hi - q0)``. See :func:`revolute_limit` and :func:`prismatic_limit`.
     ``strength`` is ``limit_strength`` (default ``DEFAULT_LIMIT_STRENGTH`` = 1e4 J) times
     max(1, u - l)^3 (:func:`scaled_limit_strength`): the cubic penalty s ((x - u) / (u - l))^3 divides the
@@ -343,7 +342,7 @@ def revolute_limit(lower: float, upper: float, init_angle: float, strength: floa
     """#670 limit keeping the reported angle q = raw + init_angle in [lower, upper] (rad).
 
     The solver bounds the raw angle by ``limit.lower + init_angle`` and ``limit.upper +
-    init_angle`` (seed 001), so q in [lower, upper] needs ``limit = [lower - 2 init, upper - 2 init]``.
+    init_angle`` (docs/constitutions/670_revolute_joint_limit.md), so q in [lower, upper] needs ``limit = [lower - 2 init, upper - 2 init]``.
     """
     return Limit(lower=lower - 2.0 * init_angle, upper=upper - 2.0 * init_angle, strength=strength)
 
@@ -351,7 +350,7 @@ def revolute_limit(lower: float, upper: float, init_angle: float, strength: floa
 def prismatic_limit(lower: float, upper: float, init_distance: float, strength: float) -> Limit:
     """#669 limit keeping the reported distance q = raw + init_distance in [lower, upper] (m).
 
-    The solver bounds the raw distance by ``limit.lower``/``limit.upper`` directly (seed 002).
+    The solver bounds the raw distance by ``limit.lower``/``limit.upper`` directly (docs/constitutions/669_prismatic_joint_limit.md).
     """
     return Limit(lower=lower - init_distance, upper=upper - init_distance, strength=strength)
 

@@ -1,9 +1,8 @@
 """The solver's first Numba compilation: ahead of time, and spread over the CPU's cores.
 
-The first bake on a machine otherwise pays the whole compilation (about 7 s for a scene with one
-kind of joint on a 2-core CPU, docs/performance.md); with the on-disk cache filled
-(:func:`solver._configure_numba_cache`) a fresh process loads the kernels in a fraction of a
-second.
+The first bake on a machine otherwise pays the whole compilation (docs/performance.md, "First
+compilation and warm-up"); with the on-disk cache filled (:func:`solver._configure_numba_cache`)
+a fresh process loads the kernels instead.
 
 - :func:`warm_up` runs a tiny scene that uses every constitution and both Newton paths (full
   iterations and chord steps), which is what the Blender add-on runs in a background process when
@@ -81,16 +80,15 @@ def warm_up() -> None:
 #: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
 PARALLEL_ENVIRONMENT = "ABD_JOINTS_PARALLEL_COMPILE"
 #: Most processes (the parent included) that share a first compilation: beyond three the largest
-#: kernel (the prismatic group's Hessian, about 3.2 s alone) bounds the wall time anyway.
+#: kernel (the prismatic group's Hessian) bounds the wall time anyway.
 MAX_PROCESSES = 3
-#: First-compilation seconds of the kernels (nested helpers included, the first kernel to use a
-#: helper paying for it) measured on the development machine (2 cores, Numba 0.68) when the
-#: drawer example's kernels were compiled in two processes; only their ratios matter, for the
-#: split. Kernels not listed weigh :data:`DEFAULT_WEIGHT`.
+#: Relative first-compilation cost of the kernels, in seconds of a 2-core machine (nested helpers
+#: included, the first kernel to use a helper paying for it), for splitting the kernels between
+#: processes; only their ratios matter (docs/performance.md, "First compilation and warm-up").
+#: The two largest weigh the same so that a rig with both puts them in different processes.
+#: Kernels not listed weigh :data:`DEFAULT_WEIGHT`.
 COMPILE_WEIGHTS = {
     "prismatic_group._gradient_hessian_kernel": 3.2,
-    # Re-measured in the tenth session: as long as the prismatic group's Hessian (3.4 s each as
-    # the first kernel of a process), so that a rig with both puts them in different processes.
     "revolute_joint_limit._gradient_hessian_kernel": 3.2,
     "ortho_potential._gradient_hessian_kernel": 1.1,
     "prismatic_group._energy_kernel": 0.65,

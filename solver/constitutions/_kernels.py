@@ -1,7 +1,8 @@
 """Shared helpers of the constitutions: Numba kernels for the q -> F -> E(F) pattern, and input checks.
 
-Source: ``../shared/spec/libuipc_reference.md`` §1.1 (J(x_bar), direction Jacobian), §3.11 (F-space
-factoring), §1.5 / §8.5 (``make_spd``: symmetric eigendecomposition, negative eigenvalues clamped to 0).
+Source: docs/constitutions/affine_body.md (J(x_bar), the direction Jacobian); libuipc's F-space
+factoring of every joint energy and its ``make_spd`` (symmetric eigendecomposition, negative
+eigenvalues clamped to 0).
 
 Every energy is written as q_e -> F = J_F q_e -> E(F), where q_e is the element's stacked DOFs
 (12 per body, body i first) and J_F a constant (m, 12 k) Jacobian built once per element. Then
@@ -17,15 +18,14 @@ Note: Numba's on-disk cache of a caller is not invalidated when only this module
 
 Threading: most per-constitution element loops are written with ``numba.prange`` (each iteration
 writes only its own element's outputs; energies are a single ``+=`` reduction), but compiled
-without ``parallel=True``. Measured on the development machine: serial ``gradient_hessian`` costs
-~1-20 µs per element, so threads only pay beyond ~10³ elements, while ``parallel=True`` roughly
-doubles the cold compile time (+~2 s per kernel) and adds a fork/join cost per call that grew to
-~10 ms per call on a loaded 2-core machine. Compiling such a kernel with ``parallel=True`` (a
+without ``parallel=True``: threads pay only on thousands of elements, while ``parallel=True``
+lengthens the first compilation and adds a fork/join cost to every call (docs/performance.md,
+"Known gaps"). Compiling such a kernel with ``parallel=True`` (a
 decorator beside :data:`solver.jit.kernel`) is the only change needed to thread it. The energy,
 gradient-only and readout kernels of the joints (called several times per time step) loop with
 ``range`` over scratch arrays allocated once per call (:func:`gather_dofs_into`,
-:func:`apply_jacobian_into`): a small allocation per element made them 3x slower; threading
-those needs a scratch array per thread.
+:func:`apply_jacobian_into`) rather than a small allocation per element; threading those needs
+a scratch array per thread.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def project_psd(hessian):
 
     Returns the symmetrised input itself (a new array) when its smallest eigenvalue is already
     >= 0, so an already-PSD matrix is returned unchanged up to symmetrisation round-off.
-    Source: libuipc ``make_spd`` (reference §1.5, §8.5).
+    Source: libuipc's ``make_spd``.
     """
     m = hessian.shape[0]
     symmetric = np.empty((m, m))
@@ -100,14 +100,13 @@ def add_outer(matrix, scale, a, b):
 
 
 # ---------------------------------------------------------------------------------------------
-# Affine-body Jacobians and mass matrix in structured form (reference §1.1, §1.2)
+# Affine-body Jacobians and mass matrix in structured form (docs/constitutions/affine_body.md)
 # ---------------------------------------------------------------------------------------------
 # J(x̄) = [I3 | e1 x̄ᵀ | e2 x̄ᵀ | e3 x̄ᵀ] and M = [[m I3, I3 ⊗ (m x̄)ᵀ], [I3 ⊗ (m x̄), I3 ⊗ S]] applied
 # from their 3 or 13 defining numbers instead of stored (3, 12) or (12, 12) matrices, by the
-# gradient-only, energy and readout kernels that run several times per time step (at 1000 bodies
-# they then read 10x less memory). These helpers take whole arrays and element indices, not
-# per-element views: a view costs a reference-count increment and decrement, which doubled the
-# time of such kernels.
+# gradient-only, energy and readout kernels that run several times per time step (they then read
+# far less memory). These helpers take whole arrays and element indices, not per-element views: a
+# view costs a reference-count increment and decrement per element.
 
 
 @helper
@@ -259,7 +258,7 @@ def scalar_function_hessian_F(first, second, gradient_x, hessian_x, exact):
     """F-space Hessian of E = f(x(F)): f'' ∇x ∇xᵀ + P(f' ∇²x).
 
     The Gauss-Newton part f'' ∇x ∇xᵀ is PSD when f'' >= 0; unless ``exact`` the geometric part is
-    projected as the *product* f' ∇²x (reference §3.5, pitfall bug #414), never ∇²x alone.
+    projected as the *product* f' ∇²x (docs/constitutions/669_prismatic_joint_limit.md), never ∇²x alone.
 
     Args:
         first, second: f'(x), f''(x). gradient_x: (m,) ∇_F x. hessian_x: (m, m) ∇²_F x.
@@ -460,6 +459,6 @@ def check_state(q, rows: int) -> np.ndarray:
 
 
 def check_limits(lower: np.ndarray, upper: np.ndarray) -> None:
-    """Raises ValueError if any lower > upper (reference §3.5 asserts lower <= upper)."""
+    """Raises ValueError if any lower > upper (docs/constitutions/669_prismatic_joint_limit.md)."""
     if np.any(lower > upper):
         raise ValueError("limit: lower must be <= upper for every element")

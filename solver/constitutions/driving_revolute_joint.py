@@ -1,6 +1,7 @@
 """AffineBodyDrivingRevoluteJoint (UID 19): drives a revolute joint (UID 18) to a target angle.
 
-Source: reference §3.3; the angle frame of :mod:`.revolute_joint` and the unwrapped angle of
+Source: libuipc's Affine Body Driving Revolute Joint (documentation and code);
+docs/constitutions/19_driving_revolute_joint.md; the angle frame of :mod:`.revolute_joint` and the unwrapped angle of
 :mod:`.revolute_joint_limit` (seed ``001_a52bd7e117919fa1.txt``).
 
     E = K/2 (x − θ̃)²,   x = θᵗ + δ(q),
@@ -14,7 +15,7 @@ dt²-scaled. libuipc shifts θ̃ by the whole turns instead of x; the energy is 
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. With r = x − θ̃: ∇_F E = K r ∇x,
 H_F = K ∇x ∇xᵀ + P(K r ∇²x), P the PSD projection of the product when requested (as the revolute
-limit, reference §3.5); ∇x and ∇²x are those of :func:`.revolute_joint_limit.limit_angle_derivatives_F`.
+limit); ∇x and ∇²x are those of :func:`.revolute_joint_limit.limit_angle_derivatives_F`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Kinetic (inertia) term of the BDF1 incremental potential. Not a libuipc constitution: ``uid = 0``.
 
-Source: reference §2.2 (libuipc ``affine_body_bdf1_kinetic.cu``) and §1.2 (12x12 mass matrix).
+Source: docs/constitutions/affine_body.md (the time step; the 12x12 mass matrix).
 
     E = ½ (q − q̃)ᵀ M (q − q̃),   gradient M (q − q̃),   Hessian M (constant, PSD).
 
-No 1/dt² factor: every potential is multiplied by dt² instead (pitfall §8.1). q̃ (``q_tilde``) is
+No 1/dt² factor: every potential is multiplied by dt² instead. q̃ (``q_tilde``) is
 the predicted state, set by the time integrator before each step.
 """
 

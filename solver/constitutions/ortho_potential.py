@@ -1,6 +1,6 @@
 """OrthoPotential (UID 1): the affine body's shape energy, scaled by v̄ dt² for the incremental potential.
 
-Source: reference §1.5 (libuipc ``ortho_potential.cu``), pitfall §8.1 (dt² bookkeeping).
+Source: docs/constitutions/1_ortho_potential.md (libuipc's OrthoPotential, UID 1).
 
     E = kappa · volume · dt² · ‖A Aᵀ − I3‖²_F
       = kappa · volume · dt² · [ Σ_i (|a_i|² − 1)² + 2 Σ_{i<j} (a_i · a_j)² ],
@@ -21,19 +21,14 @@ ignores what G gives along the negative directions, so where tau > 0 it is large
 least shift that would do (1.5 to 5 times on random strained states); a tighter bound would need
 the 9x9 eigenvalues. So the Newton loop first tries the exact Hessian (``curvature_projection``
 0) and keeps it where the Cholesky factorisation of the whole Newton matrix succeeds
-(:meth:`solver.newton.IncrementalPotential.factorize`): a 5-box revolute chain dragged at one
-step per frame took 8.58 Newton iterations a step (up to 81) with the shift, 6.19 (up to 11)
-so.
+(:meth:`solver.newton.IncrementalPotential.factorize`).
 
 This is a departure from libuipc, which projects the OrthoPotential's F-Hessian to PSD by
-itself. This module did too, term by term in closed form (the negative parts 4 s_i I for s_i < 0
-and 4 c_ij [[0, I], [I, 0]] replaced by their PSD parts), until that was found to make Newton
-converge only linearly on bodies that are stretched or sheared by their joints (a whipping
-chain at one step per frame): there the clamped curvature, 4 |c_ij| kappa v dt², is comparable to
-the inertia of a rotation about the body's short axes, and it held those rotations stiffer than
-they are (contraction rates up to 0.93 a Newton iteration, steps of up to 100 iterations; with
-this shift at most 6, and the 1000-box revolute chain at dt = 1/24 s 4.27 -> 3.56 iterations a
-step; docs/performance.md).
+itself: on bodies stretched or sheared by their joints (a whipping chain at one step per frame)
+the clamped curvature, 4 |c_ij| kappa v dt², is comparable to the inertia of a rotation about the
+body's short axes and holds those rotations stiffer than they are, so Newton converges only
+linearly (docs/constitutions/1_ortho_potential.md; docs/performance.md, "Accuracy of the
+shortcuts").
 """
 
 from __future__ import annotations
@@ -229,7 +224,7 @@ def _gradient_kernel(q, bodies, scale, gradient):
 
 
 class OrthoPotential:
-    """Shape energy kappa · volume · dt² · ‖A Aᵀ − I‖²_F per body (UID 1, reference §1.5).
+    """Shape energy kappa · volume · dt² · ‖A Aᵀ − I‖²_F per body (UID 1).
 
     Args:
         bodies: (n, 1) int, global body index of each element.

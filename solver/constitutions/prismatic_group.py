@@ -2,7 +2,7 @@
 
 Not a constitution of its own: the sum of the three, for the Newton loop. All three are functions
 of the same F = [c_j − c_i; t_i; t_j] (9) through the same constant F-Jacobian (the extras of a
-joint use its anchors and axis, reference §3.4-3.5), so per joint and iteration this evaluates F
+joint use its anchors and axis, docs/constitutions/), so per joint and iteration this evaluates F
 once, adds the three F-space gradients and (projected) Hessians from the constitutions' own
 functions (:mod:`.prismatic_joint`, :mod:`.driving_prismatic_joint`, :mod:`.prismatic_joint_limit`)
 and maps the 9x9 sum to q once (J_Fᵀ H_F J_F), instead of three mappings and three scatters. Each

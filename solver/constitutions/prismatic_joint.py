@@ -1,6 +1,6 @@
 """AffineBodyPrismaticJoint (UID 20): a slider between two affine bodies, and its distance.
 
-Source: seed ``004_335fc1871e830d96.txt``; reference §3.2 (libuipc ``affine_body_prismatic_joint.cu``).
+Source: seed ``004_335fc1871e830d96.txt``; docs/constitutions/20_prismatic_joint.md.
 
 World quantities: c_k = J(c̄_k) q_k, t_k = A_k t̄_k, n_k = A_k n̄_k, b_k = A_k b̄_k (k ∈ {i, j}, not
 re-normalised). Constraints
@@ -23,7 +23,7 @@ Split as in the reference:
   factorisation tells whether the whole Newton matrix is still positive definite);
 - E23 = K/2 (|n_i − n_j|² + |b_i − b_j|²) on F = [n_i − n_j; b_i − b_j] (6), quadratic: exact.
 
-Distance (raw, reference §3.2): d(q) = ½ (c_j − c_i)·(t_i + t_j); > 0 when body j moved along +t̂.
+Distance (raw): d(q) = ½ (c_j − c_i)·(t_i + t_j); > 0 when body j moved along +t̂.
 """
 
 from __future__ import annotations

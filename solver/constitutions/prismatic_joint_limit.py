@@ -1,7 +1,7 @@
 """AffineBodyPrismaticJointLimit (UID 669): cubic penalty on the prismatic joint distance.
 
-Source: seed ``002_49c7e7c359263bfd.txt``; reference §3.5 (bug #460: use the base joint's absolute
-d(q); bug #414: project the product f'·∇²x), ``../shared/spec/README.md`` (absolute form allowed).
+Source: seed ``002_49c7e7c359263bfd.txt``; docs/constitutions/669_prismatic_joint_limit.md (the
+base joint's absolute d(q); the product f'·∇²x projected, not ∇²x alone).
 
     x = d(q) = ½ (c_j − c_i)·(t_i + t_j)   (the absolute form; equals the seed's θᵗ + δ),
     E = f(x) = penalty(x, lower, upper, strength)   (see :mod:`.joint_limit_penalty`).
@@ -9,9 +9,9 @@ d(q); bug #414: project the product f'·∇²x), ``../shared/spec/README.md`` (a
 F = [d; t_i; t_j] (9), d = c_j − c_i. ∇_F E = f'(x) ∇x and
 H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (identity otherwise), in
 closed form because ∇²x is constant (:func:`limit_projected_hessian_F`).
-``lower``/``upper`` are the raw bounds; seed 002 applies no init_distance offset, so the caller
+``lower``/``upper`` are the raw bounds; the seed applies no init_distance offset, so the caller
 passes ``limit/lower`` and ``limit/upper`` unchanged (libuipc's code subtracts init_distance,
-reference §3.5; the seed wins). Not dt²-scaled; ``strength`` is used raw.
+the seed wins). Not dt²-scaled; ``strength`` is used raw.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def limit_projected_hessian_F(first, second, gradient_x):
     Per coordinate k, f' ∇²x restricted to (d_k, t_ik, t_jk) is f' [[0, ½, ½], [½, 0, 0], [½, 0, 0]],
     with eigenvalues ±|f'|/√2 and 0; its PSD part is |f'| [[√2/4, σ/4, σ/4], [σ/4, √2/8, √2/8],
     [σ/4, √2/8, √2/8]], σ = sign f' (the eigenvector (√2 σ, 1, 1)/2). f'' >= 0 for the cubic
-    penalty, so the Gauss-Newton part is PSD as it is (reference §3.5, bug #414: project the product).
+    penalty, so the Gauss-Newton part is PSD as it is (the product is projected).
     """
     hessian = np.zeros((9, 9))
     add_limit_projected_hessian_F(first, second, gradient_x, hessian)

@@ -1,7 +1,7 @@
 """Kernels of a joint whose energy is quadratic in q: E = K/2 |J_F q_e|², with a constant F-Jacobian.
 
 The Fixed Joint (UID 25, :mod:`.fixed_joint`) and the Spherical Joint (UID 26,
-:mod:`.spherical_joint`) are of this form (reference §3.7): F holds differences of the two bodies'
+:mod:`.spherical_joint`) are of this form (docs/constitutions/25_fixed_joint.md, 26_spherical_joint.md): F holds differences of the two bodies'
 images of the same anchor point and, for the fixed joint, of the same three directions, each
 linear in q. So ∇_q E = J_Fᵀ (K F) and the Hessian K J_Fᵀ J_F is exact, PSD and constant (the
 Newton loop assembles it once per run). Not a constitution: the base of those two.

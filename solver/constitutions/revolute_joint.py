@@ -1,9 +1,9 @@
 """AffineBodyRevoluteJoint (UID 18): a hinge between two affine bodies, and its angle.
 
-Source: reference §3.1 (libuipc ``affine_body_revolute_joint.cu``); angle convention from seed
-``001_a52bd7e117919fa1.txt`` (revolute joint limit) and reference §3.1 / pitfall §8.9.
+Source: docs/constitutions/18_revolute_joint.md (libuipc's revolute joint); angle convention from
+the seed ``001_a52bd7e117919fa1.txt`` (revolute joint limit).
 
-Energy (not dt²-scaled; K = γ (m_i + m_j) set by the caller, pitfall §8.1):
+Energy (not dt²-scaled; K = γ (m_i + m_j) set by the caller):
 
     E = K/2 ( ‖J(x̄_i0) q_i − J(x̄_j0) q_j‖² + ‖J(x̄_i1) q_i − J(x̄_j1) q_j‖² ).
 
@@ -15,9 +15,9 @@ Angle: n_k = A_k n̄_k, b_k = A_k b̄_k (not re-normalised), k ∈ {i, j},
 
 Sign: with the joint basis built as n = normalize(t × helper), b = normalize(t × n) (so that
 (n, b, t) is right-handed), rotating body j by +φ about +t̂ relative to body i gives θ = +φ, the
-right-hand rule that seed 001 states in words ("x > 0: positive rotation around +t̂"). The seed's
+right-hand rule that the seed states in words ("x > 0: positive rotation around +t̂"). The seed's
 *formula* sinθ = (n̂_i·b̂_j − b̂_i·n̂_j)/2 gives −φ with that basis (it matches the [b, n] layout that
-libuipc fixed in #428); we follow the stated right-hand rule and the reference code (§3.1, §8.9).
+libuipc fixed in #428); we follow the stated right-hand rule, as libuipc's code does.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """AffineBodyRevoluteJointLimit (UID 670): cubic penalty on the accumulated revolute joint angle.
 
-Source: seed ``001_a52bd7e117919fa1.txt``; reference §3.5 (bug #414: project the product f'·∇²x)
-and §3.1 (angle frame).
+Source: seed ``001_a52bd7e117919fa1.txt``; docs/constitutions/670_revolute_joint_limit.md (the
+product f'·∇²x is projected, not ∇²x alone).
 
     x = θᵗ + δ,   δ = atan2(sinθ cosθᵗ − cosθ sinθᵗ, cosθ cosθᵗ + sinθ sinθᵗ),
     E = f(x) = penalty(x, l, u, s)   (see :mod:`.joint_limit_penalty`),
@@ -11,7 +11,7 @@ with θᵗ (``angle_t``) the accumulated raw angle at the step start, sinθᵗ/c
 the current q (see :mod:`.revolute_joint`; sinθ = (b_i·n_j − n_i·b_j)/2 so that x follows the
 right-hand rule about +t̂). Effective bounds follow the seed: l = limit/lower + init_angle,
 u = limit/upper + init_angle (the caller computes them; the reference subtracts init_angle instead,
-the seed wins, ``../shared/spec/README.md``). Not dt²-scaled; ``strength`` is used raw.
+the seed wins). Not dt²-scaled; ``strength`` is used raw.
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. δ differs from atan2(sinθ, cosθ) by a locally constant
 angle (the step-start one, up to 2π), so with s = sinθ, c = cosθ, ρ² = s² + c²,
@@ -127,7 +127,7 @@ class RevoluteJointLimit:
 
     Attributes (set by the caller before each step):
         lower, upper: (n,) effective bounds l <= u on the raw accumulated angle, rad (already
-            offset by init_angle, seed 001). Default 0.
+            offset by init_angle, as the seed writes it). Default 0.
         strength: (n,) s, J (raw). Default 1 (seed/libuipc default).
         angle_t: (n,) accumulated raw angle θᵗ at the step start, rad. Default 0.
         sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`sin_cos`) at the step-start state.

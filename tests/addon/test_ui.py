@@ -169,7 +169,7 @@ def test_panels_warn_about_what_would_override_the_bake(addon):
 
 
 def test_a_fixed_bodys_mass_stays_editable_as_it_sets_its_joints_stiffness(addon):
-    # K = strength_ratio (m_l + m_r) counts a fixed or animated body's mass too (seeds 000, 004):
+    # K = strength_ratio (m_l + m_r) counts a fixed or animated body's mass too (docs/constitutions/):
     # its mass settings must not look inert; the orthogonality stiffness kappa does not apply.
     base, slider, joint = slider_rig(frame_end=8)
     note = ("label", "Mass sets only its joints' stiffness")

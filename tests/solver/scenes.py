@@ -199,8 +199,8 @@ def revolute_pendulum_scene(
     return scene(bodies, [joint], **setting_values)
 
 
-def issue_example() -> dict:
-    """The example document of the scene-file issue (every feature once), with a 4x4 aim."""
+def every_feature_example() -> dict:
+    """A scene document that uses every feature once, with a 4x4 aim."""
     document = prismatic_scene(
         base_motion="dynamic",
         slider_position=(1.0, 0.0, 0.0),

@@ -99,7 +99,7 @@ def random_state(rng: np.random.Generator, n_bodies: int = N_BODIES, deformation
 
 
 def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n, b) with n = normalize(t × helper), b = normalize(t × n) (reference §3.0)."""
+    """(n, b) with n = normalize(t × helper), b = normalize(t × n) (docs/constitutions/18_revolute_joint.md)."""
     t = tangent / np.linalg.norm(tangent)
     helper = np.array([1.0, 0.0, 0.0]) if abs(t[0]) <= 0.9 else np.array([0.0, 1.0, 0.0])
     n = np.cross(t, helper)
@@ -763,7 +763,7 @@ def test_revolute_angle_sign_right_hand_rule():
 
 
 def test_revolute_angle_sign_simple_frame():
-    """t̂ = +z: n = +y, b = −x (reference §3.0); a +90° turn of j about +z reads +π/2."""
+    """t̂ = +z: n = +y, b = −x (docs/constitutions/18_revolute_joint.md); a +90° turn of j about +z reads +π/2."""
     basis = np.array([[[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]])
     points = np.array([[[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]])
     joint = RevoluteJoint([[0, 1]], points, points, basis, basis)

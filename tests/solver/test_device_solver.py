@@ -27,7 +27,7 @@ from solver.device_solver import DeviceLinearSolver, DeviceUnavailable, numpy_ba
 from solver.linear_solver import SingularSystem
 from solver.scene_io import save_scene, scene_from_dict, scene_to_dict
 from solver.simulation import SolverError
-from scenes import issue_example
+from scenes import every_feature_example
 import benchmark_modules
 from test_linear_solver import block_pattern_system, chain
 from test_physics import count_factorisations, prismatic_chain_scene, revolute_chain_scene
@@ -176,9 +176,9 @@ def test_running_out_of_device_memory_mid_run_names_the_step(monkeypatch, failin
 @pytest.mark.parametrize("builder", [
     lambda: revolute_chain_scene(6, seconds=0.25),
     lambda: prismatic_chain_scene(6, seconds=0.25),
-    lambda: scene_from_dict(issue_example()),
+    lambda: scene_from_dict(every_feature_example()),
     net_scene,
-], ids=["revolute-chain-with-limit", "prismatic-chain-drive-limit", "issue-example-soft-transform", "net-of-loops"])
+], ids=["revolute-chain-with-limit", "prismatic-chain-drive-limit", "every-feature-example-soft-transform", "net-of-loops"])
 def test_device_path_gives_the_cpu_trajectory(builder, cupy_on_numpy):
     """Every constitution through the device path (revolute joints and a limit, prismatic
     joints with drives and limits, a soft transform): the CPU run's trajectory, its Newton
@@ -251,12 +251,12 @@ def test_cupy_backend_says_what_is_missing_on_this_machine():
 
 
 def test_device_setting_is_validated_and_saved():
-    document = issue_example()
+    document = every_feature_example()
     document["settings"]["device"] = "cupy"
     scene = scene_from_dict(document)
     assert scene.settings.device == "cupy"
     assert scene_to_dict(scene)["settings"]["device"] == "cupy"
-    assert scene_to_dict(scene_from_dict(issue_example()))["settings"]["device"] == "cpu"
+    assert scene_to_dict(scene_from_dict(every_feature_example()))["settings"]["device"] == "cpu"
     for wrong in ("gpu", "CUDA", 1, None):
         scene.settings.device = wrong
         with pytest.raises(SceneError, match=r"settings: device: must be one of \['cpu', 'cupy'\]"):

@@ -28,7 +28,7 @@ def wheel(tmp_path_factory) -> Path:
     """The solver's wheel, built from a copy of the files pyproject.toml uses (setuptools builds
     in the source tree; the checkout stays clean)."""
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "LICENSE"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(REPO / "solver", source / "solver", ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheel")

@@ -1,6 +1,7 @@
 """Scene tests whose answers are known from physics, one or more per constitution.
 
-Reference values: ``../shared/peers.md`` §6 (BDF1 recurrences of the same scenes).
+Reference values: backward Euler's (BDF1) closed forms on each scene, derived in each test's
+docstring (docs/testing.md, "Physics references").
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ def test_prismatic_limit_bounds_are_raw_coordinates():
 
 
 def test_revolute_limit_holds_a_falling_door():
-    """A horizontal bar hinged about +y falls; the upper limit 0.5 rad (+ init_angle, seed 001) stops it."""
+    """A horizontal bar hinged about +y falls; the upper limit 0.5 rad (+ init_angle, docs/constitutions/670_revolute_joint_limit.md) stops it."""
     bar = Body(name="bar", mesh=box_mesh([1.0, 0.2, 0.2], center=(0.5, 0.0, 0.0)))
     hinge = Joint(name="hinge", type="revolute", l_body="base", r_body="bar", position0=np.zeros(3),
                   position1=np.array([0.0, 1.0, 0.0]), init_angle=0.1,
@@ -365,7 +366,7 @@ def test_chord_steps_reuse_the_factorisation_without_losing_accuracy(monkeypatch
 def prismatic_chain_scene(count: int = 10, seconds: float = 0.5) -> Scene:
     """``count`` boxes of 1 x 0.2 x 0.2 m on sliders along x end to end from a fixed base
     (limit [-0.5, 0.5] m, a drive to +0.3 m of about 9000 N/m), gravity along -z, dt = 1/240 s (24 fps, 10
-    substeps): ../shared/peers.md's prismatic chain."""
+    substeps): the benchmark's prismatic chain (docs/performance.md)."""
     bodies, joints = [fixed_base()], []
     for k in range(count):
         bodies.append(Body(name=f"box{k}", mesh=box_mesh([1.0, 0.2, 0.2], center=(k + 0.5, 0.0, 0.0))))
@@ -378,7 +379,7 @@ def prismatic_chain_scene(count: int = 10, seconds: float = 0.5) -> Scene:
 
 def revolute_chain_scene(count: int = 10, seconds: float = 0.5) -> Scene:
     """``count`` boxes of 1 x 0.2 x 0.2 m hinged end to end about y from a fixed base, released
-    horizontal, dt = 1/240 s (24 fps, 10 substeps): ../shared/peers.md's revolute chain."""
+    horizontal, dt = 1/240 s (24 fps, 10 substeps): the benchmark's revolute chain (docs/performance.md)."""
     bodies, joints = [fixed_base()], []
     for k in range(count):
         bodies.append(Body(name=f"box{k}", mesh=box_mesh([1.0, 0.2, 0.2], center=(k + 0.5, 0.0, 0.0))))

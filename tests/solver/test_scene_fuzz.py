@@ -51,7 +51,7 @@ def _bases() -> list:
                                 "inertia": [[0.1, 0.0, 0.0], [0.0, 0.1, 0.0], [0.0, 0.0, 0.1]]}},
     )
     return [
-        scenes.issue_example(),
+        scenes.every_feature_example(),
         series,
         animated,
         scenes.revolute_pendulum_scene(frame_count=frame_count, substeps=1, arm_pose_angle=0.3, init_angle=0.2,

@@ -414,8 +414,8 @@ def assert_scenes_equal(a: Scene, b: Scene) -> None:
             np.testing.assert_array_equal(body_a.soft_transform.aim_transform, body_b.soft_transform.aim_transform)
 
 
-def test_issue_example_loads_and_normalises(tmp_path):
-    scene = load_scene(_write(tmp_path, scenes.issue_example()))
+def test_every_feature_example_loads_and_normalises(tmp_path):
+    scene = load_scene(_write(tmp_path, scenes.every_feature_example()))
     frames = 49
     assert isinstance(scene.settings.substeps, int) and isinstance(scene.settings.frame_rate, float)
     assert scene.settings.gravity.shape == (3,) and scene.settings.gravity.dtype == np.float64
@@ -467,7 +467,7 @@ def test_every_joint_type_loads_with_its_own_keys(tmp_path):
 
 @pytest.mark.parametrize("document", [
     pytest.param(every_joint_type(), id="every-joint-type"),
-    pytest.param(scenes.issue_example(), id="issue-example"),
+    pytest.param(scenes.every_feature_example(), id="every-feature-example"),
     pytest.param(prismatic(), id="prismatic"),
     pytest.param(pendulum(arm_pose_angle=0.4, init_angle=0.1), id="pendulum"),
 ])

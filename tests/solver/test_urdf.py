@@ -422,7 +422,7 @@ def write(tmp_path: Path, text: str, name="robot.urdf") -> Path:
 def test_revolute_limit_holds_the_urdf_range_with_a_nonzero_initial_angle(tmp_path, q0, expected):
     """The +x arm about +y falls towards positive q and must rest on the URDF upper bound 0.5.
 
-    The solver compares the raw angle with limit + init_angle (seed 001), so the importer writes
+    The solver compares the raw angle with limit + init_angle (docs/constitutions/670_revolute_joint_limit.md), so the importer writes
     limit = [lo - 2 q0, hi - 2 q0]; without that the arm would stop at 0.5 + 2 q0 instead.
     """
     path = write(tmp_path, ARM.format(lower=-0.2, upper=0.5))

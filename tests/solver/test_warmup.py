@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from solver.model import Model
 from solver.scene import validate_scene
@@ -193,6 +194,7 @@ def test_an_unwritable_cache_folder_is_copied_to_a_temporary_one(tmp_path, monke
     monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(numba.core.config, "CACHE_DIR", numba.core.config.CACHE_DIR)  # restored afterwards
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
     read_only = tmp_path / "numba" / f"solver-{solver.source_stamp()}"
     (read_only / "kernels").mkdir(parents=True)
     (read_only / "kernels" / "entry.nbi").write_text("warmed")
@@ -202,6 +204,82 @@ def test_an_unwritable_cache_folder_is_copied_to_a_temporary_one(tmp_path, monke
     assert used.startswith(str(tmp_path / "temp")) and used.endswith(read_only.name)
     assert (tmp_path / "temp").joinpath(os.path.relpath(used, tmp_path / "temp"), "kernels", "entry.nbi").read_text() == "warmed"
     assert f"cache folder {read_only} cannot be written; using {used} (a copy of it)" in capsys.readouterr().err
+
+
+def _fall_back(tmp_path, monkeypatch):
+    """Configure the cache as a run whose cache folder cannot be written would, with the temporary
+    folder ``tmp_path / "temp"``; returns (the read-only cache folder, the folder used)."""
+    import os
+
+    import numba.core.config
+
+    import solver
+
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", numba.core.config.CACHE_DIR)  # restored afterwards
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "temp"))
+    read_only = tmp_path / "numba" / f"solver-{solver.source_stamp()}"
+    (read_only / "kernels").mkdir(parents=True, exist_ok=True)
+    (read_only / "kernels" / "entry.nbi").write_text("warmed")
+    monkeypatch.setattr(solver, "_writable", lambda folder: os.path.realpath(folder) != os.path.realpath(read_only))
+    solver._configure_numba_cache()
+    return read_only, Path(numba.core.config.CACHE_DIR)
+
+
+@pytest.mark.parametrize("planted", ["another-users-folder", "a-folder-others-can-write", "a-symbolic-link"])
+def test_the_temporary_cache_folder_is_one_no_other_user_can_write(tmp_path, monkeypatch, planted):
+    """Numba unpickles its index files, so the copy of a read-only cache must not go to a folder
+    another user made or can write (they would plant a pickle where an index goes), nor through a
+    symbolic link: where ``abd_joints-<uid>`` is such a folder, a new private folder is used."""
+    import os
+    import stat
+
+    temporary = tmp_path / "temp"
+    temporary.mkdir()
+    planted_root = temporary / f"abd_joints-{os.getuid()}"
+    elsewhere = tmp_path / "elsewhere"
+    if planted == "a-symbolic-link":
+        elsewhere.mkdir(mode=0o700)
+        planted_root.symlink_to(elsewhere)
+    else:
+        planted_root.mkdir()
+        os.chmod(planted_root, 0o777)
+        if planted == "another-users-folder":
+            if os.getuid() != 0:
+                pytest.skip("making a folder of another user needs root")
+            os.chmod(planted_root, 0o700)
+            os.chown(planted_root, 65534, 65534)
+    _, used = _fall_back(tmp_path, monkeypatch)
+    assert used.name.startswith("solver-") and (used / "kernels" / "entry.nbi").read_text() == "warmed"
+    assert not str(used).startswith(str(planted_root) + os.sep) and not list(elsewhere.rglob("*.nbi"))
+    private = Path(os.path.relpath(used, temporary)).parts
+    for depth in range(1, len(private) + 1):  # every folder from the temporary folder down
+        status = os.lstat(temporary.joinpath(*private[:depth]))
+        assert stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o077
+
+
+def test_the_cache_copy_follows_no_symbolic_link(tmp_path, monkeypatch):
+    """A link in the read-only cache is not copied, and a link where a copied file goes is replaced,
+    not written through (the file it points to is left as it was)."""
+    import os
+
+    import solver
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file")
+    read_only = tmp_path / "numba" / f"solver-{solver.source_stamp()}"
+    (read_only / "kernels").mkdir(parents=True)
+    (read_only / "kernels" / "secret").symlink_to(victim)
+    (tmp_path / "temp").mkdir()
+    target = tmp_path / "temp" / f"abd_joints-{os.getuid()}" / "numba" / read_only.name / "kernels"
+    target.mkdir(parents=True, mode=0o700)
+    (target / "entry.nbi").symlink_to(victim)
+    _, used = _fall_back(tmp_path, monkeypatch)
+    assert used == target.parent
+    assert victim.read_text() == "the user's own file"
+    assert not (target / "entry.nbi").is_symlink() and (target / "entry.nbi").read_text() == "warmed"
+    assert not os.path.lexists(target / "secret")
 
 
 def test_a_cache_path_that_cannot_be_a_folder_falls_back_with_a_warning(tmp_path):
