@@ -254,8 +254,8 @@ MAX_SUBSTEPS = 100_000
 #: Largest accepted number of time steps, ``frame_count * substeps``: a run keeps 26 bytes of
 #: records per step (2.6 GB here), and one free body alone takes about 30 us per step (50 minutes).
 MAX_TIME_STEPS = 100_000_000
-#: Largest accepted number of values in a trajectory, ``(frame_count + 1) * (16 bodies + 2 joints)``
-#: (a 4x4 pose per body, a distance and an angle per joint, per frame): 8 GB of float64; the
+#: Largest accepted number of values in a trajectory, ``(frame_count + 1) * (16 bodies + 5 joints)``
+#: (a 4x4 pose per body, a distance, an angle and a rotation vector per joint, per frame): 8 GB of float64; the
 #: per-frame series and the solver's per-frame poses of the bodies take about as much again.
 MAX_TRAJECTORY_VALUES = 1_000_000_000
 #: Largest accepted ``max_iterations`` / ``min_iterations``.
@@ -934,11 +934,11 @@ def validate_scene(scene: Scene) -> Scene:
         raise SceneError(f"scene: joints: must be a list of joints, got {_type_name(scene.joints)}")
     if len(scene.bodies) == 0:
         raise SceneError("scene: bodies: a scene needs at least one body")
-    values = frames * (16 * len(scene.bodies) + 2 * len(scene.joints))
+    values = frames * (16 * len(scene.bodies) + 5 * len(scene.joints))
     if values > MAX_TRAJECTORY_VALUES:  # checked before the per-frame series are broadcast
         raise SceneError(
             f"settings: frame_count: the trajectory of {len(scene.bodies)} bodies and {len(scene.joints)} joints over "
-            f"frame_count + 1 = {frames} frames would hold {values} values (16 per body and 2 per joint and frame), "
+            f"frame_count + 1 = {frames} frames would hold {values} values (16 per body and 5 per joint and frame), "
             f"more than the {MAX_TRAJECTORY_VALUES} a run may keep ({8 * MAX_TRAJECTORY_VALUES / 1e9:g} GB); lower "
             "frame_count or split the scene"
         )
