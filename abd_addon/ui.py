@@ -6,6 +6,7 @@ no logic lives here.
 from __future__ import annotations
 
 import importlib.util
+import math
 
 from bpy.types import Panel
 
@@ -174,6 +175,22 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
             layout.prop(ob, f'["{key}"]', text="Baked Distance" if key == "abd_distance" else "Baked Angle")
 
 
+def revolute_stops(joint) -> tuple[float, float]:
+    """(lower, upper) where a revolute joint's limit stops it in the reported angle (rad): its
+    bounds plus twice Init Angle, since the limit compares the raw angle with the bounds offset by
+    Init Angle (seed 001) and the reported angle adds Init Angle again
+    (docs/constitutions/670_revolute_joint_limit.md)."""
+    limit = joint.limit
+    return limit.lower_angle + 2.0 * joint.init_angle, limit.upper_angle + 2.0 * joint.init_angle
+
+
+def _angle_text(context, angle: float) -> str:
+    """``angle`` (rad) in the scene's rotation unit."""
+    if context.scene.unit_settings.system_rotation == "RADIANS":
+        return f"{angle:.4g} rad"
+    return f"{math.degrees(angle):.4g}°"
+
+
 class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
     """Joint limit (#669 / #670)."""
 
@@ -203,6 +220,9 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
         else:
             col.prop(limit, "lower_angle", text="Z Lower")
             col.prop(limit, "upper_angle", text="Upper")
+            if joint.init_angle != 0.0:
+                col.label(text="Stops at {} and {} in the reported angle".format(
+                    *(_angle_text(context, stop) for stop in revolute_stops(joint))), icon="INFO")
         layout.prop(limit, "strength")
 
 
