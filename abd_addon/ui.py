@@ -12,6 +12,7 @@ from bpy.types import Panel
 
 from .bake import baked_objects
 from .export import gpu_advice, playback_override
+from .properties import AXIS_JOINT_TYPES
 
 
 class _PhysicsPanel:
@@ -168,7 +169,8 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         col.prop(joint, "l_body", text="Parent")
         col.prop(joint, "r_body", text="Child")
         layout.prop(joint, "strength_ratio")
-        layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
+        if joint.type in AXIS_JOINT_TYPES:
+            layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
         ob = context.object
         if "abd_distance" in ob.keys() or "abd_angle" in ob.keys():
             key = "abd_distance" if "abd_distance" in ob.keys() else "abd_angle"
@@ -199,8 +201,9 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
 
     @classmethod
     def poll(cls, context):
-        """Whether the panel applies to the context's object or scene."""
-        return _joint(context) is not None
+        """Whether the panel applies to the context's object or scene: a prismatic or revolute joint."""
+        joint = _joint(context)
+        return joint is not None and joint.type in AXIS_JOINT_TYPES
 
     def draw_header(self, context):
         """The enable checkbox in the panel header."""
@@ -227,7 +230,7 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
 
 
 class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
-    """Driving Prismatic Joint (#21)."""
+    """Driving Prismatic Joint (#21) or Driving Revolute Joint (#19)."""
 
     bl_label = "Drive"
     bl_parent_id = "PHYSICS_PT_abd_joint"
@@ -236,7 +239,7 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
     def poll(cls, context):
         """Whether the panel applies to the context's object or scene."""
         joint = _joint(context)
-        return joint is not None and joint.type == "PRISMATIC"
+        return joint is not None and joint.type in AXIS_JOINT_TYPES
 
     def draw_header(self, context):
         """The enable checkbox in the panel header."""
@@ -250,9 +253,13 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
         drive = joint.drive
         layout.active = joint.enabled and drive.is_constrained
         layout.prop(drive, "is_passive")
-        row = layout.row()
-        row.active = not drive.is_passive
-        row.prop(drive, "aim_distance")
+        col = layout.column()
+        col.active = not drive.is_passive
+        col.prop(drive, "mode")
+        if drive.mode == "VELOCITY":
+            col.prop(drive, "aim_velocity", text="Aim Velocity (m/s)" if joint.type == "PRISMATIC" else "Aim Velocity (rad/s)")
+        else:
+            col.prop(drive, "aim_distance" if joint.type == "PRISMATIC" else "aim_angle")
         layout.prop(drive, "strength_ratio")
 
 
