@@ -45,6 +45,7 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
 from .export import TRANSFORM_PROPERTIES, Export, RigError, export_scene, refuse_tweak_mode, rigid_transforms
+from .names import READOUT_PROPERTIES
 
 
 class TrajectoryFileError(ValueError):
@@ -56,9 +57,6 @@ class TrajectoryFileError(ValueError):
 #: rig's for the file to count as computed for this rig (the poses round-trip exactly through the
 #: scene file; the tolerance only absorbs float32 storage in Blender).
 START_POSE_TOLERANCE = 1e-5
-
-#: Custom properties the bake writes on joint Empties, per joint type.
-READOUT_PROPERTIES = {"prismatic": "abd_distance", "revolute": "abd_angle"}
 
 #: F-curve data paths the bake owns (never copied from the previous action).
 KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_", '["abd_distance"]', '["abd_angle"]')

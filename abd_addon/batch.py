@@ -79,15 +79,25 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     have been computed for this rig). Raises :class:`BatchError` on any failure (a missing scene
     names the file's scenes; a trajectory file for another rig says how it differs); nothing is
     saved then (but for a trajectory that cannot take its name once the .blend is saved, which
-    the message says).
+    the message says). The .blend is saved whole or not at all
+    (:func:`abd_addon.blend_files.save_whole`); the leftovers of an interrupted earlier run
+    beside the outputs are removed first (:func:`abd_addon.blend_files.remove_leftovers`).
     """
     import bpy
 
-    from ..solver.output_files import move_into_place
+    from ..solver.output_files import leftovers, move_into_place
     from ..solver.trajectory import npz_file_name
-    from . import bake
+    from . import bake, blend_files
     from .operators import solver_errors
 
+    # What an interrupted run left beside the outputs goes first (it may hold the space needed).
+    blend_files.remove_leftovers(str(out_path))
+    if trajectory_path is not None:
+        for leftover in leftovers(os.path.realpath(npz_file_name(trajectory_path))):
+            try:
+                os.remove(leftover)
+            except OSError:
+                pass
     window, active = _open(blend_path, scene_name)
     scene = bpy.context.scene
     started = time.perf_counter()
@@ -124,9 +134,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         written = _save_trajectory_aside(trajectory, trajectory_path)
     try:
         try:
-            # The file's own compression setting is kept (the operator's default reads it).
-            bpy.ops.wm.save_as_mainfile(filepath=str(out_path))
-        except Exception as error:  # noqa: BLE001
+            blend_files.save_whole(str(out_path))
+        except OSError as error:
             raise BatchError(f"{out_path}: cannot save: {error}") from None
         if written is not None:
             try:
@@ -190,8 +199,9 @@ def output_problem(plan: list, exports: list) -> str | None:
 
 
 def _open(blend_path: str, scene_name: str | None):
-    """Open ``blend_path`` and make ``scene_name`` (if given) the context's scene; returns the
-    window and the file's active scene (None without a window), to put back before saving.
+    """Open ``blend_path`` with its scripts off (Auto Run off, whatever the preferences say) and
+    make ``scene_name`` (if given) the context's scene; returns the window and the file's active
+    scene (None without a window), to put back before saving.
 
     Raises:
         BatchError: no such file, a file Blender cannot open, or no such scene.
@@ -201,7 +211,9 @@ def _open(blend_path: str, scene_name: str | None):
     if not os.path.isfile(blend_path):
         raise BatchError(f"{blend_path}: no such file")
     try:
-        bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=True)  # saved back with the file's own UI
+        # The file's own UI is saved back with it; its scripts (registered text blocks, Python
+        # drivers) do not run, whatever the preferences' Auto Run setting: files are untrusted.
+        bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=True, use_scripts=False)
     except Exception as error:  # noqa: BLE001 - a broken or foreign file
         raise BatchError(f"{blend_path}: cannot open: {error}") from None
     window = bpy.context.window

@@ -22,8 +22,9 @@ from mathutils.kdtree import KDTree
 
 from ..solver.scene import SceneError
 from . import bake as bake_module
-from . import extension_package, extension_root, warmup
+from . import warmup
 from .export import RigError
+from .extension import extension_package, extension_root
 from .properties import JOINT_TYPE_ITEMS, store_groups
 
 #: Exceptions that mean "the user's rig, settings or files are wrong" (reported without a traceback).

@@ -15,12 +15,14 @@ from __future__ import annotations
 import os as _os
 
 
-def source_stamp() -> str:
-    """Hex digest (16 characters) of this package's sources: each ``.py`` file's relative path and
-    contents. Names the Numba cache folder of this solver version (:func:`_configure_numba_cache`)."""
+def source_stamp(root: str | None = None) -> str:
+    """Hex digest (16 characters) of a solver's sources: each ``.py`` file's path relative to
+    ``root`` (default: this package's folder) and its contents. Names the Numba cache folder of
+    this solver version (:func:`_configure_numba_cache`) and the add-on's warm-up marker
+    (``abd_addon/warmup.py``), so the two agree on whether the cache is current."""
     import hashlib
 
-    root = _os.path.dirname(_os.path.abspath(__file__))
+    root = root or _os.path.dirname(_os.path.abspath(__file__))
     digest = hashlib.sha1()
     for folder, folders, files in sorted(_os.walk(root)):
         folders.sort()

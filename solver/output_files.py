@@ -11,7 +11,9 @@ as writing to the path directly would.
 
 from __future__ import annotations
 
+import glob
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable, Optional, Union
@@ -32,6 +34,22 @@ def file_problem(path: Union[str, Path]) -> Optional[str]:
     elif not os.access(path.parent, os.W_OK | os.X_OK):
         return f"cannot create files in directory {str(path.parent)!r} (no write permission)"
     return None
+
+
+def part_name(path: Union[str, Path]) -> str:
+    """A new name for a temporary file beside ``path``: ``.<name>.<random>.part`` in its folder,
+    the pattern :func:`leftovers` finds (the file is not created)."""
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.join(folder, f".{name}.{secrets.token_hex(4)}.part")
+
+
+def leftovers(path: Union[str, Path], suffixes: tuple = (".part",)) -> list:
+    """The temporary files of writes of ``path`` that were interrupted before they could remove
+    them (a killed process): ``.<name>.*<suffix>`` in its folder (:func:`write_aside`,
+    :func:`part_name`), sorted."""
+    folder, name = os.path.split(os.fspath(path))
+    return sorted(found for suffix in suffixes
+                  for found in glob.glob(os.path.join(glob.escape(folder or "."), f".{glob.escape(name)}.*{suffix}")))
 
 
 def write_aside(path: Union[str, Path], write: Callable[[BinaryIO], None]) -> Path:

@@ -21,13 +21,12 @@ import hashlib
 import json
 import os
 import re
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
 
+from .array_files import ArrayFile, ArrayFileError
 from .output_files import move_into_place, write_aside
 from .scene import (
     AXIS_JOINT_TYPES, JOINT_TYPES, Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
@@ -41,6 +40,9 @@ INLINE_VERTEX_LIMIT = 1000
 #: The arrays file's name: the scene file's stem with this suffix (not ``<stem>.npz``, which is
 #: where ``python -m solver run`` writes the trajectory by default).
 ARRAYS_SUFFIX = "_meshes.npz"
+#: The most bytes the arrays a scene's meshes name may take together when read from its arrays
+#: file (4 GiB: about 60 million vertices and twice as many triangles, float64 and int64).
+MAX_ARRAYS_BYTES = 2**32
 
 _TOP_KEYS = ("format", "version", "arrays", "settings", "bodies", "joints")
 _SETTINGS_KEYS = (
@@ -264,15 +266,12 @@ def load_scene(path: Union[str, Path]) -> Scene:
         raise SceneError(f'scene: arrays: must be the name of a .npz file in the scene file\'s folder, got {name!r:.60}')
     arrays_path = Path(path).parent / name
     try:
-        loaded = np.load(arrays_path, allow_pickle=False)
-        if not isinstance(loaded, np.lib.npyio.NpzFile):  # a .npy file under a .npz name: one array
-            raise ValueError("not a .npz archive of named arrays (a single .npy array?)")
-        with loaded as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    # missing, not a zip of .npy files, a damaged member (zlib), object arrays
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
-        raise SceneError(f"{arrays_path}: cannot read the scene's arrays file: {error}") from None
-    return scene_from_dict(data, arrays)
+        with ArrayFile(arrays_path, MAX_ARRAYS_BYTES) as arrays:  # reads the arrays the meshes name
+            return scene_from_dict(data, arrays)
+    except OSError as error:  # missing, no permission
+        raise SceneError(f"{arrays_path}: cannot read the scene's arrays file: {error.strerror or error}") from None
+    except ArrayFileError as error:  # not a regular file or an .npz, a damaged or oversized array
+        raise SceneError(f"{error.path}: cannot read the scene's arrays file: {error.detail}") from None
 
 
 def scene_input_files(path: Union[str, Path]) -> list[Path]:

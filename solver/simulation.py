@@ -29,13 +29,13 @@ import numpy as np
 import threadpoolctl
 
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
+from .compilation import compile_in_parallel, compile_tasks
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
 from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
-from .warmup import compile_in_parallel, compile_tasks
 
 
 class SolverError(RuntimeError):

@@ -8,6 +8,16 @@ from typing import Optional, Union
 
 import numpy as np
 
+from .array_files import ArrayFile
+from .scene import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
+
+#: The most bytes :meth:`Trajectory.load` reads from a file: the largest trajectory a scene
+#: within the solver's size limits gives, its values as float64 and up to four 8-byte records
+#: per time step, the names included.
+MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
+#: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
+OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest")
+
 
 @dataclass
 class Trajectory:
@@ -93,9 +103,16 @@ class Trajectory:
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "Trajectory":
-        """Read a trajectory written by :meth:`save`."""
-        with np.load(path, allow_pickle=False) as data:
-            stored = {name: data[name] for name in data.files}
+        """Read a trajectory written by :meth:`save`: its fields only, each checked before it is
+        read (:class:`solver.array_files.ArrayFile`, at most :data:`MAX_FILE_BYTES` in all).
+
+        Raises:
+            OSError: the file cannot be opened. KeyError: a field is missing.
+            solver.array_files.ArrayFileError: not a regular file or not an ``.npz`` archive, a
+                damaged field, or one beyond the limits (a ValueError; the message names the file).
+        """
+        with ArrayFile(path, MAX_FILE_BYTES) as data:
+            stored = {f.name: data[f.name] for f in fields(cls) if f.name in data or f.name not in OPTIONAL_FIELDS}
         steps = len(stored["converged"])  # files from before the newer fields:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))

@@ -370,3 +370,78 @@ def test_a_driver_the_headless_bake_cannot_run_fails_the_file(tmp_path):
     assert joint.name in result.stderr and "abd_joint.drive.aim_distance" in result.stderr
     assert "could not be evaluated" in result.stderr
     assert not (tmp_path / "out.blend").exists()
+
+
+def _file_size_limit(size: int):
+    """A ``preexec_fn`` that limits every file the process writes to ``size`` bytes, as a full disk
+    would (the write fails with EFBIG instead of the process being killed by SIGXFSZ)."""
+    import resource
+    import signal
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return limit
+
+
+def test_a_save_that_fails_on_a_full_disk_leaves_the_file_as_it_was(tmp_path):
+    """On a nearly full disk Blender's save of a compressed file wrote a truncated file, renamed it
+    over the input and reported success (exit 0, "Saved as"). Now the save goes to a temporary file that is checked
+    before it takes the file's name: the file fails, naming the cause, and the input is as it was,
+    with no temporary file left. A later save in place keeps the previous file as .blend1 and
+    removes what an interrupted run left (Blender's ``@`` file, ``.part`` files)."""
+    slider_rig(frame_end=8)
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source), compress=True)
+    before = source.read_bytes()
+    warm = run_batch(tmp_path, source, "--out", tmp_path / "baked.blend")  # fills the solver's cache
+    assert warm.returncode == 0, warm.stderr
+    limit = (tmp_path / "baked.blend").stat().st_size - 4096  # the baked file does not fit
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "batch_user"))
+    command = ["timeout", "-k", "10", str(TIMEOUT), sys.executable, "-m", "abd_addon.batch", str(source), "--in-place"]
+    full = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT + 30,
+                          preexec_fn=_file_size_limit(limit))
+    assert full.returncode == 1, full.stdout + full.stderr
+    assert f"{source}: cannot save: the saved file is incomplete" in full.stderr and "is unchanged" in full.stderr
+    assert source.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir() if path.is_file()) == ["baked.blend", "rig.blend"]
+
+    leftovers = [tmp_path / "rig.blend@", tmp_path / ".rig.blend.0123abcd.part", tmp_path / ".rig.blend.89ab.part@",
+                 tmp_path / ".result.npz.x1y2z3.part"]
+    for leftover in leftovers:
+        leftover.write_bytes(b"left by a killed run")
+    result = run_batch(tmp_path, source, "--in-place", "--trajectory", tmp_path / "result.npz")
+    assert result.returncode == 0, result.stderr
+    assert not any(leftover.exists() for leftover in leftovers)
+    assert (tmp_path / "rig.blend1").read_bytes() == before
+    bpy.ops.wm.open_mainfile(filepath=str(source))
+    assert bpy.data.objects["Slider"].abd_bake.is_baked
+
+
+def test_the_batch_runs_no_script_of_the_file_even_with_auto_run_on(addon, tmp_path):
+    """A file's registered text block and its Python drivers ran during a batch bake in a Blender
+    whose preferences have Auto Run Python Scripts on. The batch opens every file with scripts
+    off: neither runs, and the bake fails on the driver it cannot evaluate, naming it."""
+    base, slider, joint = slider_rig(frame_end=4)
+    ran_text, ran_driver = tmp_path / "text_block_ran", tmp_path / "driver_ran"
+    text = bpy.data.texts.new("register.py")
+    text.write(f"import bpy, pathlib\npathlib.Path({str(ran_text)!r}).write_text('ran')\n"
+               f"bpy.app.driver_namespace['untrusted'] = lambda: pathlib.Path({str(ran_driver)!r}).write_text('ran') * 0.0\n")
+    text.use_module = True  # "Register": runs when the file is loaded with scripts allowed
+    joint.animation_data_clear()
+    fcurve = joint.abd_joint.drive.driver_add("aim_distance")
+    fcurve.driver.type = "SCRIPTED"
+    fcurve.driver.expression = "untrusted()"
+    source = tmp_path / "untrusted.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    preferences = bpy.context.preferences.filepaths
+    auto_run = preferences.use_scripts_auto_execute
+    preferences.use_scripts_auto_execute = True
+    try:
+        with pytest.raises(addon.batch.BatchError, match="could not be evaluated"):
+            addon.batch.bake_file(str(source), str(tmp_path / "out.blend"))
+    finally:
+        preferences.use_scripts_auto_execute = auto_run
+        bpy.app.driver_namespace.pop("untrusted", None)
+    assert not ran_text.exists() and not ran_driver.exists()
+    assert not (tmp_path / "out.blend").exists()

@@ -7,6 +7,7 @@ import copy
 import io
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -592,6 +593,95 @@ def test_arrays_file_problems_are_scene_errors(tmp_path, arrays_name, mesh_field
         load_scene(_arrays_case(tmp_path, arrays_name, mesh_field, arrays))
 
 
+def _npz_with_header(members: dict) -> bytes:
+    """An .npz (stored, uncompressed) whose members are ``name: (npy header dict, data bytes)``:
+    a header may claim any shape, whatever data follows it."""
+    stream = io.BytesIO()
+    with zipfile.ZipFile(stream, "w") as archive:
+        for name, (header, data) in members.items():
+            npy = io.BytesIO()
+            np.lib.format.write_array_header_1_0(npy, header)
+            archive.writestr(f"{name}.npy", npy.getvalue() + data)
+    return stream.getvalue()
+
+
+def _slider_vertices() -> np.ndarray:
+    return np.asarray(body(prismatic(), "slider")["mesh"]["vertices"], dtype=np.float64)
+
+
+def test_an_arrays_file_is_read_only_for_the_arrays_the_meshes_name(tmp_path):
+    """np.load's archive read every member, used or not: an unused member of zeros took its whole
+    size in memory (3.2 GB from a 3 MB file), and a damaged one failed the scene. Only the named
+    arrays are read now, each after its header is checked."""
+    import tracemalloc
+
+    stream = io.BytesIO()
+    with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("body1_vertices.npy", "w") as member:
+            np.save(member, _slider_vertices())
+        with archive.open("unused.npy", "w", force_zip64=True) as member:  # 200 MB of zeros
+            np.lib.format.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False,
+                                                          "shape": (25_000_000,)})
+            zeros = bytes(2**20)
+            for _ in range(200_000_000 // len(zeros)):
+                member.write(zeros)
+            member.write(bytes(200_000_000 % len(zeros)))
+        archive.writestr("damaged.npy", b"\x93NUMPY not an array")
+    path = _arrays_case(tmp_path, "scene_meshes.npz", "body1_vertices", stream.getvalue())
+    assert (tmp_path / "scene_meshes.npz").stat().st_size < 1_000_000
+    tracemalloc.start()
+    try:
+        scene = load_scene(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(scene.bodies[1].mesh.vertices, _slider_vertices())
+    assert peak < 20_000_000
+
+
+@pytest.mark.parametrize("header, data, expected", [
+    pytest.param({"descr": "<f8", "fortran_order": False, "shape": (10**9, 3)}, bytes(8 * 24),
+                 "its header claims 24000000000 bytes, more than the 192 the archive holds for it", id="huge-shape"),
+    pytest.param({"descr": "|O", "fortran_order": False, "shape": (8, 3)}, bytes(8 * 24),
+                 "dtype |O is not a plain", id="object-dtype"),
+])
+def test_an_array_header_beyond_what_the_file_holds_is_refused_before_reading(tmp_path, header, data, expected):
+    """A header claiming a huge shape ended in a MemoryError traceback that named no file (exit 1);
+    now the scene error names the file and the array, and nothing is allocated for it."""
+    path = _arrays_case(tmp_path, "scene_meshes.npz", "body1_vertices",
+                        _npz_with_header({"body1_vertices": (header, data)}))
+    with pytest.raises(SceneError, match=re.escape(f"{tmp_path / 'scene_meshes.npz'}: cannot read the scene's arrays "
+                                                   f"file: array 'body1_vertices': {expected}")):
+        load_scene(path)
+    result = subprocess.run([sys.executable, "-m", "solver", "run", str(path), "--out", str(tmp_path / "r.npz")],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "scene_meshes.npz: cannot read the scene's arrays file: array 'body1_vertices'" in result.stderr
+
+
+def test_the_arrays_beyond_the_size_limit_are_refused(tmp_path, monkeypatch):
+    """The arrays a scene reads from its arrays file are bounded in all (MAX_ARRAYS_BYTES)."""
+    from solver import scene_io
+
+    path = _arrays_case(tmp_path, "scene_meshes.npz", "body1_vertices", {"body1_vertices": _slider_vertices()})
+    monkeypatch.setattr(scene_io, "MAX_ARRAYS_BYTES", 8 * 24 - 1)
+    with pytest.raises(SceneError, match="192 bytes, beyond the limit of 191 bytes"):
+        load_scene(path)
+    monkeypatch.setattr(scene_io, "MAX_ARRAYS_BYTES", 8 * 24)
+    load_scene(path)
+
+
+def test_an_arrays_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    """A FIFO in the arrays file's place made the run wait forever; it is refused, named."""
+    path = _arrays_case(tmp_path, "scene_meshes.npz", "body1_vertices", None)
+    os.mkfifo(tmp_path / "scene_meshes.npz")
+    result = subprocess.run([sys.executable, "-m", "solver", "run", str(path), "--out", str(tmp_path / "r.npz")],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"{tmp_path / 'scene_meshes.npz'}: cannot read the scene's arrays file: not a regular file (a FIFO)" \
+        in result.stderr
+
+
 def test_round_trip_of_per_frame_series(tmp_path):
     frame_count = 4
     frames = frame_count + 1
@@ -1123,3 +1213,33 @@ def test_names_that_look_like_number_lists_survive_the_file(tmp_path, monkeypatc
     assert [body.name for body in loaded.bodies] == ["base[ 1 ]", "arm [ 2,  3 ]"]
     assert [joint.name for joint in loaded.joints] == ["j[ 1 ]"]
     assert scene_digest(loaded) == scene_digest(scene)
+
+
+def test_a_trajectory_file_is_read_for_its_fields_only_and_within_limits(tmp_path):
+    """Trajectory.load read every member of the archive (a damaged or huge unused one failed or
+    filled the memory), allocated what a header claimed, and waited on a FIFO. It reads the
+    fields only, checks each header first, and refuses what is not a regular file, naming it."""
+    from solver.array_files import ArrayFileError
+
+    scene = scene_from_dict(prismatic())
+    trajectory = _fake_trajectory(scene, np.ones(scene.settings.frame_count * scene.settings.substeps, dtype=bool))
+    path = tmp_path / "result.npz"
+    trajectory.save(path)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("unused.npy", b"\x93NUMPY damaged")
+    np.testing.assert_array_equal(Trajectory.load(path).transforms, trajectory.transforms)
+
+    huge = tmp_path / "huge.npz"  # its transforms' header claims 128 TB
+    npy = io.BytesIO()
+    np.lib.format.write_array_header_1_0(npy, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6, 4, 4)})
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(huge, "w") as archive:
+        for info in source.infolist():
+            archive.writestr(info.filename, npy.getvalue() + bytes(64) if info.filename == "transforms.npy"
+                             else source.read(info))
+    with pytest.raises(ArrayFileError, match=re.escape(f"{huge}: array 'transforms': its header claims")):
+        Trajectory.load(huge)
+
+    fifo = tmp_path / "fifo.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(ArrayFileError, match=re.escape(f"{fifo}: not a regular file (a FIFO)")):
+        Trajectory.load(fifo)

@@ -1,0 +1,141 @@
+"""Reading NumPy ``.npz`` files that may come from anyone: bounded memory, no hang, the file named.
+
+``np.load`` of an ``.npz`` reads a member whole when it is asked for, allocating what the
+member's ``.npy`` header claims. :class:`ArrayFile` opens the archive instead and reads a member
+only when it is asked for by name (a scene's meshes name theirs, a trajectory has its fields),
+after checking its header: a plain numeric, boolean or string dtype (never a pickled object),
+and a size that fits both what the archive says the member holds and the reader's byte budget
+across all the members it reads. It refuses a path that is not a regular file (a FIFO would
+block the reader forever) before reading anything from it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+#: dtype kinds a member may have: booleans, integers, floats, complex numbers, strings.
+PLAIN_KINDS = "biufcU"
+#: Largest ``.npy`` header read (NumPy's own default limit).
+MAX_HEADER_SIZE = 10000
+
+
+class ArrayFileError(ValueError):
+    """An ``.npz`` file, or a member of it, cannot be read within the limits. ``str()`` is
+    ``"<path>: <detail>"``; ``detail`` names the member where one is at fault."""
+
+    def __init__(self, path, detail: str):
+        super().__init__(f"{path}: {detail}")
+        self.path, self.detail = str(path), detail
+
+
+def open_regular_file(path: Union[str, Path]):
+    """Open ``path`` for binary reading if it is a regular file (a link to one included).
+
+    Opened without blocking and checked on the open descriptor, so a FIFO or a device is refused
+    instead of waited on.
+
+    Raises:
+        OSError: it cannot be opened (missing, no permission).
+        ArrayFileError: it is not a regular file.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "a device or socket"
+            raise ArrayFileError(path, f"not a regular file ({kind})")
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+class ArrayFile:
+    """The named arrays of an ``.npz`` file, each read (and checked) when first asked for.
+
+    Use as a context manager (the file stays open inside it); ``name in file``, ``file[name]``
+    and ``file.get(name)`` as for a dict, ``file.names`` the archive's array names.
+
+    Args:
+        path: the ``.npz`` file.
+        max_bytes: the most bytes all the arrays read from it may take together.
+
+    Raises (on opening, and on reading a member):
+        OSError: the file cannot be opened or read.
+        ArrayFileError: not a regular file, not a ``.npz`` archive, or a member that is damaged,
+            of an object or other non-plain dtype, larger than the archive says it holds, or
+            beyond ``max_bytes``; the message names the file and the member.
+    """
+
+    def __init__(self, path: Union[str, Path], max_bytes: int):
+        self.path = str(path)
+        self.max_bytes = int(max_bytes)
+        self.bytes_read = 0
+        self._stream = open_regular_file(path)
+        try:
+            self._zip = zipfile.ZipFile(self._stream)
+        except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+            self._stream.close()
+            raise ArrayFileError(self.path, f"not a .npz archive of named arrays ({error})") from None
+        self._members = {info.filename[:-4]: info for info in self._zip.infolist() if info.filename.endswith(".npy")}
+
+    @property
+    def names(self) -> list:
+        """The names of the archive's arrays (its ``<name>.npy`` members), sorted."""
+        return sorted(self._members)
+
+    def __contains__(self, name) -> bool:
+        return name in self._members
+
+    def get(self, name: str, default=None):
+        """The array ``name``, or ``default`` when the archive has none of that name."""
+        return self[name] if name in self._members else default
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        info = self._members[name]
+        where = f"array {name!r:.60}"
+        try:
+            with self._zip.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(member, MAX_HEADER_SIZE)
+                elif version == (2, 0):
+                    shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(member, MAX_HEADER_SIZE)
+                else:
+                    raise ArrayFileError(self.path, f"{where}: .npy format version {version} is not read")
+                header_size = member.tell()
+            if dtype.kind not in PLAIN_KINDS or dtype.hasobject or dtype.names is not None:
+                raise ArrayFileError(self.path, f"{where}: dtype {dtype.str} is not a plain numeric, boolean or string type")
+            size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if size > info.file_size - header_size:
+                raise ArrayFileError(self.path, f"{where}: its header claims {size} bytes, more than the "
+                                     f"{info.file_size - header_size} the archive holds for it")
+            if self.bytes_read + size > self.max_bytes:
+                raise ArrayFileError(self.path, f"{where}: {size} bytes, beyond the limit of {self.max_bytes} bytes "
+                                     "for this file's arrays")
+            with self._zip.open(info) as member:
+                array = np.lib.format.read_array(member, allow_pickle=False)
+        except ArrayFileError:
+            raise
+        except (ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError) as error:
+            raise ArrayFileError(self.path, f"{where}: damaged ({error})") from None
+        self.bytes_read += size
+        return array
+
+    def close(self) -> None:
+        """Close the file (the arrays read stay valid)."""
+        self._zip.close()
+        self._stream.close()
+
+    def __enter__(self) -> "ArrayFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
