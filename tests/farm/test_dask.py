@@ -7,7 +7,7 @@ import os
 import sys
 
 import pytest
-from conftest import NAMES, assert_same_keys, baked_keys, run
+from farm_jobs import NAMES, assert_same_keys, baked_keys, run
 from distributed import Client, LocalCluster
 
 from farm import dask_bake

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import NAMES, ROOT, run
+from farm_jobs import NAMES, ROOT, run
 
 SCRIPT = ROOT / "farm" / "flamenco" / "abd_bake.js"
 STAND_IN = ROOT / "tests" / "farm" / "flamenco_stand_in.js"
