@@ -720,6 +720,29 @@ def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) 
     )
 
 
+def _check_limit(ob: bpy.types.Object, lower: np.ndarray, upper: np.ndarray, use: np.ndarray, prismatic: bool,
+                 frame_start: int) -> None:
+    """Refuse, in the Limits panel's words and units (m, degrees), a joint limit whose lower bound
+    is above its upper one at a frame where it is on (``lower``, ``upper``, ``use``: per frame;
+    radians for a revolute joint).
+
+    Raises:
+        RigError: naming the joint, both values and (where they are animated) the frame.
+    """
+    crossed = np.flatnonzero((use != 0.0) & (lower > upper))
+    if not len(crossed):
+        return
+    frame = int(crossed[0])
+
+    def shown(value: float) -> str:
+        return f"{value:.4g} m" if prismatic else f"{np.degrees(value):.4g}°"
+
+    animated = np.ptp(lower) > 0.0 or np.ptp(upper) > 0.0 or np.ptp(use) > 0.0
+    at = f" at frame {frame_start + frame}" if animated else ""
+    raise RigError(f"Joint '{ob.name}': Limits: Z Lower {shown(lower[frame])} is above Upper {shown(upper[frame])}{at}; "
+                   "set Z Lower at or below Upper")
+
+
 def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
     """The solver :class:`Joint` of one Empty from its samples."""
     props = ob.abd_joint
@@ -737,6 +760,7 @@ def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
     use = values[:, 0]
     if use.any():
         lower, upper = (values[:, 1], values[:, 2]) if prismatic else (values[:, 3], values[:, 4])
+        _check_limit(ob, lower, upper, use, prismatic, result.frame_start)
         off = use == 0.0  # frames where the limit is off: no penalty, and bounds that never cross
         lower, upper = np.where(off, np.minimum(lower, upper), lower), np.where(off, np.maximum(lower, upper), upper)
         limit = Limit(lower=lower.copy(), upper=upper.copy(), strength=values[:, 5] * use)

@@ -222,7 +222,8 @@ class ABDLimitProperties(PropertyGroup):
     )
     strength: FloatProperty(
         override=OVERRIDABLE,
-        name="Strength", description="Strength of the cubic penalty beyond the limits", default=1.0, min=0.0, soft_max=100.0,
+        name="Strength", description="Strength of the cubic penalty beyond the limits (1000 for a crisp stop)",
+        default=1.0, min=0.0, soft_max=1000.0,
     )
 
 
@@ -278,8 +279,27 @@ class ABDJointProperties(PropertyGroup):
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
 
 
+#: Called with the scene whenever its Preview on Playback changes (the preview adds its own,
+#: :func:`.preview.register`: this module does not import it).
+PREVIEW_TOGGLED: list = []
+
+
+def _preview_toggled(world, _context) -> None:
+    """``update`` of Preview on Playback: the :data:`PREVIEW_TOGGLED` callbacks."""
+    for callback in PREVIEW_TOGGLED:
+        callback(world.id_data)
+
+
 class ABDWorldProperties(PropertyGroup):
     """Scene settings of the solver (``Scene.abd_world``)."""
+
+    use_preview: BoolProperty(
+        override=OVERRIDABLE,
+        name="Preview on Playback",
+        description=("Simulate as the frame changes (playback, stepping) and show the poses without keyframes; "
+                     "any change to the rig frees the simulated frames, and Bake keys those still valid"),
+        default=True, options=STATIC, update=_preview_toggled,
+    )
 
     substeps: IntProperty(override=OVERRIDABLE, name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
     use_scene_frame_range: BoolProperty(

@@ -1,6 +1,7 @@
 """Panels: Physics properties (Affine Body, ABD Joint with Limits and Drive, ABD World, Bake)
-and a 3D-view sidebar tab. Laid out like Blender's Rigid Body Constraint panels. Drawing only:
-no logic lives here.
+and a 3D-view sidebar tab (ABD: the rig's buttons, World, Solver and Bake, so that every world
+and bake setting is reachable without an active object). Laid out like Blender's Rigid Body
+Constraint panels. Drawing only: no logic lives here.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import importlib.util
 
 from bpy.types import Panel
 
+from . import preview
 from .bake import baked_objects
 from .export import gpu_advice, playback_override
 
@@ -63,7 +65,7 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         else:
             button = row.operator("abd.body_add", icon="ADD")
         button.context_object = True  # on this panel's object (active or pinned), as Blender's Physics buttons
-        row.operator("abd.connect", icon="CONSTRAINT")
+        row.operator_menu_enum("abd.connect", "type", text="Connect", icon="CONSTRAINT")
         if body.enabled:
             _override_warning(layout, context, body.motion == "DYNAMIC")
         layout.use_property_split = True
@@ -261,20 +263,7 @@ class PHYSICS_PT_abd_world_solver(_PhysicsPanel, Panel):
 
     def draw(self, context):
         """Draw the panel's settings."""
-        layout = self.layout
-        layout.use_property_split = True
-        world = context.scene.abd_world
-        layout.prop(world, "max_iterations")
-        layout.prop(world, "velocity_tol")
-        layout.prop(world, "transrate_tol")
-        layout.prop(world, "line_search_max_iterations")
-        layout.prop(world, "device")
-        if world.device == "CUPY":
-            if importlib.util.find_spec("cupy") is None:
-                layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
-            advice = gpu_advice(context.view_layer)
-            if advice is not None:
-                layout.label(text=advice, icon="INFO")
+        draw_solver(self.layout, context)
 
 
 class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):
@@ -293,9 +282,13 @@ class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):
 
 
 def draw_world(layout, scene) -> None:
-    """Draw ``Scene.abd_world``'s time and gravity settings."""
+    """Draw ``Scene.abd_world``'s preview, time and gravity settings."""
     layout.use_property_split = True
     world = scene.abd_world
+    layout.prop(world, "use_preview")
+    status = preview.status(scene)
+    if status:
+        layout.label(text=status, icon="INFO")
     layout.prop(world, "substeps")
     layout.prop(world, "use_scene_frame_range")
     col = layout.column(align=True)
@@ -309,6 +302,23 @@ def draw_world(layout, scene) -> None:
         row.prop(scene, "gravity")
     else:
         layout.prop(world, "gravity")
+
+
+def draw_solver(layout, context) -> None:
+    """Draw ``Scene.abd_world``'s Newton and device settings."""
+    layout.use_property_split = True
+    world = context.scene.abd_world
+    layout.prop(world, "max_iterations")
+    layout.prop(world, "velocity_tol")
+    layout.prop(world, "transrate_tol")
+    layout.prop(world, "line_search_max_iterations")
+    layout.prop(world, "device")
+    if world.device == "CUPY":
+        if importlib.util.find_spec("cupy") is None:
+            layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
+        advice = gpu_advice(context.view_layer)
+        if advice is not None:
+            layout.label(text=advice, icon="INFO")
 
 
 def draw_bake(layout, scene) -> None:
@@ -337,36 +347,48 @@ class VIEW3D_PT_abd(Panel):
         col = layout.column(align=True)
         col.operator("abd.body_add", icon="ADD")
         col.operator("abd.body_remove", icon="REMOVE")
-        col = layout.column(align=True)
-        col.label(text="Connect:")
-        row = col.row(align=True)
-        op = row.operator("abd.connect", text="Revolute")
-        op.type = "REVOLUTE"
-        op = row.operator("abd.connect", text="Prismatic")
-        op.type = "PRISMATIC"
+        layout.operator_menu_enum("abd.connect", "type", text="Connect", icon="CONSTRAINT")
 
 
-class VIEW3D_PT_abd_bake(Panel):
-    """3D-view sidebar: bake settings and buttons."""
+class _SidebarPanel:
+    """Common settings of the 3D-view sidebar's ABD panels below the first."""
 
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "ABD"
-    bl_label = "Bake"
     bl_parent_id = "VIEW3D_PT_abd"
+
+
+class VIEW3D_PT_abd_world(_SidebarPanel, Panel):
+    """3D-view sidebar: the ABD World settings (as in the Physics tab, which needs an active object)."""
+
+    bl_label = "World"
 
     def draw(self, context):
         """Draw the panel's settings."""
-        layout = self.layout
-        layout.use_property_split = True
-        world = context.scene.abd_world
-        layout.prop(world, "substeps")
-        layout.prop(world, "use_scene_frame_range")
-        if not world.use_scene_frame_range:
-            col = layout.column(align=True)
-            col.prop(world, "frame_start", text="Frame Start")
-            col.prop(world, "frame_end", text="End")
-        draw_bake(layout, context.scene)
+        draw_world(self.layout, context.scene)
+
+
+class VIEW3D_PT_abd_world_solver(_SidebarPanel, Panel):
+    """3D-view sidebar: the Newton and device settings."""
+
+    bl_label = "Solver"
+    bl_parent_id = "VIEW3D_PT_abd_world"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_solver(self.layout, context)
+
+
+class VIEW3D_PT_abd_bake(_SidebarPanel, Panel):
+    """3D-view sidebar: Bake, Free Bake, Export Scene File, Apply Trajectory File."""
+
+    bl_label = "Bake"
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_bake(self.layout, context.scene)
 
 
 CLASSES = (
@@ -380,5 +402,7 @@ CLASSES = (
     PHYSICS_PT_abd_world_solver,
     PHYSICS_PT_abd_bake,
     VIEW3D_PT_abd,
+    VIEW3D_PT_abd_world,
+    VIEW3D_PT_abd_world_solver,
     VIEW3D_PT_abd_bake,
 )

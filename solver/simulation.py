@@ -22,6 +22,7 @@ readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Optional
 
 import numpy as np
@@ -46,7 +47,8 @@ class SimulationCancelled(SolverError):
 
 
 def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
-    """Simulate ``scene`` and return its :class:`Trajectory`.
+    """Simulate ``scene`` and return its :class:`Trajectory` (:meth:`Simulation.run` of a new
+    :class:`Simulation`).
 
     Args:
         scene: a :class:`Scene`; it is validated (and normalised) first.
@@ -64,68 +66,165 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
             memory: before any step; the GPU out of memory during a step: naming the frame and
             step); :class:`SimulationCancelled` when ``progress`` returned False.
     """
-    scene = validate_scene(scene)
-    settings = scene.settings
-    model = Model(scene)
-    try:
-        potential = IncrementalPotential(model.terms, model.slot, settings.device)
-    except DeviceUnavailable as error:
-        raise SolverError(str(error)) from error
-    # The first run on a machine compiles the kernels it needs: over several cores where possible.
-    compile_in_parallel(compile_tasks(model, potential, model.q0))
-    stepper = _Stepper(scene, model)
+    return Simulation(scene).run(progress)
 
-    frames, steps = settings.frame_count, settings.frame_count * settings.substeps
-    transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
-    distance = np.full((frames + 1, len(scene.joints)), np.nan)
-    angle = np.full((frames + 1, len(scene.joints)), np.nan)
-    iterations = np.zeros(steps, dtype=np.int64)
-    line_search = np.zeros(steps, dtype=np.int64)
-    converged = np.zeros(steps, dtype=bool)
-    fast_rotation = np.zeros(steps, dtype=bool)
-    residual = np.zeros(steps)
 
-    transforms[0] = transform_from_q(stepper.q)
-    distance[0], angle[0] = stepper.joints.distance, stepper.joints.angle
-    step = 0
-    # BLAS on one thread for the run: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of at
-    # most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and nothing
-    # else of the run calls a multi-threaded BLAS routine. Restored on the way out.
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-        for frame in range(1, frames + 1):
+class Simulation:
+    """A run that advances on request, one time step at a time, keeping every finished frame.
+
+    :func:`simulate` is ``Simulation(scene).run()``; a caller that shows frames as they are
+    computed (the add-on's playback preview) calls :meth:`advance` with a bound on the time steps
+    or the time per call, reads :attr:`frames_done` and :meth:`transforms`, and may later finish the same run
+    with :meth:`run`: the result is the one :func:`simulate` returns, since the same steps are
+    taken in the same order.
+
+    Attributes:
+        scene: the validated :class:`Scene`.
+        frames_done: frames finished (0 to ``frame_count``); frame 0 is the initial state.
+
+    Raises (constructor):
+        SceneError: the scene is invalid.
+        SolverError: the settings' device cannot be used.
+    """
+
+    def __init__(self, scene: Scene):
+        self.scene = scene = validate_scene(scene)
+        settings = scene.settings
+        model = Model(scene)
+        try:
+            self._potential = IncrementalPotential(model.terms, model.slot, settings.device)
+        except DeviceUnavailable as error:
+            raise SolverError(str(error)) from error
+        # The first run on a machine compiles the kernels it needs: over several cores where possible.
+        compile_in_parallel(compile_tasks(model, self._potential, model.q0))
+        self._stepper = stepper = _Stepper(scene, model)
+        frames, steps = settings.frame_count, settings.frame_count * settings.substeps
+        self._transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
+        self._distance = np.full((frames + 1, len(scene.joints)), np.nan)
+        self._angle = np.full((frames + 1, len(scene.joints)), np.nan)
+        self._iterations = np.zeros(steps, dtype=np.int64)
+        self._line_search = np.zeros(steps, dtype=np.int64)
+        self._converged = np.zeros(steps, dtype=bool)
+        self._fast_rotation = np.zeros(steps, dtype=bool)
+        self._residual = np.zeros(steps)
+        self._transforms[0] = transform_from_q(stepper.q)
+        self._distance[0], self._angle[0] = stepper.joints.distance, stepper.joints.angle
+        self.frames_done = 0
+        self._step = 0  # time steps done
+
+    @property
+    def frame_count(self) -> int:
+        """Frames of the run after the initial one."""
+        return self.scene.settings.frame_count
+
+    @property
+    def finished(self) -> bool:
+        """Whether every frame is done."""
+        return self.frames_done == self.frame_count
+
+    def transforms(self, frame: int) -> np.ndarray:
+        """(bodies, 4, 4) affine transforms of finished ``frame`` (0 to :attr:`frames_done`).
+
+        Raises:
+            IndexError: the frame is not finished."""
+        if not 0 <= frame <= self.frames_done:
+            raise IndexError(f"frame {frame} is not simulated yet (frames 0 to {self.frames_done} are)")
+        return self._transforms[frame]
+
+    def advance(self, until_frame: Optional[int] = None, max_steps: Optional[int] = None,
+                deadline: Optional[float] = None) -> int:
+        """Take time steps until frame ``until_frame`` (default the next one; at most
+        ``frame_count``) is finished, ``max_steps`` were taken, or ``time.perf_counter()`` has
+        passed ``deadline`` (s, checked after each step: at least one step is taken); return the
+        frames this call finished. Nothing is done when :attr:`finished`.
+
+        Raises:
+            SolverError: a non-finite state or a singular Newton system (naming the frame and
+                step); the run cannot go on after it.
+        """
+        target = min(self.frames_done + 1 if until_frame is None else until_frame, self.frame_count)
+        before = self.frames_done
+        # BLAS on one thread while stepping: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of
+        # at most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and
+        # nothing else of a step calls a multi-threaded BLAS routine. Restored on the way out.
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            taken = 0
+            while self.frames_done < target:
+                self._step_once()
+                taken += 1
+                if (max_steps is not None and taken >= max_steps
+                        or deadline is not None and time.perf_counter() >= deadline):
+                    break
+        return self.frames_done - before
+
+    def _step_once(self) -> None:
+        """One time step (the next of the current frame; finishing the frame after its last)."""
+        substeps = self.scene.settings.substeps
+        stepper, potential = self._stepper, self._potential
+        frame = self.frames_done + 1
+        substep = self._step - self.frames_done * substeps + 1
+        if substep == 1:
             stepper.begin_frame(frame)
             if stepper.constant_hessian_changes(frame):
                 potential.refresh_constant_hessian(stepper.q)
-            for substep in range(1, settings.substeps + 1):
-                try:
-                    result, fast_rotation[step] = stepper.step(potential, frame, substep)
-                except (NewtonFailure, DeviceUnavailable) as error:
-                    raise SolverError(f"frame {frame}, step {substep}: {error}") from error
-                iterations[step], line_search[step], converged[step], residual[step] = (
-                    result.iterations, result.line_search_iterations, result.converged, result.residual
-                )
-                step += 1
+        step = self._step
+        try:
+            result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
+        except (NewtonFailure, DeviceUnavailable) as error:
+            raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+        self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
+        self._converged[step], self._residual[step] = result.converged, result.residual
+        self._step += 1
+        if substep == substeps:
             if not np.all(np.isfinite(stepper.q)):
                 raise SolverError(f"frame {frame}: the state is not finite")
-            transforms[frame] = transform_from_q(stepper.q)
-            distance[frame], angle[frame] = stepper.joints.distance, stepper.joints.angle
-            if progress is not None and progress(frame, frames) is False:
-                raise SimulationCancelled(f"cancelled after frame {frame} of {frames}")
+            self._transforms[frame] = transform_from_q(stepper.q)
+            self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
+            self.frames_done = frame
 
-    return Trajectory(
-        transforms=transforms,
-        body_names=np.array([body.name for body in scene.bodies], dtype=str),
-        joint_names=np.array([joint.name for joint in scene.joints], dtype=str),
-        distance=distance,
-        angle=angle,
-        newton_iterations=iterations,
-        line_search_iterations=line_search,
-        converged=converged,
-        fast_rotation=fast_rotation,
-        residual=residual,
-        frame_rate=float(settings.frame_rate),
-        substeps=int(settings.substeps),
-    )
+    def run(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
+        """Simulate the frames not done yet and return the whole :class:`Trajectory`.
+
+        Args:
+            progress: called as ``progress(frame_done, frame_count)`` after each frame this call
+                simulates; returning ``False`` cancels the run.
+
+        Raises:
+            SolverError: as :meth:`advance`; :class:`SimulationCancelled` when ``progress``
+                returned False (the frames done so far are kept, and a later call goes on).
+        """
+        frames = self.frame_count
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            while not self.finished:
+                frame = self.frames_done
+                while self.frames_done == frame:
+                    self._step_once()
+                if progress is not None and progress(self.frames_done, frames) is False:
+                    raise SimulationCancelled(f"cancelled after frame {self.frames_done} of {frames}")
+        return self.trajectory()
+
+    def trajectory(self) -> Trajectory:
+        """The :class:`Trajectory` of the finished run.
+
+        Raises:
+            SolverError: the run is not finished."""
+        if not self.finished:
+            raise SolverError(f"the run has finished {self.frames_done} of its {self.frame_count} frames")
+        scene = self.scene
+        return Trajectory(
+            transforms=self._transforms,
+            body_names=np.array([body.name for body in scene.bodies], dtype=str),
+            joint_names=np.array([joint.name for joint in scene.joints], dtype=str),
+            distance=self._distance,
+            angle=self._angle,
+            newton_iterations=self._iterations,
+            line_search_iterations=self._line_search,
+            converged=self._converged,
+            fast_rotation=self._fast_rotation,
+            residual=self._residual,
+            frame_rate=float(scene.settings.frame_rate),
+            substeps=int(scene.settings.substeps),
+        )
 
 
 class _Stepper:
