@@ -721,7 +721,9 @@ def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) 
         angular_velocity=np.array(props.angular_velocity, dtype=np.float64),
         soft_transform=soft,
         animated_transforms=rigid_transforms(matrices) if motion == "animated" else None,
-        contact=BodyContact(enable=props.use_collision, friction=props.friction if props.use_friction else None),
+        contact=BodyContact(enable=props.use_collision, friction=props.friction if props.use_friction else None,
+                            shape=props.collision_shape.lower(),
+                            collections=tuple(i for i, member in enumerate(props.collision_collections) if member)),
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
 from bpy.types import PropertyGroup
 
 from . import overlay
@@ -174,6 +174,20 @@ class ABDBodyProperties(PropertyGroup):
         override=OVERRIDABLE,
         name="Friction", description="Friction coefficient μ; two bodies use √(μ_a μ_b)",
         default=0.5, min=0.0, soft_max=2.0, options=STATIC,
+    )
+    collision_shape: EnumProperty(
+        override=OVERRIDABLE,
+        name="Shape", description="What the body collides with (its mass always comes from the mesh)",
+        items=(
+            ("MESH", "Mesh", "The evaluated mesh"),
+            ("CONVEX_HULL", "Convex Hull", "The convex hull of the mesh's vertices: fewer primitives, faster"),
+        ),
+        default="MESH", options=STATIC,
+    )
+    collision_collections: BoolVectorProperty(
+        override=OVERRIDABLE,
+        name="Collections", description="Collision collections: two bodies touch only when they share one",
+        size=20, subtype="LAYER_MEMBER", default=(True,) + (False,) * 19, options=STATIC,
     )
 
 

@@ -166,10 +166,12 @@ class PHYSICS_PT_abd_body_collision(_PhysicsPanel, Panel):
         layout.use_property_split = True
         body = context.object.abd_body
         layout.active = body.enabled and body.use_collision
+        layout.prop(body, "collision_shape")
         layout.prop(body, "use_friction")
         row = layout.row()
         row.active = body.use_friction
         row.prop(body, "friction")
+        layout.prop(body, "collision_collections", text="Collections")
         if not context.scene.abd_world.use_contact:
             layout.label(text="Contact is off in the ABD World", icon="INFO")
 

@@ -49,6 +49,18 @@ def test_a_box_baked_with_contact_lands_on_the_floor_and_stays_above_it():
     assert heights[-1] < 1e-3 + 1e-4  # resting within d_hat (1 mm) of it
 
 
+def test_collision_collections_and_shape_reach_the_scene(addon):
+    floor, box, joint = _contact_rig(frame_end=4)
+    box.abd_body.collision_collections[0], box.abd_body.collision_collections[5] = False, True
+    box.abd_body.collision_shape = "CONVEX_HULL"
+    scene = addon.export.export_scene(bpy.context.scene).scene
+    contact = {body.name: body.contact for body in scene.bodies}
+    assert contact["Box"].collections == (5,) and contact["Box"].shape == "convex_hull"
+    assert contact["Floor"].collections == (0,) and contact["Floor"].shape == "mesh"
+    assert scene.settings.contact.enable
+    assert [joint.collide_connected for joint in scene.joints] == [False]
+
+
 def test_bodies_overlapping_at_the_start_are_refused_naming_both():
     floor, box, joint = _contact_rig(frame_end=4)
     box.location.z = 0.05  # sunk 5 cm into the floor
@@ -66,6 +78,8 @@ def test_contact_settings_survive_save_and_reload(tmp_blend):
     world_ = bpy.context.scene.abd_world
     world_.d_hat, world_.friction, world_.use_auto_resistance, world_.resistance = 2e-3, 0.3, False, 5e8
     box.abd_body.use_collision, box.abd_body.use_friction, box.abd_body.friction = False, True, 0.9
+    box.abd_body.collision_shape = "CONVEX_HULL"
+    box.abd_body.collision_collections[0], box.abd_body.collision_collections[3] = False, True
     joint.abd_joint.disable_collisions = False
     joint_name = joint.name
     assert bpy.ops.wm.save_as_mainfile(filepath=str(tmp_blend)) == {"FINISHED"}
@@ -76,4 +90,6 @@ def test_contact_settings_survive_save_and_reload(tmp_blend):
     assert not world_.use_auto_resistance and world_.resistance == pytest.approx(5e8)
     box = bpy.data.objects["Box"]
     assert not box.abd_body.use_collision and box.abd_body.use_friction and box.abd_body.friction == pytest.approx(0.9)
+    assert box.abd_body.collision_shape == "CONVEX_HULL"
+    assert [i for i, member in enumerate(box.abd_body.collision_collections) if member] == [3]
     assert not bpy.data.objects[joint_name].abd_joint.disable_collisions
