@@ -27,7 +27,7 @@ def register() -> None:
     import bpy
 
     configure_numba_cache()
-    from . import operators, overlay, properties, ui, urdf_import, warmup
+    from . import operators, overlay, preview, properties, ui, urdf_import, warmup
 
     if not bpy.app.background:  # an artist's session: compile the solver before the first Bake
         warmup.start(extension_package(), extension_root())
@@ -40,14 +40,17 @@ def register() -> None:
         setattr(owner, name, bpy.props.PointerProperty(type=group, override=properties.OVERRIDABLE))
     urdf_import.register_menu()
     overlay.register()
+    if not bpy.app.background:  # no playback without an event loop; tests install it themselves
+        preview.register()
 
 
 def unregister() -> None:
     """Undo :func:`register`, in reverse order."""
     import bpy
 
-    from . import overlay, properties, urdf_import
+    from . import overlay, preview, properties, urdf_import
 
+    preview.unregister()
     overlay.unregister()
     urdf_import.unregister_menu()
     for owner, name, _group in reversed(properties.POINTERS):

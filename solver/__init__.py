@@ -4,6 +4,7 @@ Public API::
 
     scene = solver.load_scene("scene.json")          # -> Scene, raises SceneError
     trajectory = solver.simulate(scene, progress=cb)  # -> Trajectory, raises SolverError
+    run = solver.Simulation(scene); run.advance(max_steps=4); run.transforms(run.frames_done)
     trajectory.save("result.npz")
 
 Only relative imports are used inside this package, so it works both as the top-level package
@@ -174,7 +175,7 @@ from .trajectory import Trajectory  # noqa: E402
 
 __all__ = [
     "Body", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene", "SceneError", "Settings",
-    "SoftTransform", "Trajectory", "SolverError", "load_scene", "simulate",
+    "SoftTransform", "Trajectory", "Simulation", "SolverError", "load_scene", "simulate",
 ]
 
 
@@ -184,7 +185,7 @@ def __getattr__(name):
         from .scene_io import load_scene
 
         return load_scene
-    if name in ("simulate", "SolverError"):
+    if name in ("simulate", "Simulation", "SolverError"):
         from . import simulation
 
         return getattr(simulation, name)
