@@ -92,6 +92,8 @@ class ContactSurface:
         eps_velocity: friction's static/dynamic transition speed, m/s.
         q0: (bodies, 12) frame-0 states.
         names: (bodies,) body names for error messages.
+        collections: per body, the collision collections it is in (two bodies touch only when
+            they share one); None: all in one.
 
     Bodies touching at frame 0 (closer than :data:`TOUCHING_FRACTION` d_hat, distance 0
     included: a box placed on a ground) would start with an infinite or huge barrier. Each
@@ -104,7 +106,8 @@ class ContactSurface:
         ContactUnavailable: ipctk is not installed.
     """
 
-    def __init__(self, meshes, dynamic, mass_centers, excluded_pairs, friction, d_hat, eps_velocity, q0, names):
+    def __init__(self, meshes, dynamic, mass_centers, excluded_pairs, friction, d_hat, eps_velocity, q0, names,
+                 collections=None):
         require_ipctk()
         self.body_count = len(meshes)
         self.d_hat = float(d_hat)
@@ -129,6 +132,7 @@ class ContactSurface:
         self.friction = np.asarray(friction, dtype=np.float64)
         self._uniform_friction = len(set(self.friction[order].tolist())) <= 1
         self._excluded = [tuple(sorted(pair)) for pair in excluded_pairs]
+        self._collections = [set(c) for c in collections] if collections is not None else None
         self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
         self._broad_phase = ipctk.LBVH()
         # The bodies' DOFs in q order from the full mesh's (ipctk's): full = P q.
@@ -167,6 +171,15 @@ class ContactSurface:
             label = {b: self.body_count + k for k, pair in enumerate(matching) for b in pair}
             labels = np.array([label.get(int(b), int(b)) for b in body], dtype=np.int32)
             combined = combined & ipctk.make_vertex_patches_filter(labels)
+        members = self._collections
+        if members is not None and len({frozenset(members[b]) for b in self.order}) > 1:
+            # Two bodies share collection c when both carry its label; any shared one will do.
+            shared = None
+            for collection in sorted(set().union(*(members[b] for b in self.order))):
+                labels = np.where([collection in members[int(b)] for b in body], -1, body).astype(np.int32)
+                both = ~ipctk.make_vertex_patches_filter(labels)
+                shared = both if shared is None else shared | both
+            combined = combined & shared if shared is not None else combined
         return combined
 
     def positions(self, q: np.ndarray) -> np.ndarray:
@@ -216,10 +229,16 @@ class ContactSurface:
         """Names of two bodies whose surfaces intersect (tested pair by pair over overlapping boxes)."""
         boxes = [(positions[self.offsets[k]:self.offsets[k + 1]].min(axis=0),
                   positions[self.offsets[k]:self.offsets[k + 1]].max(axis=0)) for k in range(len(self.order))]
+        excluded = set(self._excluded)
         for k in range(len(self.order)):
             for m in range(k + 1, len(self.order)):
                 if np.any(boxes[k][1] < boxes[m][0]) or np.any(boxes[m][1] < boxes[k][0]):
                     continue
+                if tuple(sorted((self.order[k], self.order[m]))) in excluded or (
+                        self.offsets[k] >= self.dynamic_vertices and self.offsets[m] >= self.dynamic_vertices) or (
+                        self._collections is not None
+                        and not self._collections[self.order[k]] & self._collections[self.order[m]]):
+                    continue  # never touch
                 faces = [self.faces[np.all((self.faces >= self.offsets[i]) & (self.faces < self.offsets[i + 1]), axis=1)]
                          for i in (k, m)]
                 sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))

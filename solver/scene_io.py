@@ -51,7 +51,7 @@ _SETTINGS_KEYS = (
     "transrate_tol", "line_search_max_iterations", "device", "contact",
 )
 _CONTACT_KEYS = ("enable", "d_hat", "resistance", "friction", "eps_velocity")
-_BODY_CONTACT_KEYS = ("enable", "friction")
+_BODY_CONTACT_KEYS = ("enable", "friction", "shape", "collections")
 _BODY_KEYS = (
     "name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity", "mass",
     "soft_transform", "animated_transforms", "contact",
@@ -386,7 +386,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
         if body.animated_transforms is not None:
             entry["animated_transforms"] = _plain(body.animated_transforms)
         if body.contact != BodyContact(friction=settings.contact.friction):
-            entry["contact"] = {"enable": body.contact.enable, "friction": body.contact.friction}
+            entry["contact"] = {"enable": body.contact.enable, "friction": body.contact.friction,
+                                "shape": body.contact.shape, "collections": list(body.contact.collections)}
         document["bodies"].append(entry)
     for joint in scene.joints:
         entry = {
