@@ -126,7 +126,8 @@ class ContactSurface:
             offsets.append(offsets[-1] + len(vertices))
         self.offsets = np.array(offsets)
         self.vertex_body = np.repeat(np.array(order, dtype=np.int64), np.diff(self.offsets))
-        self.faces = np.asfortranarray(np.concatenate(triangles).astype(np.int32)) if triangles else np.zeros((0, 3), np.int32)
+        self.faces = (np.asfortranarray(np.concatenate(triangles).astype(np.int32)) if triangles
+                      else np.zeros((0, 3), np.int32))
         self.edges = np.asfortranarray(ipctk.edges(self.faces)) if len(self.faces) else np.zeros((0, 2), np.int32)
         self.dynamic_vertices = int(sum(len(self._local[k]) for k, b in enumerate(order) if dynamic[b]))
         self.friction = np.asarray(friction, dtype=np.float64)
@@ -239,7 +240,8 @@ class ContactSurface:
                         self._collections is not None
                         and not self._collections[self.order[k]] & self._collections[self.order[m]]):
                     continue  # never touch
-                faces = [self.faces[np.all((self.faces >= self.offsets[i]) & (self.faces < self.offsets[i + 1]), axis=1)]
+                faces = [self.faces[np.all((self.faces >= self.offsets[i]) & (self.faces < self.offsets[i + 1]),
+                                           axis=1)]
                          for i in (k, m)]
                 sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
                 sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
@@ -337,7 +339,8 @@ class ContactSurface:
         where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_hessian` returns the
         Hessian in these rows (all bodies in body order until this is called)."""
         slot = np.asarray(slot)
-        self._unknown = np.where(np.repeat(slot, 12) >= 0, 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
+        self._unknown = np.where(np.repeat(slot, 12) >= 0,
+                                 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
         """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
@@ -363,7 +366,8 @@ class ContactSurface:
         q_gradient = np.empty(12 * self.body_count)
         q_gradient[self._full_to_q] = self._mesh.to_full_dof(gradient)
         full_hessian = self._mesh.to_full_dof(scipy.sparse.csc_matrix(hessian)).tocoo()
-        rows, columns = self._unknown[self._full_to_q[full_hessian.row]], self._unknown[self._full_to_q[full_hessian.col]]
+        rows = self._unknown[self._full_to_q[full_hessian.row]]
+        columns = self._unknown[self._full_to_q[full_hessian.col]]
         keep = (rows >= 0) & (columns >= 0)
         size = int(self._unknown.max(initial=-1)) + 1
         system = scipy.sparse.csc_matrix((full_hessian.data[keep], (rows[keep], columns[keep])), shape=(size, size))

@@ -1,6 +1,7 @@
 """The numerical model of a validated scene: initial q, masses, joint frames and energy terms.
 
-Joint frames are captured once from the frame-0 poses (docs/constitutions/18_revolute_joint.md, 20_prismatic_joint.md): points
+Joint frames are captured once from the frame-0 poses (docs/constitutions/18_revolute_joint.md,
+20_prismatic_joint.md): points
 by the full inverse transform (x_bar = T^-1 x), directions by the inverse rotation only
 (v_bar = R^-1 v). Both bodies of a joint are anchored at the same world points, so every joint
 starts satisfied and its raw ``distance``/``angle`` start at 0.
@@ -170,7 +171,8 @@ class Model:
             surface.kappa = settings.resistance
         else:
             heaviest = max([self.masses[i].mass for i in np.flatnonzero(self.dynamic)], default=1.0)
-            surface.kappa = contact.adaptive_kappa(heaviest, float(np.linalg.norm(scene.settings.gravity)), settings.d_hat)
+            surface.kappa = contact.adaptive_kappa(heaviest, float(np.linalg.norm(scene.settings.gravity)),
+                                                   settings.d_hat)
         return surface
 
     def _dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
