@@ -329,13 +329,10 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     _release(current)
     if not build:
         return None
-    if warmup.running():  # the background compilation: the preview loads its result when done
-        current.message = "Preview: compiling the solver (first use only)"
-        return None
     try:
         with suspended(scene):  # the export's own frame changes show nothing
             export = export_scene(scene, bpy.context.evaluated_depsgraph_get())
-        run = Simulation(export.scene)
+        run = Simulation(export.scene, compile_now=False)
     except (RigError, SceneError, SolverError) as error:
         current.failed, current.message = print_, f"Preview: {error}"
         return None
@@ -343,6 +340,25 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     current.runs += 1
     current.cache = _Cache(export=export, run=run, fingerprint=print_)
     return current.cache
+
+
+#: What the panel says while the preview waits for the background compilation.
+COMPILING = "Preview: compiling the solver (first use only)"
+
+
+def _compiled(current: _State, run) -> bool:
+    """Whether ``run``'s kernels are ready: loaded, or in the on-disk cache. While the add-on's
+    background warm-up is still compiling some of them the preview waits (it starts as soon as
+    the kernels of its own rig are written, before the warm-up ends); with no warm-up running
+    they are compiled here."""
+    if run.pending_kernels():
+        if warmup.running():
+            current.message = COMPILING
+            return False
+        run.compile()
+    if current.message == COMPILING:
+        current.message = ""
+    return True
 
 
 def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = None, build: bool = True) -> bool:
@@ -364,6 +380,8 @@ def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = N
     if cache is None:
         return False
     export, run = cache.export, cache.run
+    if not _compiled(current, run):
+        return False
     index = min(frame, export.frame_end) - export.frame_start
     if index <= 0:
         for name in list(current.written):
@@ -399,7 +417,7 @@ def _continue(scene_name: str):
     if step_toward(scene, scene.frame_current, _frame_seconds(scene)) or current.cache is None:
         current.timer = False
         return None
-    return 0.0
+    return 0.25 if current.message == COMPILING else 0.0
 
 
 def _needs_work(scene: bpy.types.Scene, current: _State, frame: int) -> bool:

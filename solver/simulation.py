@@ -82,12 +82,15 @@ class Simulation:
         scene: the validated :class:`Scene`.
         frames_done: frames finished (0 to ``frame_count``); frame 0 is the initial state.
 
+    The constructor compiles (or loads) the kernels the run calls (:meth:`compile`) unless
+    ``compile_now`` is False.
+
     Raises (constructor):
         SceneError: the scene is invalid.
         SolverError: the settings' device cannot be used.
     """
 
-    def __init__(self, scene: Scene):
+    def __init__(self, scene: Scene, compile_now: bool = True):
         self.scene = scene = validate_scene(scene)
         settings = scene.settings
         model = Model(scene)
@@ -95,8 +98,9 @@ class Simulation:
             self._potential = IncrementalPotential(model.terms, model.slot, settings.device)
         except DeviceUnavailable as error:
             raise SolverError(str(error)) from error
-        # The first run on a machine compiles the kernels it needs: over several cores where possible.
-        compile_in_parallel(compile_tasks(model, self._potential, model.q0))
+        self._compile_tasks = compile_tasks(model, self._potential, model.q0)
+        if compile_now:
+            self.compile()
         self._stepper = stepper = _Stepper(scene, model)
         frames, steps = settings.frame_count, settings.frame_count * settings.substeps
         self._transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
@@ -111,6 +115,17 @@ class Simulation:
         self._distance[0], self._angle[0] = stepper.joints.distance, stepper.joints.angle
         self.frames_done = 0
         self._step = 0  # time steps done
+
+    def pending_kernels(self) -> int:
+        """How many of the compiled kernels the run calls are neither loaded in this process nor in
+        the on-disk cache (those the first step would compile, one after the other)."""
+        return sum(task.pending() for task in self._compile_tasks)
+
+    def compile(self) -> None:
+        """Compile the kernels the run calls that are not cached, over several cores where
+        possible (:func:`solver.compilation.compile_in_parallel`), or load them; the constructor
+        does it unless told not to (a caller that first waits for a compilation elsewhere)."""
+        compile_in_parallel(self._compile_tasks)
 
     @property
     def frame_count(self) -> int:
