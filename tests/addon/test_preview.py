@@ -221,3 +221,22 @@ def test_the_preview_waits_for_the_background_compilation_only_for_its_own_kerne
     monkeypatch.setattr(simulation, "compile", lambda run: None)
     scene.frame_set(5)  # the warm-up has ended
     assert state.message == "" and state.cache.run.frames_done == 4
+
+
+def test_after_undo_a_recorded_preview_pose_goes_back_to_the_objects_own(preview):
+    """An undo step pushed while a later frame was previewed recorded the previewed pose as the
+    object's transform; after undo (the handler, driven directly: the bpy module keeps no undo
+    history) the object gets its own transform back, and a transform the undo really restored
+    (not one the preview wrote) is kept."""
+    base, arm, joint = hinge_rig(frame_end=10)
+    own = tuple(arm.location), tuple(arm.rotation_euler)
+    scene = bpy.context.scene
+    step_frames(range(1, 6))
+    recorded = tuple(arm.location), tuple(arm.rotation_euler)  # frame 5's pose, as an undo step held it
+    scene.frame_set(8)
+    arm.location, arm.rotation_euler = recorded
+    joint.location = (0.0, 1.0, 0.0)  # a transform of its own that the undo restored
+    preview.on_undo_post()
+    assert (tuple(arm.location), tuple(arm.rotation_euler)) == own
+    assert tuple(joint.location) == (0.0, 1.0, 0.0)
+    assert preview.state(scene).cache is None
