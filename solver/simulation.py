@@ -162,7 +162,7 @@ class Simulation:
         # BLAS on one thread while stepping: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of
         # at most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and
         # nothing else of a step calls a multi-threaded BLAS routine. Restored on the way out.
-        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             taken = 0
             while self.frames_done < target:
                 self._step_once()
@@ -209,7 +209,7 @@ class Simulation:
                 returned False (the frames done so far are kept, and a later call goes on).
         """
         frames = self.frame_count
-        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             while not self.finished:
                 frame = self.frames_done
                 while self.frames_done == frame:
@@ -240,6 +240,19 @@ class Simulation:
             frame_rate=float(scene.settings.frame_rate),
             substeps=int(scene.settings.substeps),
         )
+
+
+_blas_controller: Optional[threadpoolctl.ThreadpoolController] = None
+
+
+def _one_blas_thread():
+    """A context that limits BLAS to one thread and restores it on exit; the libraries are
+    looked up once per process (``threadpool_limits`` looks them up at every call, which cost
+    more than a time step where a caller advances a run a frame at a time)."""
+    global _blas_controller
+    if _blas_controller is None:
+        _blas_controller = threadpoolctl.ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 class _Stepper:
