@@ -39,6 +39,7 @@ from typing import Optional
 
 import bpy
 import numpy as np
+from bpy.types import ID, PropertyGroup
 from mathutils import Matrix
 
 from . import warmup
@@ -260,9 +261,9 @@ def _values(group, path: str, animated: set) -> tuple:
         if animated and f"{path}.{name}" in animated:
             continue
         value = getattr(group, name)
-        if isinstance(value, bpy.types.PropertyGroup):
+        if isinstance(value, PropertyGroup):
             value = _values(value, f"{path}.{name}", animated)
-        elif isinstance(value, bpy.types.ID):
+        elif isinstance(value, ID):
             value = value.name_full
         elif hasattr(value, "__len__") and not isinstance(value, str):
             value = tuple(value)
