@@ -249,8 +249,9 @@ def compute_keys(export: Export, trajectory) -> list:
         if ob in export.joints:
             column = joint_index[ob.name_full]
             joint_type = ob.abd_joint.type.lower()
-            readout = trajectory.distance if joint_type == "prismatic" else trajectory.angle
-            object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
+            if joint_type in READOUT_PROPERTIES:  # fixed and ball joints have no scalar readout
+                readout = trajectory.distance if joint_type == "prismatic" else trajectory.angle
+                object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
         keys.append(object_key)
     return keys
 
@@ -896,8 +897,8 @@ def trajectory_damage(export: Export, trajectory) -> Optional[str]:
                 f"at frame {export.frame_start + int(frame)}")
     types = {joint.name: joint.type for joint in export.scene.joints}
     for column, name in enumerate(map(str, trajectory.joint_names)):
-        if name not in types:
-            continue  # not the rig's: trajectory_mismatch says so
+        if types.get(name) not in ("prismatic", "revolute"):
+            continue  # not the rig's (trajectory_mismatch says so), or a joint without such a readout
         readout = "distance" if types[name] == "prismatic" else "angle"
         bad = np.flatnonzero(~np.isfinite(getattr(trajectory, readout)[:, column]))
         if len(bad):

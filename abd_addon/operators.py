@@ -204,6 +204,10 @@ def new_object_collection(context) -> bpy.types.Collection:
     return collection
 
 
+#: How a new joint Empty of each type is drawn: an arrow along a prismatic or revolute joint's axis.
+EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE"}
+
+
 def joint_matrix(pivot: Vector, axis: Vector) -> Matrix:
     """World matrix of a joint Empty at ``pivot`` whose local Z is ``axis`` (normalised)."""
     rotation = axis.normalized().to_track_quat("Z", "Y").to_matrix().to_4x4()
@@ -326,7 +330,7 @@ class ABD_OT_connect(Operator):
             pivot = (parent.matrix_world.translation + child.matrix_world.translation) / 2.0
         empty = bpy.data.objects.new(f"Joint_{parent.name}_{child.name}", None)
         joints.append(empty)
-        empty.empty_display_type = "SINGLE_ARROW"
+        empty.empty_display_type = EMPTY_DISPLAY[self.type]
         empty.empty_display_size = 0.5
         empty.matrix_world = joint_matrix(pivot, axis)
         new_object_collection(context).objects.link(empty)

@@ -151,7 +151,8 @@ def scene_geometry(view_layer) -> dict:
     return joints_geometry(
         worlds[np.array([row[ob] for ob in joints], dtype=np.intp)],
         revolute,
-        np.array([limit.use for limit in limits], dtype=bool),
+        np.array([limit.use and joint.type in ("PRISMATIC", "REVOLUTE") for limit, joint in zip(limits, settings)],
+                 dtype=bool),
         lower + offset,
         upper + offset,
         np.array([max(ob.empty_display_size, 0.1) for ob in joints]),

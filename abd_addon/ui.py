@@ -7,12 +7,14 @@ Constraint panels. Drawing only: no logic lives here.
 from __future__ import annotations
 
 import importlib.util
+import math
 
 from bpy.types import Panel
 
 from . import preview
 from .bake import baked_objects
 from .export import gpu_advice, playback_override
+from .properties import AXIS_JOINT_TYPES
 
 
 class _PhysicsPanel:
@@ -169,11 +171,28 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         col.prop(joint, "l_body", text="Parent")
         col.prop(joint, "r_body", text="Child")
         layout.prop(joint, "strength_ratio")
-        layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
+        if joint.type in AXIS_JOINT_TYPES:
+            layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
         ob = context.object
         if "abd_distance" in ob.keys() or "abd_angle" in ob.keys():
             key = "abd_distance" if "abd_distance" in ob.keys() else "abd_angle"
             layout.prop(ob, f'["{key}"]', text="Baked Distance" if key == "abd_distance" else "Baked Angle")
+
+
+def revolute_stops(joint) -> tuple[float, float]:
+    """(lower, upper) where a revolute joint's limit stops it in the reported angle (rad): its
+    bounds plus twice Init Angle, since the limit compares the raw angle with the bounds offset by
+    Init Angle (seed 001) and the reported angle adds Init Angle again
+    (docs/constitutions/670_revolute_joint_limit.md)."""
+    limit = joint.limit
+    return limit.lower_angle + 2.0 * joint.init_angle, limit.upper_angle + 2.0 * joint.init_angle
+
+
+def _angle_text(context, angle: float) -> str:
+    """``angle`` (rad) in the scene's rotation unit."""
+    if context.scene.unit_settings.system_rotation == "RADIANS":
+        return f"{angle:.4g} rad"
+    return f"{math.degrees(angle):.4g}°"
 
 
 class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
@@ -184,8 +203,9 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
 
     @classmethod
     def poll(cls, context):
-        """Whether the panel applies to the context's object or scene."""
-        return _joint(context) is not None
+        """Whether the panel applies to the context's object or scene: a prismatic or revolute joint."""
+        joint = _joint(context)
+        return joint is not None and joint.type in AXIS_JOINT_TYPES
 
     def draw_header(self, context):
         """The enable checkbox in the panel header."""
@@ -205,11 +225,14 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
         else:
             col.prop(limit, "lower_angle", text="Z Lower")
             col.prop(limit, "upper_angle", text="Upper")
+            if joint.init_angle != 0.0:
+                col.label(text="Stops at {} and {} in the reported angle".format(
+                    *(_angle_text(context, stop) for stop in revolute_stops(joint))), icon="INFO")
         layout.prop(limit, "strength")
 
 
 class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
-    """Driving Prismatic Joint (#21)."""
+    """Driving Prismatic Joint (#21) or Driving Revolute Joint (#19)."""
 
     bl_label = "Drive"
     bl_parent_id = "PHYSICS_PT_abd_joint"
@@ -218,7 +241,7 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
     def poll(cls, context):
         """Whether the panel applies to the context's object or scene."""
         joint = _joint(context)
-        return joint is not None and joint.type == "PRISMATIC"
+        return joint is not None and joint.type in AXIS_JOINT_TYPES
 
     def draw_header(self, context):
         """The enable checkbox in the panel header."""
@@ -232,9 +255,13 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
         drive = joint.drive
         layout.active = joint.enabled and drive.is_constrained
         layout.prop(drive, "is_passive")
-        row = layout.row()
-        row.active = not drive.is_passive
-        row.prop(drive, "aim_distance")
+        col = layout.column()
+        col.active = not drive.is_passive
+        col.prop(drive, "mode")
+        if drive.mode == "VELOCITY":
+            col.prop(drive, "aim_velocity", text="Aim Velocity (m/s)" if joint.type == "PRISMATIC" else "Aim Velocity (rad/s)")
+        else:
+            col.prop(drive, "aim_distance" if joint.type == "PRISMATIC" else "aim_angle")
         layout.prop(drive, "strength_ratio")
 
 

@@ -42,8 +42,8 @@ from tqdm import tqdm
 
 #: The checkout this module belongs to: where the workers run ``python -m abd_addon.batch``.
 REPOSITORY = str(Path(__file__).resolve().parents[1])
-#: Batch options that name one file's output: each task bakes one file, so they are refused.
-ONE_FILE_OPTIONS = ("--out", "--trajectory", "--from-trajectory", "--warm-up", "--scheduler")
+#: Batch options a task of one file cannot take: they name one file's outputs, or are not a bake.
+REFUSED_OPTIONS = ("--out", "--trajectory", "--from-trajectory", "--warm-up", "--scheduler")
 #: Batch options followed by a path (made absolute before they go to the workers).
 PATH_OPTIONS = ("--out-dir", "--trajectory-dir", "--from-trajectory-dir", "--export-scene-dir")
 
@@ -113,17 +113,17 @@ def check_inputs(blends: list, options: list) -> tuple:
     """``(blends, options)`` with absolute paths, for workers whose working folder is the repository.
 
     Raises:
-        ValueError: no input, an option that names one file's output (each task bakes one file:
-            use ``--out-dir``, ``--trajectory-dir``, ``--from-trajectory-dir``), or two inputs with
-            the same file name (their outputs would be written to one path).
+        ValueError: no input, an option of :data:`REFUSED_OPTIONS` (each task bakes one file: use
+            ``--out-dir``, ``--trajectory-dir``, ``--from-trajectory-dir``), or two inputs with the
+            same file name (their outputs would be written to one path).
     """
     blends, options = [os.fspath(blend) for blend in blends], [os.fspath(option) for option in options]
     if not blends:
         raise ValueError("a .blend file is required")
-    refused = [option for option in options if option.split("=", 1)[0] in ONE_FILE_OPTIONS]
+    refused = [option for option in options if option.split("=", 1)[0] in REFUSED_OPTIONS]
     if refused:
-        raise ValueError(f"{refused[0].split('=', 1)[0]} names one file's output; on a cluster each file is a task "
-                         "of its own: use --out-dir, --trajectory-dir, --from-trajectory-dir")
+        raise ValueError(f"{refused[0].split('=', 1)[0]} cannot be given to each file's task; on a cluster each "
+                         "file is a task of its own: use --out-dir, --trajectory-dir, --from-trajectory-dir")
     names = [Path(blend).stem for blend in blends]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
@@ -194,7 +194,7 @@ def bake_from_command_line(args) -> int:
     """``python -m abd_addon.batch ... --scheduler ADDRESS``: the batch's parsed ``args`` baked on
     the cluster; prints what the batch prints (a summary line per file on stdout, ``error:`` lines
     and the count on stderr) and returns its exit status: 0 when every file was baked, 1 otherwise
-    (or when the cluster cannot be used)."""
+    (or when the cluster cannot be used), 130 after Ctrl+C."""
     options = []
     for flag, value in (("--out-dir", args.out_dir), ("--trajectory-dir", args.trajectory_dir),
                         ("--from-trajectory-dir", args.from_trajectory_dir),
@@ -206,7 +206,7 @@ def bake_from_command_line(args) -> int:
                 if on]
 
     def report(result: dict) -> None:
-        if result["ok"]:
+        if result["ok"] and result["summary"]:
             tqdm.write(" ".join(f"{key}={value}" for key, value in result["summary"].items()), file=sys.stdout)
         else:
             tqdm.write(f"error: {result['error']}", file=sys.stderr)
@@ -220,6 +220,10 @@ def bake_from_command_line(args) -> int:
     except (OSError, ValueError) as error:
         print(f"error: cannot bake on the Dask cluster at {args.scheduler}: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("cancelled: the files not yet started are not baked (bakes already running finish on their "
+              "workers)", file=sys.stderr)
+        return 130
     failures = sum(not result["ok"] for result in results)
     verb = "exported" if args.export_scene_dir is not None else "baked"
     print(f"{verb} {len(results) - failures} of {len(results)} files on the cluster", file=sys.stderr)

@@ -80,8 +80,8 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
             :class:`solver.newton.IncrementalPotential`. q: (bodies, 12) a valid state (q0).
 
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
-    ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of its module where
-    it has them, called through the term's methods; the terms with a constant Hessian form it in
+    ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of the module that
+    defines its ``bind``, where it has them, called through the term's methods; the terms with a constant Hessian form it in
     NumPy); then the scatter of the assembly, the banded scatter and transpose of the linear solver,
     Newton's starting point, the convergence measure and the joint readouts. The calls have no effect on the run: they
     read the terms' current parameters and write only scratch arrays.
@@ -90,7 +90,7 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
     for term in potential.terms:
         if not len(term.bodies):
             continue
-        module = sys.modules[type(term).__module__]
+        module = sys.modules[type(term).bind.__module__]  # the fixed and spherical joints share one
         tasks.append(CompileTask(module._energy_kernel, lambda term=term: term.energy(q)))
         if hasattr(module, "_gradient_hessian_kernel"):  # the constant Hessians are formed in NumPy
             tasks.append(CompileTask(module._gradient_hessian_kernel, lambda term=term: term.gradient_hessian(q)))

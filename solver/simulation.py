@@ -9,9 +9,10 @@ readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
    stay at q0;
 2. per-frame values of frame f are applied (drive and limit strengths, soft-transform strengths,
    the flags); targets and bounds at s / substeps of the way from frame f - 1 to f (a drive's
-   aim linearly, limit bounds linearly, a soft transform's aim as animated poses move:
-   :meth:`_Stepper.begin_step`); per-step values are taken from the committed state (passive
-   drive target, revolute limit's accumulated angle);
+   aim or aim velocity linearly, limit bounds linearly, a soft transform's aim as animated poses
+   move: :meth:`_Stepper.begin_step`); per-step values are taken from the committed state
+   (passive drive target, a velocity drive's target = committed coordinate + dt times the
+   velocity, the revolute limit's and drive's accumulated angle);
 3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
    uniform field, docs/constitutions/affine_body.md);
 4. Newton (:mod:`solver.newton`) from the last step's motion repeated (T^t (T^(t-1))^-1 T^t,
@@ -30,10 +31,11 @@ import threadpoolctl
 
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
 from .compilation import compile_in_parallel, compile_tasks
+from .contact import ContactUnavailable
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
-from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
+from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_contact_step, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
 
@@ -64,7 +66,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         SolverError: a non-finite state or a singular Newton system (the message names the frame
             and step); the settings' device cannot be used (CuPy missing, no GPU, too little GPU
             memory: before any step; the GPU out of memory during a step: naming the frame and
-            step); :class:`SimulationCancelled` when ``progress`` returned False.
+            step); contact is on but ipctk is not installed; :class:`SimulationCancelled` when
+            ``progress`` returned False.
     """
     return Simulation(scene).run(progress)
 
@@ -93,7 +96,10 @@ class Simulation:
     def __init__(self, scene: Scene, compile_now: bool = True):
         self.scene = scene = validate_scene(scene)
         settings = scene.settings
-        model = Model(scene)
+        try:
+            model = Model(scene)
+        except ContactUnavailable as error:
+            raise SolverError(str(error)) from error
         try:
             self._potential = IncrementalPotential(model.terms, model.slot, settings.device)
         except DeviceUnavailable as error:
@@ -106,13 +112,18 @@ class Simulation:
         self._transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
         self._distance = np.full((frames + 1, len(scene.joints)), np.nan)
         self._angle = np.full((frames + 1, len(scene.joints)), np.nan)
+        self._rotation = np.full((frames + 1, len(scene.joints), 3), np.nan)
         self._iterations = np.zeros(steps, dtype=np.int64)
         self._line_search = np.zeros(steps, dtype=np.int64)
         self._converged = np.zeros(steps, dtype=bool)
         self._fast_rotation = np.zeros(steps, dtype=bool)
         self._residual = np.zeros(steps)
+        self._contact_distance = np.full(frames + 1, np.inf)
+        self._contact_count = np.zeros(frames + 1, dtype=np.int64)
+        self._record_contact(0)
         self._transforms[0] = transform_from_q(stepper.q)
         self._distance[0], self._angle[0] = stepper.joints.distance, stepper.joints.angle
+        self._rotation[0] = stepper.joints.rotation(model, stepper.q)
         self.frames_done = 0
         self._step = 0  # time steps done
 
@@ -195,7 +206,15 @@ class Simulation:
                 raise SolverError(f"frame {frame}: the state is not finite")
             self._transforms[frame] = transform_from_q(stepper.q)
             self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
+            self._rotation[frame] = stepper.joints.rotation(stepper.model, stepper.q)
+            self._record_contact(frame)
             self.frames_done = frame
+
+    def _record_contact(self, frame: int) -> None:
+        """The contact read-outs of ``frame`` (:meth:`solver.contact.ContactSurface.minimum_distance`)."""
+        contact = self._stepper.model.contact
+        if contact is not None:
+            self._contact_distance[frame], self._contact_count[frame] = contact.minimum_distance(self._stepper.q)
 
     def run(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
         """Simulate the frames not done yet and return the whole :class:`Trajectory`.
@@ -232,11 +251,14 @@ class Simulation:
             joint_names=np.array([joint.name for joint in scene.joints], dtype=str),
             distance=self._distance,
             angle=self._angle,
+            rotation=self._rotation,
             newton_iterations=self._iterations,
             line_search_iterations=self._line_search,
             converged=self._converged,
             fast_rotation=self._fast_rotation,
             residual=self._residual,
+            contact_distance=self._contact_distance,
+            contact_count=self._contact_count,
             frame_rate=float(scene.settings.frame_rate),
             substeps=int(scene.settings.substeps),
         )
@@ -283,9 +305,14 @@ class _Stepper:
         self.kinematic = row_selector(np.array(moving, dtype=np.int64)) if moving else None
         self.kinematic_poses = PoseInterpolation(model.animated_q[:, moving]) if moving else None
 
-        driving = [joints[k].driving for k in model.driving.joint_indices]
-        self.driving_series = {name: np.array([getattr(d, name) for d in driving], dtype=np.float64).reshape(len(driving), frames)
-                               for name in ("strength_ratio", "is_constrained", "is_passive", "aim_distance")}
+        # Per kind of drive: its term, its series, the offsets of its coordinate and the committed
+        # raw coordinates (JointState updates both arrays in place).
+        self.drives = tuple(
+            (term, _DriveSeries([joints[k].driving for k in term.joint_indices], aim_key, frames), init, raw)
+            for term, aim_key, init, raw in (
+                (model.driving, "aim_distance", self.joints.init_distance, self.joints.raw_distance),
+                (model.revolute_driving, "aim_angle", self.joints.init_angle, self.joints.raw_angle))
+        )
         self.limit_series = {}
         for key, extra in (("prismatic", model.prismatic_limit), ("revolute", model.revolute_limit)):
             limits = [joints[k].limit for k in extra.joint_indices]
@@ -297,22 +324,24 @@ class _Stepper:
         self.soft_aim_q = q_from_transform(np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
         # Whether any target or bound interpolated between frames (begin_step) changes from frame
         # f - 1 to frame f: only then is it set per step, else once per frame.
-        series = [self.driving_series["aim_distance"], self.soft_aim_q]
+        series = [self.soft_aim_q] + [values for _, drive, _, _ in self.drives for values in (drive.aim, drive.velocity)]
         series += [limits[name] for limits in self.limit_series.values() for name in ("lower", "upper")]
         self.targets_move = np.zeros(frames, dtype=bool)
         for values in series:  # (series, frames) or (series, frames, 12): one row per frame
             by_frame = np.moveaxis(values, 1, 0).reshape(frames, values.size // frames)
             self.targets_move[1:] |= np.any(by_frame[1:] != by_frame[:-1], axis=1)
         self.soft_aim_poses = PoseInterpolation(np.swapaxes(self.soft_aim_q, 0, 1)) if len(soft) else None
+        if model.contact is not None:  # the residual test of solve_contact_step
+            self.mass_inverse = np.linalg.inv(model.kinetic.mass_matrix)
 
     def begin_frame(self, frame: int) -> None:
         """Apply the per-frame series values of ``frame`` (1..frame_count) that hold for all its
         steps (strengths and flags) to the energy terms; the targets and bounds that move
         between frames are set per step (:meth:`begin_step`)."""
         model = self.model
-        driving = self.driving_series
-        model.driving.stiffness = (driving["strength_ratio"][:, frame] * driving["is_constrained"][:, frame] * model.driving.masses)
-        self.driving_passive = driving["is_passive"][:, frame] != 0.0
+        for term, drive, _, _ in self.drives:
+            term.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
+            drive.passive = drive.is_passive[:, frame] != 0.0
         model.prismatic_limit.strength = self.limit_series["prismatic"]["strength"][:, frame].copy()
         model.revolute_limit.strength = self.limit_series["revolute"]["strength"][:, frame].copy()
         model.soft.strength_ratio = self.soft_strength[:, frame].copy()
@@ -322,8 +351,8 @@ class _Stepper:
 
     def begin_step(self, frame: int, ratio: float) -> None:
         """Apply the targets and bounds at ``ratio`` in (0, 1] of the way from frame - 1 to
-        ``frame`` (exactly the frame's values at 1): a drive's aim_distance and a joint limit's
-        lower and upper bounds linearly, a soft transform's aim_transform as animated bodies'
+        ``frame`` (exactly the frame's values at 1): a drive's aim (aim_distance, aim_angle or
+        aim_velocity) and a joint limit's lower and upper bounds linearly, a soft transform's aim_transform as animated bodies'
         poses (:class:`PoseInterpolation`). As Blender interpolates an animated value between
         its frames: a target held at the frame's value for all the frame's steps would be
         reached in the first step and then held, so that a body following a moving target would
@@ -334,7 +363,8 @@ class _Stepper:
         def between(series: np.ndarray) -> np.ndarray:
             return (1.0 - ratio) * series[:, frame - 1] + ratio * series[:, frame]
 
-        self.driving_aim = between(self.driving_series["aim_distance"]) - self.joints.init_distance[model.driving.joint_indices]
+        for _, drive, _, _ in self.drives:
+            drive.step_aim, drive.step_velocity = between(drive.aim), between(drive.velocity)
         limits = self.limit_series["prismatic"]
         model.prismatic_limit.lower = between(limits["lower"])
         model.prismatic_limit.upper = between(limits["upper"])
@@ -386,21 +416,22 @@ class _Stepper:
         revolute joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
         model, dt = self.model, self.dt
         ratio = substep / self.settings.substeps
+        if model.contact is not None:
+            return self._contact_step(potential, frame, ratio)
         if self.kinematic is not None:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         if self.targets_move[frame]:
             self.begin_step(frame, ratio)
         start = self.q[self.dynamic].copy()
         model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
-        if len(model.driving.joint_indices):
-            # Seed 000: passive drives hold the committed (step-start) raw distance.
-            committed = self.joints.raw_distance[model.driving.joint_indices]
-            model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
-        limit = model.revolute_limit
-        if len(limit.joint_indices):
-            limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
-            limit.sin_t = self.joints.sin[limit.joint_indices].copy()
-            limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+        for term, drive, init, raw in self.drives:
+            if len(term.joint_indices):
+                term.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
+        for term in (model.revolute_limit, model.revolute_driving):  # the step start of the unwrapped angle
+            if len(term.joint_indices):
+                term.angle_t = self.joints.raw_angle[term.joint_indices].copy()
+                term.sin_t = self.joints.sin[term.joint_indices].copy()
+                term.cos_t = self.joints.cos[term.joint_indices].copy()
 
         limited = self.start_newton(start)
         turning = float(np.max(np.abs(self.velocity[self.dynamic][:, 3:]), initial=0.0)) * dt  # about rad per step
@@ -408,6 +439,104 @@ class _Stepper:
                             turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
+
+    def _set_step_parameters(self, frame: int, ratio: float) -> np.ndarray:
+        """Set the step's targets, prediction q_tilde and lagged joint values; returns q^t of
+        the dynamic bodies (dynamic, 12)."""
+        model, dt = self.model, self.dt
+        if self.targets_move[frame]:
+            self.begin_step(frame, ratio)
+        start = self.q[self.dynamic].copy()
+        model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
+        if len(model.driving.joint_indices):
+            committed = self.joints.raw_distance[model.driving.joint_indices]
+            model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
+        limit = model.revolute_limit
+        if len(limit.joint_indices):
+            limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
+            limit.sin_t = self.joints.sin[limit.joint_indices].copy()
+            limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+        return start
+
+    def _contact_step(self, potential: IncrementalPotential, frame: int, ratio: float):
+        """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
+        from q^t, friction lagged at q^t. Animated bodies move to their pose at the step's end
+        in collision-free parts: each part as far as CCD allows with the dynamic bodies where
+        they are, then a Newton solve, whose barrier pushes the dynamic bodies out of the way,
+        until the pose is reached (at most :data:`ANIMATED_PARTS_MAX` parts)."""
+        model, dt, contact = self.model, self.dt, self.model.contact
+        start = self._set_step_parameters(frame, ratio)
+        contact.begin_step(self.q, dt)
+        totals = [0, 0]
+        parts = 0
+        while True:
+            if self.kinematic is not None:
+                target = self.kinematic_poses.at(frame, ratio)
+                motion = np.zeros_like(self.q)
+                motion[self.kinematic] = target - self.q[self.kinematic]
+                alpha = contact.collision_free_step(self.q, motion)
+                parts += 1
+                if alpha >= 1.0 or parts >= ANIMATED_PARTS_MAX:
+                    self.q[self.kinematic] = target
+                else:
+                    self.q[self.kinematic] += alpha * motion[self.kinematic]
+                contact.set_candidates(self.q)
+            result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings, self.mass_inverse)
+            totals[0] += result.iterations
+            totals[1] += result.line_search_iterations
+            if self.kinematic is None or np.array_equal(self.q[self.kinematic], target):
+                break
+        result.iterations, result.line_search_iterations = totals
+        self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
+        return result, self.joints.commit(model, self.q)
+
+
+#: Collision-free parts an animated body's motion in one step is split into at most
+#: (:meth:`_Stepper._contact_step`); past them it moves to its pose regardless.
+ANIMATED_PARTS_MAX = 20
+
+
+class _DriveSeries:
+    """The per-frame values of one kind of drive (prismatic #21 or revolute #19), (drives,
+    frames) each, and the current step's aims.
+
+    Args:
+        drivings: the validated :class:`solver.scene.Driving` of each drive, in the order of its term.
+        aim_key: ``"aim_distance"`` or ``"aim_angle"``, the position aim of this kind.
+        frames: frame_count + 1.
+
+    Attributes:
+        strength_ratio, is_constrained, is_passive: (drives, frames).
+        aim: (drives, frames) the position aim in the reported frame (zeros in velocity mode), m or rad.
+        velocity: (drives, frames) aim_velocity (zeros in position mode), m/s or rad/s.
+        by_velocity: (drives,) bool, whether each drive is in velocity mode.
+        passive: (drives,) bool, is_passive of the current frame (:meth:`_Stepper.begin_frame`).
+        step_aim, step_velocity: (drives,) the aim and velocity of the current step (:meth:`_Stepper.begin_step`).
+    """
+
+    def __init__(self, drivings: list, aim_key: str, frames: int):
+        count, zeros = len(drivings), np.zeros(frames)
+
+        def series(values: list) -> np.ndarray:
+            return np.array(values, dtype=np.float64).reshape(count, frames)
+
+        self.strength_ratio = series([d.strength_ratio for d in drivings])
+        self.is_constrained = series([d.is_constrained for d in drivings])
+        self.is_passive = series([d.is_passive for d in drivings])
+        self.by_velocity = np.array([d.aim_velocity is not None for d in drivings], dtype=bool)
+        self.aim = series([zeros if d.aim_velocity is not None else getattr(d, aim_key) for d in drivings])
+        self.velocity = series([zeros if d.aim_velocity is None else d.aim_velocity for d in drivings])
+        self.passive = np.zeros(count, dtype=bool)
+        self.step_aim, self.step_velocity = np.zeros(count), np.zeros(count)
+
+    def target(self, committed: np.ndarray, init: np.ndarray, dt: float) -> np.ndarray:
+        """(drives,) raw targets of the step from the ``committed`` (step-start) raw coordinates
+        and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
+        coordinate (seed 000, docs/constitutions/19_driving_revolute_joint.md); a velocity drive
+        aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
+        the offset."""
+        moved = np.where(self.by_velocity, committed + dt * self.step_velocity, self.step_aim - init)
+        return np.where(self.passive, committed, moved)
 
 
 def _active_limits(model: Model, q: np.ndarray) -> np.ndarray:

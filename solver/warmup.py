@@ -20,9 +20,10 @@ from .simulation import simulate
 
 
 def warm_up_scene() -> Scene:
-    """A 3-frame scene with a fixed, an animated and four dynamic boxes, using every constitution:
-    a revolute joint with a limit, a prismatic joint with a drive and a limit, a prismatic joint
-    without extras, and a soft transform. Units SI; the motion itself is not meaningful."""
+    """A 3-frame scene with a fixed, an animated and six dynamic boxes, using every constitution:
+    a revolute joint with a limit and a velocity drive, a prismatic joint with a drive and a limit,
+    a prismatic joint without extras, a fixed and a spherical joint, and a soft transform. Units
+    SI; the motion itself is not meaningful."""
     frames = 3
     shifted = np.eye(4)
     shifted[0, 3] = 0.05
@@ -35,15 +36,20 @@ def warm_up_scene() -> Scene:
         Body(name="slider", mesh=box_mesh([0.3, 0.1, 0.1], center=(1.2, 0.0, 0.0))),
         Body(name="rider", mesh=box_mesh([0.2, 0.1, 0.1], center=(1.2, 0.0, 0.5))),
         Body(name="float", mesh=box_mesh([0.1, 0.1, 0.1], center=(0.0, 0.0, 2.0)), soft_transform=SoftTransform()),
+        Body(name="tip", mesh=box_mesh([0.1, 0.1, 0.1], center=(0.5, 0.0, -0.3))),
+        Body(name="bob", mesh=box_mesh([0.1, 0.1, 0.1], center=(0.0, 0.0, 1.7))),
     ]
     joints = [
         Joint(name="hinge", type="revolute", l_body="ground", r_body="arm", position0=np.zeros(3),
-              position1=np.array([0.0, 1.0, 0.0]), limit=Limit(lower=-0.1, upper=0.1, strength=10.0)),
+              position1=np.array([0.0, 1.0, 0.0]), limit=Limit(lower=-0.1, upper=0.1, strength=10.0),
+              driving=Driving(aim_velocity=0.5)),
         Joint(name="rail", type="prismatic", l_body="arm", r_body="slider", position0=np.array([1.0, 0.0, 0.0]),
               position1=np.array([2.0, 0.0, 0.0]), limit=Limit(lower=-0.2, upper=0.01, strength=10.0),
               driving=Driving(aim_distance=0.1)),
         Joint(name="mast", type="prismatic", l_body="crank", r_body="rider", position0=np.array([0.0, 0.0, 1.0]),
               position1=np.array([0.0, 0.0, 2.0])),
+        Joint(name="weld", type="fixed", l_body="arm", r_body="tip", position=np.array([0.5, 0.0, -0.2])),
+        Joint(name="socket", type="spherical", l_body="float", r_body="bob", position=np.array([0.0, 0.0, 1.85])),
     ]
     return Scene(settings=Settings(frame_rate=24.0, substeps=2, frame_count=frames), bodies=bodies, joints=joints)
 

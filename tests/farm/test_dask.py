@@ -60,10 +60,19 @@ def test_command_line_scheduler_option(cluster, shots, tmp_path):
     assert sorted(path.name for path in out.iterdir()) == ["door.blend", "drawer.blend"]
 
 
+def test_scheduler_that_cannot_be_reached_is_named(shots, tmp_path):
+    result = run(sys.executable, "-m", "abd_addon.batch", shots / "drawer.blend", "--out-dir", tmp_path,
+                 "--scheduler", "tcp://127.0.0.1:1", env=dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"))
+    assert result.returncode == 1
+    assert "error: cannot bake on the Dask cluster at tcp://127.0.0.1:1" in result.stderr, result.stderr[-2000:]
+
+
 def test_scheduler_refuses_options_for_one_file_and_inputs_with_one_name(tmp_path):
     result = run(sys.executable, "-m", "abd_addon.batch", tmp_path / "a.blend", "--out", tmp_path / "b.blend",
                  "--scheduler", "tcp://127.0.0.1:1")
     assert result.returncode == 2 and "--scheduler bakes each file as a task of its own" in result.stderr
+    with pytest.raises(ValueError, match="--out cannot be given to each file's task"):
+        dask_bake.check_inputs(["shot.blend"], ["--out", "baked.blend"])
     with pytest.raises(ValueError, match="two inputs are named shot"):
         dask_bake.check_inputs(["a/shot.blend", "b/shot.blend"], ["--out-dir", "baked"])
     blends, options = dask_bake.check_inputs(["shot.blend"], ["--out-dir", "baked", "--device", "cpu"])
