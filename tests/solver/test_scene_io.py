@@ -1190,3 +1190,44 @@ def test_a_trajectory_file_is_read_for_its_fields_only_and_within_limits(tmp_pat
     os.mkfifo(fifo)
     with pytest.raises(ArrayFileError, match=re.escape(f"{fifo}: not a regular file (a FIFO)")):
         Trajectory.load(fifo)
+
+
+def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
+    """Ctrl+C outside the simulation loop (here while the scene's arrays file is open: read and
+    validated) printed a traceback and exited with -2. It stops with exit status 130, a one-line
+    message, and no trajectory file, whole or partial."""
+    import signal
+    import time
+
+    import trimesh
+
+    from solver.scene import Body, Mesh, Scene, Settings
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc to see when the run has the arrays file open")
+    ball = trimesh.creation.icosphere(subdivisions=7)  # 327 680 triangles: validated in about a second
+    scene = Scene(settings=Settings(frame_count=2), joints=[],
+                  bodies=[Body(name="ball", mesh=Mesh(vertices=ball.vertices, triangles=ball.faces))])
+    arrays = save_scene(scene, tmp_path / "scene.json")
+    out = tmp_path / "result.npz"
+    process = subprocess.Popen([sys.executable, "-m", "solver", "run", str(tmp_path / "scene.json"), "--out", str(out)],
+                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline, "the run never opened its arrays file"
+            try:
+                opened = {os.path.realpath(f"/proc/{process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{process.pid}/fd")}
+            except OSError:  # a descriptor closed while being read
+                continue
+            if str(arrays) in opened:
+                break
+            time.sleep(0.001)
+        process.send_signal(signal.SIGINT)
+        stderr = process.communicate(timeout=60)[1]
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130, stderr
+    assert stderr.strip().endswith("error: interrupted") and "Traceback" not in stderr, stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["scene.json", "scene_meshes.npz"]
