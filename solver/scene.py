@@ -21,6 +21,7 @@ value to frame ``f``'s over those substeps, as Blender interpolates an animated 
 
 from __future__ import annotations
 
+import unicodedata
 import weakref
 from dataclasses import dataclass, field
 from typing import Optional, Union
@@ -248,6 +249,11 @@ MAX_LINE_SEARCH_ITERATIONS = 100
 #: Largest accepted magnitude of any number in a scene (SI units). Larger values are unit
 #: errors and would overflow the solver's arithmetic (products of several such numbers).
 MAX_MAGNITUDE = 1e12
+#: Largest relative stretch of a dynamic body under its own weight that its kappa may allow
+#: (:func:`_check_rigid`): a softer OrthoPotential does not give a rigid body.
+MAX_STRETCH = 0.01
+#: Longest accepted body or joint name, in characters (Blender's own names have at most 255 bytes).
+MAX_NAME_LENGTH = 1000
 #: Smallest accepted value of a quantity that must be positive (densities, kappa, mass,
 #: frame_rate, tolerances).
 MIN_POSITIVE = 1e-12
@@ -805,11 +811,47 @@ def _validate_soft_transform(soft, transform: np.ndarray, frames: int, where: st
     return SoftTransform(strength_ratio=strength, aim_transform=aim, is_constrained=constrained)
 
 
-def _validate_body(body, index: int, frames: int) -> Body:
+def _check_name(name, where: str) -> None:
+    """Raise :class:`SceneError` (naming ``where``, ``body #i``) unless ``name`` is a non-empty
+    string of at most :data:`MAX_NAME_LENGTH` characters with no control character (a NUL
+    would cut it short in the trajectory file's names, a line break split an error line)."""
+    if not isinstance(name, str) or not name:
+        raise SceneError(f"{where}: name: must be a non-empty string, got {name!r:.60}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise SceneError(f"{where}: name: {len(name)} characters, more than the {MAX_NAME_LENGTH} a name may have "
+                         f"(it starts {name[:40]!r})")
+    control = next((character for character in name if unicodedata.category(character) == "Cc"), None)
+    if control is not None:
+        raise SceneError(f"{where}: name: must not contain control characters, got {control!r} in {name!r:.60}")
+
+
+def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str) -> None:
+    """Raise :class:`SceneError` when ``kappa`` (Pa) is too soft for the body to stay rigid under
+    its own weight (``gravity``, m/s^2): hanging from a joint at one end, its stretch would
+    exceed :data:`MAX_STRETCH` (docs/scene_format.md, "kappa").
+
+    The weight m g at distance L/2 (L the mesh's largest extent) stretches A = I + eps n n^T
+    against the OrthoPotential kappa V |A A^T - I|^2 ~ 4 kappa V eps^2 (V the mesh volume, m the
+    body's mass, ``mass`` where it is given, else density V); their sum is least at
+    eps = m g L / (16 kappa V), so kappa >= m g L / (16 V MAX_STRETCH).
+    """
+    from .mass import mesh_volume  # local import keeps scene.py free of numerics at import time
+
+    volume = mesh_volume(mesh.vertices, mesh.triangles)
+    extent = float(np.ptp(mesh.vertices, axis=0).max())
+    weight = (mass if mass is not None else density * volume) * gravity
+    stretch = weight * extent / (16.0 * kappa * volume)
+    if stretch > MAX_STRETCH:
+        bound = weight * extent / (16.0 * volume * MAX_STRETCH)
+        raise _fail(where, "kappa", f"{kappa:g} Pa cannot keep the body rigid: hanging from one end under "
+                                    f"gravity it would stretch by about {stretch:.3g} (m g L / (16 kappa V)), more than "
+                                    f"{MAX_STRETCH:g}; need kappa >= {bound:.3g} Pa (default 1e8)")
+
+
+def _validate_body(body, index: int, frames: int, gravity: float) -> Body:
     if not isinstance(body, Body):
         raise SceneError(f"body #{index}: must be a Body, got {_type_name(body)}")
-    if not isinstance(body.name, str) or not body.name:
-        raise SceneError(f"body #{index}: name: must be a non-empty string, got {body.name!r:.60}")
+    _check_name(body.name, f"body #{index}")
     where = f"body {body.name!r}"
     mesh = _validate_mesh(body.mesh, where)
     transform = _fixed_array(body.transform, (4, 4), where, "transform")
@@ -823,6 +865,8 @@ def _validate_body(body, index: int, frames: int) -> Body:
     linear_velocity = _fixed_array(body.linear_velocity, (3,), where, "linear_velocity")
     angular_velocity = _fixed_array(body.angular_velocity, (3,), where, "angular_velocity")
     mass = _validate_mass(body.mass, mesh, density, where)
+    if body.motion == "dynamic":
+        _check_rigid(mesh, mass.mass if mass is not None else None, density, kappa, gravity, where)
     soft = _validate_soft_transform(body.soft_transform, transform, frames, where)
     animated = None
     if body.motion == "animated":
@@ -882,8 +926,7 @@ def _validate_driving(driving, frames: int, where: str) -> Optional[Driving]:
 def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
     if not isinstance(joint, Joint):
         raise SceneError(f"joint #{index}: must be a Joint, got {_type_name(joint)}")
-    if not isinstance(joint.name, str) or not joint.name:
-        raise SceneError(f"joint #{index}: name: must be a non-empty string, got {joint.name!r:.60}")
+    _check_name(joint.name, f"joint #{index}")
     where = f"joint {joint.name!r}"
     if not isinstance(joint.type, str) or joint.type not in JOINT_TYPES:
         raise _fail(where, "type", f"must be one of {', '.join(map(repr, JOINT_TYPES))}, got {joint.type!r:.60}")
@@ -892,7 +935,7 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         if not isinstance(name, str):
             raise _fail(where, side, f"must be a body name (string), got {_type_name(name)}")
         if name not in bodies:
-            raise _fail(where, side, f"no body named {name!r}")
+            raise _fail(where, side, f"no body named {name!r:.80}")
     if joint.l_body == joint.r_body:
         raise _fail(where, "r_body", f"a joint needs two different bodies, but both are {joint.l_body!r}")
     position0 = _fixed_array(joint.position0, (3,), where, "position0")
@@ -978,7 +1021,7 @@ def validate_scene(scene: Scene) -> Scene:
     bodies: list[Body] = []
     seen: dict = {}
     for index, body in enumerate(scene.bodies):
-        checked = _validate_body(body, index, frames)
+        checked = _validate_body(body, index, frames, float(np.linalg.norm(settings.gravity)))
         if checked.name in seen:
             raise SceneError(
                 f"body {checked.name!r}: name: duplicate body name (bodies #{seen[checked.name]} and #{index})"

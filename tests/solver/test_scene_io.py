@@ -1295,3 +1295,28 @@ def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
     assert process.returncode == 130, stderr
     assert stderr.strip().endswith("error: interrupted") and "Traceback" not in stderr, stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["scene.json", "scene_meshes.npz"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    pytest.param("arm\0", r"body #1: name: must not contain control characters, got '\x00' in 'arm\x00'", id="nul"),
+    pytest.param("\0", r"body #1: name: must not contain control characters, got '\x00'", id="only-nul"),
+    pytest.param("two\nlines", r"body #1: name: must not contain control characters, got '\n'", id="line-break"),
+    pytest.param("a" * 20_000_000, "body #1: name: 20000000 characters, more than the 1000 a name may have", id="20-MB"),
+])
+def test_a_body_name_with_control_characters_or_too_long_is_refused(name, expected):
+    """Names that differ by a NUL (``arm``, ``arm\\0``) collapsed into one in the trajectory file's
+    names, and a 20 MB name was quoted whole in an error line. Both are refused, in a short line."""
+    document = prismatic()
+    body(document, "slider")["name"] = name
+    joint(document, "rail")["r_body"] = name
+    with pytest.raises(SceneError) as caught:
+        scene_from_dict(document)
+    assert str(caught.value).startswith(expected) and len(str(caught.value)) < 200
+    document = prismatic()
+    joint(document, "rail")["r_body"] = "b" * 20_000_000  # a reference to no body: quoted in part
+    with pytest.raises(SceneError, match="joint 'rail': r_body: no body named 'bbbb") as caught:
+        scene_from_dict(document)
+    assert len(str(caught.value)) < 200
+    body(document, "slider")["name"] = "é" * 1000  # the longest name accepted
+    joint(document, "rail")["r_body"] = "é" * 1000
+    assert scene_from_dict(document).bodies[1].name == "é" * 1000
