@@ -2,7 +2,8 @@
 #   make demo   builds the bundled examples in Blender (bpy wheel), bakes them headless, writes build/demo/
 #   make check  the solver suite and the add-on's quick tests (a few minutes), for use while editing
 #   make test   runs the solver and add-on test suites, the add-on's also on the oldest and newest
-#               Blender the manifest admits (bpy wheels BPY_RANGE), the solver's also on NumPy 2
+#               Blender the manifest admits (bpy wheels BPY_RANGE), the solver's also on NumPy 2,
+#               and the farm jobs' tests (tests/farm)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -16,7 +17,7 @@ BPY_RANGE := 4.2.23 5.0.1
 # without bpy and with these pins in place of NumPy 1.26's.
 NUMPY2_PINS := numpy==2.4.6 scipy==1.17.1
 
-.PHONY: venv check test test-solver test-solver-numpy2 test-addon test-addon-range demo extension benchmark clean
+.PHONY: venv check test test-solver test-solver-numpy2 test-addon test-addon-range test-farm demo extension benchmark clean
 
 venv: $(STAMP)
 
@@ -25,7 +26,7 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
-test: test-solver test-solver-numpy2 test-addon test-addon-range
+test: test-solver test-solver-numpy2 test-addon test-addon-range test-farm
 
 # The add-on's quick tests: registration, the operators, the export and the bake (the batch, the
 # examples, the install and the other Blender versions are left to `make test`).
@@ -50,6 +51,11 @@ test-solver-numpy2: .venv-numpy2/.requirements-installed
 
 test-addon: venv
 	timeout 1500 $(PY) -m pytest tests/addon -q -p no:cacheprovider
+
+# The farm jobs (Dask, Open Job Description, Flamenco) once, in .venv: they run the batch bake
+# in subprocesses, so the add-on's range of Blender versions adds nothing here.
+test-farm: venv
+	timeout 900 $(PY) -m pytest tests/farm -q -p no:cacheprovider
 
 test-addon-range: $(foreach version,$(BPY_RANGE),.venv-bpy-$(version)/.requirements-installed)
 	set -e; for version in $(BPY_RANGE); do \

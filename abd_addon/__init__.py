@@ -15,42 +15,11 @@ Submodules are imported inside :func:`register`, not at import time, so that
 
 from __future__ import annotations
 
-import os
+from .extension import configure_numba_cache, extension_package, extension_root
+
+__all__ = ["configure_numba_cache", "extension_package", "extension_root", "register", "unregister"]
 
 _registered: list = []
-
-
-def extension_package() -> str:
-    """The extension's package name (``bl_ext.<repo>.abd_joints``): the parent of this package."""
-    return __package__.rpartition(".")[0]
-
-
-def extension_root():
-    """The folder of :func:`extension_package` (the one holding ``solver/``), a ``Path`` as
-    imported, not resolved: Numba keys its cache on the source path as imported (symlinks included)."""
-    from pathlib import Path
-
-    return Path(os.path.abspath(__file__)).parents[1]
-
-
-def configure_numba_cache() -> None:
-    """Point the solver's cache base (``ABD_JOINTS_CACHE_DIR``) at the extension's user folder.
-
-    Must run before the solver is imported; an installed extension's own folder may be
-    read-only. The solver puts Numba's cache in a sub-folder named after its own import name
-    (see ``solver._configure_numba_cache``). Kept when ``ABD_JOINTS_CACHE_DIR`` or
-    ``NUMBA_CACHE_DIR`` is already set; outside an extension (no user folder) the solver's
-    default is kept.
-    """
-    if os.environ.get("ABD_JOINTS_CACHE_DIR") or os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    import bpy
-
-    try:
-        path = bpy.utils.extension_path_user(extension_package(), path="cache", create=True)
-    except Exception:  # noqa: BLE001 - not loaded as an extension: keep the solver's default
-        return
-    os.environ["ABD_JOINTS_CACHE_DIR"] = path
 
 
 def register() -> None:
@@ -58,7 +27,7 @@ def register() -> None:
     import bpy
 
     configure_numba_cache()
-    from . import operators, overlay, properties, ui, urdf_import, warmup
+    from . import operators, overlay, preview, properties, ui, urdf_import, warmup
 
     if not bpy.app.background:  # an artist's session: compile the solver before the first Bake
         warmup.start(extension_package(), extension_root())
@@ -71,14 +40,17 @@ def register() -> None:
         setattr(owner, name, bpy.props.PointerProperty(type=group, override=properties.OVERRIDABLE))
     urdf_import.register_menu()
     overlay.register()
+    if not bpy.app.background:  # no playback without an event loop; tests install it themselves
+        preview.register()
 
 
 def unregister() -> None:
     """Undo :func:`register`, in reverse order."""
     import bpy
 
-    from . import overlay, properties, urdf_import
+    from . import overlay, preview, properties, urdf_import
 
+    preview.unregister()
     overlay.unregister()
     urdf_import.unregister_menu()
     for owner, name, _group in reversed(properties.POINTERS):

@@ -45,6 +45,7 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
 from .export import TRANSFORM_PROPERTIES, Export, RigError, export_scene, refuse_tweak_mode, rigid_transforms
+from .names import READOUT_PROPERTIES
 
 
 class TrajectoryFileError(ValueError):
@@ -56,9 +57,6 @@ class TrajectoryFileError(ValueError):
 #: rig's for the file to count as computed for this rig (the poses round-trip exactly through the
 #: scene file; the tolerance only absorbs float32 storage in Blender).
 START_POSE_TOLERANCE = 1e-5
-
-#: Custom properties the bake writes on joint Empties, per joint type.
-READOUT_PROPERTIES = {"prismatic": "abd_distance", "revolute": "abd_angle"}
 
 #: F-curve data paths the bake owns (never copied from the previous action).
 KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_", '["abd_distance"]', '["abd_angle"]')
@@ -251,8 +249,9 @@ def compute_keys(export: Export, trajectory) -> list:
         if ob in export.joints:
             column = joint_index[ob.name_full]
             joint_type = ob.abd_joint.type.lower()
-            readout = trajectory.distance if joint_type == "prismatic" else trajectory.angle
-            object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
+            if joint_type in READOUT_PROPERTIES:  # fixed and ball joints have no scalar readout
+                readout = trajectory.distance if joint_type == "prismatic" else trajectory.angle
+                object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
         keys.append(object_key)
     return keys
 
@@ -351,14 +350,19 @@ def same_fcurve(first, second) -> bool:
 
 def copy_fcurve(source, target) -> None:
     """Copy F-curve ``source`` (keys, handles, interpolation, sampled points, auto handle smoothing,
-    extrapolation, mute, modifiers) into the empty F-curve ``target``.
-
-    The smoothing is set first: ``update`` recomputes automatic handles with it. Sampled points
+    extrapolation, mute, modifiers) into the empty F-curve ``target``, exactly: the keys in their
+    order and their handles as they are, also where a script wrote them without
+    ``fcurve.update()`` (out of frame order, handles never computed), so that the copy plays what
+    the source plays and compares equal to it (:func:`same_fcurve`). Sampled points
     (Convert to Samples: one per frame) cannot be added from Python; they are made as Blender
     makes them, from a LINEAR key on each, by ``convert_to_samples`` over their frames (its end
     is exclusive), before the modifiers are added (it would bake them in).
     """
+    # Set while the curve is empty: setting them updates the curve, which would sort its keys and
+    # compute their handles.
     target.auto_smoothing = source.auto_smoothing
+    target.extrapolation = source.extrapolation
+    target.mute = source.mute
     target.keyframe_points.add(len(source.keyframe_points))
     for (name, _, _), values in zip(KEYFRAME_ATTRIBUTES, fcurve_keys(source)):
         target.keyframe_points.foreach_set(name, values)
@@ -366,8 +370,6 @@ def copy_fcurve(source, target) -> None:
     if len(samples):
         set_linear_keys(target, samples[0::2], samples[1::2])
         target.convert_to_samples(int(samples[0]), int(samples[-2]) + 1)
-    target.extrapolation = source.extrapolation
-    target.mute = source.mute
     for modifier in source.modifiers:
         copy = target.modifiers.new(modifier.type)
         settings = modifier_settings(modifier)
@@ -381,7 +383,6 @@ def copy_fcurve(source, target) -> None:
         for frame, low, high in points:
             point = copy.control_points.add(frame)
             point.min, point.max = low, high
-    target.update()
 
 
 def fcurve_owner(action, slot_identifier: str, ob: bpy.types.Object) -> tuple:
@@ -811,11 +812,13 @@ class BakeJob:
             self.export = export_scene(self.scene, self.depsgraph)
         return self.export
 
-    def simulate(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None):
-        """Run the solver; ``progress(frame_done, frame_count)`` may return False to cancel."""
-        from ..solver.simulation import simulate
+    def simulate(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None, run=None):
+        """Run the solver; ``progress(frame_done, frame_count)`` may return False to cancel.
+        ``run``: a :class:`solver.simulation.Simulation` of this export's scene to go on with
+        (the playback preview's), whose frames done are not simulated again; default a new one."""
+        from ..solver.simulation import Simulation
 
-        self.trajectory = simulate(self.export.scene, progress)
+        self.trajectory = (run or Simulation(self.export.scene)).run(progress)
         return self.trajectory
 
     def load_trajectory(self, path) -> object:
@@ -894,8 +897,8 @@ def trajectory_damage(export: Export, trajectory) -> Optional[str]:
                 f"at frame {export.frame_start + int(frame)}")
     types = {joint.name: joint.type for joint in export.scene.joints}
     for column, name in enumerate(map(str, trajectory.joint_names)):
-        if name not in types:
-            continue  # not the rig's: trajectory_mismatch says so
+        if types.get(name) not in ("prismatic", "revolute"):
+            continue  # not the rig's (trajectory_mismatch says so), or a joint without such a readout
         readout = "distance" if types[name] == "prismatic" else "angle"
         bad = np.flatnonzero(~np.isfinite(getattr(trajectory, readout)[:, column]))
         if len(bad):

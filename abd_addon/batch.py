@@ -8,6 +8,7 @@ Command line (from the repository root, with the ``bpy`` wheel installed)::
     python -m abd_addon.batch shot_*.blend --export-scene-dir farm/
     python -m abd_addon.batch shot_*.blend --out-dir baked/ --from-trajectory-dir farm/
     python -m abd_addon.batch --warm-up
+    python -m abd_addon.batch shot_*.blend --out-dir baked/ --scheduler tcp://host:8786
 
 It opens each file, bakes it through the same phases as the Bake operator
 (:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (one file), to
@@ -30,7 +31,9 @@ whole, and no temporary file is left). ``--warm-up`` bakes nothing: it compiles 
 solver's Numba kernels into the cache that later bakes of this entry point load (once per
 machine and solver version, e.g. in a render-farm image; a first bake otherwise compiles the
 kernels its scene needs, several seconds). The process ends with
-``os._exit`` after unregistering, so the bpy 4.5 exit deadlock cannot hang it.
+``os._exit`` after unregistering, so the bpy 4.5 exit deadlock cannot hang it. ``--scheduler``
+bakes each file as a task on that Dask cluster instead (``farm/dask_bake.py`` of the repository;
+this process then imports no ``bpy``), with the same output and exit status.
 
 With the Blender binary and the extension installed, the Bake operator does the same::
 
@@ -414,13 +417,16 @@ def main(argv=None) -> int:
                              "(an NVIDIA GPU through CuPy, which must be installed)")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="save a bake even when some time step did not converge (default: that file fails)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="bake each file as a task of its own on this Dask cluster (tcp://host:8786), each in a "
+                             "new process on a worker: farm/dask_bake.py; --progress shows a bar of finished files")
     try:
         args = parser.parse_args(argv)
         plan, exports = [], []
         applying = args.from_trajectory is not None or args.from_trajectory_dir is not None
         if args.warm_up:
             if args.blend or args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir \
-                    or args.device or args.scene or applying or args.export_scene_dir is not None:
+                    or args.device or args.scene or applying or args.export_scene_dir is not None or args.scheduler:
                 parser.error("--warm-up takes no .blend file and no bake options")
         elif args.export_scene_dir is not None:
             if args.out or args.out_dir or args.in_place or args.trajectory or args.trajectory_dir or args.device \
@@ -438,6 +444,9 @@ def main(argv=None) -> int:
                                  args.trajectory_dir, args.from_trajectory, args.from_trajectory_dir)
             except ValueError as error:
                 parser.error(str(error))
+        if args.scheduler is not None and (args.out or args.trajectory or args.from_trajectory):
+            parser.error("--scheduler bakes each file as a task of its own: use --out-dir, --trajectory-dir and "
+                         "--from-trajectory-dir")
         # Output folders are made, and every output checked, before anything is opened or baked.
         for folder in (args.out_dir, args.trajectory_dir, args.export_scene_dir):
             if folder:
@@ -447,6 +456,8 @@ def main(argv=None) -> int:
                     parser.error(f"cannot make the folder {folder}: {error.strerror}")
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    if args.scheduler is not None:  # this process imports no bpy: each file is baked by a worker
+        return _bake_on_cluster(args)
     try:
         import bpy  # noqa: F401
     except ImportError as error:
@@ -501,6 +512,20 @@ def main(argv=None) -> int:
     if len(exports) > 1:
         print(f"exported {len(exports) - failures} of {len(exports)} files", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _bake_on_cluster(args) -> int:
+    """``--scheduler``: the repository's ``farm/dask_bake.py`` bakes the files on the Dask cluster."""
+    path = Path(__file__).resolve().parents[1] / "farm" / "dask_bake.py"
+    try:
+        spec = importlib.util.spec_from_file_location("abd_joints_farm_dask_bake", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    except (OSError, ImportError) as error:
+        print(f"error: --scheduler needs {path} and Dask's distributed package ({error})", file=sys.stderr)
+        return 1
+    return module.bake_from_command_line(args)
 
 
 def _print_summary(summary: dict) -> None:

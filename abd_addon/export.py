@@ -45,7 +45,7 @@ from ..solver.mass import mesh_volume
 from ..solver.scene import (
     Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
 )
-from .properties import get_precise
+from .properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 
 
 class RigError(ValueError):
@@ -478,7 +478,7 @@ class _Sampler:
         self.body_matrix = {ob.name_full: np.empty((frames, 4, 4)) for ob in bodies}
         self.soft_target = {ob.name_full: np.full((frames, 4, 4), np.nan) for ob in bodies}
         self.soft_values = {ob.name_full: np.empty((frames, 3)) for ob in bodies}  # is_constrained, η_p, η_a
-        self.joint_values = {ob.name_full: np.empty((frames, 10)) for ob in joints}
+        self.joint_values = {ob.name_full: np.empty((frames, 12)) for ob in joints}
         self.joint_matrix0 = {}
         self.parent_matrix = {ob.name_full: np.empty((frames, 4, 4)) for ob in parented}
 
@@ -505,6 +505,7 @@ class _Sampler:
             self.joint_values[ob.name_full][index] = (
                 float(limit.use), limit.lower, limit.upper, limit.lower_angle, limit.upper_angle, limit.strength,
                 float(drive.is_constrained), float(drive.is_passive), drive.aim_distance, drive.strength_ratio,
+                drive.aim_angle, drive.aim_velocity,
             )
         for ob in parented:
             # Whatever Blender puts in front of matrix_basis, for every parent type: an Object
@@ -720,6 +721,29 @@ def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) 
     )
 
 
+def _check_limit(ob: bpy.types.Object, lower: np.ndarray, upper: np.ndarray, use: np.ndarray, prismatic: bool,
+                 frame_start: int) -> None:
+    """Refuse, in the Limits panel's words and units (m, degrees), a joint limit whose lower bound
+    is above its upper one at a frame where it is on (``lower``, ``upper``, ``use``: per frame;
+    radians for a revolute joint).
+
+    Raises:
+        RigError: naming the joint, both values and (where they are animated) the frame.
+    """
+    crossed = np.flatnonzero((use != 0.0) & (lower > upper))
+    if not len(crossed):
+        return
+    frame = int(crossed[0])
+
+    def shown(value: float) -> str:
+        return f"{value:.4g} m" if prismatic else f"{np.degrees(value):.4g}°"
+
+    animated = np.ptp(lower) > 0.0 or np.ptp(upper) > 0.0 or np.ptp(use) > 0.0
+    at = f" at frame {frame_start + frame}" if animated else ""
+    raise RigError(f"Joint '{ob.name}': Limits: Z Lower {shown(lower[frame])} is above Upper {shown(upper[frame])}{at}; "
+                   "set Z Lower at or below Upper")
+
+
 def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
     """The solver :class:`Joint` of one Empty from its samples."""
     props = ob.abd_joint
@@ -730,6 +754,9 @@ def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
     if collapses(world):  # the bake could not key its pose
         raise RigError(f"Joint '{ob.name}' has zero scale (its own or a parent's): set a non-zero scale on every axis "
                        "(a joint's scale does not change the joint; its local Z axis is the joint axis)")
+    if props.type not in AXIS_JOINT_TYPES:  # fixed or ball: one anchor, no limit, drive or offsets
+        return Joint(name=name, type=SOLVER_JOINT_TYPES[props.type], l_body=props.l_body.name_full,
+                     r_body=props.r_body.name_full, position=world[:3, 3].copy(), strength_ratio=props.strength_ratio)
     position0 = world[:3, 3].copy()
     position1 = position0 + world[:3, 2] / np.linalg.norm(world[:3, 2])
     prismatic = props.type == "PRISMATIC"
@@ -737,20 +764,21 @@ def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
     use = values[:, 0]
     if use.any():
         lower, upper = (values[:, 1], values[:, 2]) if prismatic else (values[:, 3], values[:, 4])
+        _check_limit(ob, lower, upper, use, prismatic, result.frame_start)
         off = use == 0.0  # frames where the limit is off: no penalty, and bounds that never cross
         lower, upper = np.where(off, np.minimum(lower, upper), lower), np.where(off, np.maximum(lower, upper), upper)
         limit = Limit(lower=lower.copy(), upper=upper.copy(), strength=values[:, 5] * use)
     driving = None
-    if prismatic and values[:, 6].any():
-        driving = Driving(
-            strength_ratio=values[:, 9].copy(),
-            is_constrained=values[:, 6].copy(),
-            is_passive=values[:, 7].copy(),
-            aim_distance=values[:, 8].copy(),
-        )
+    if values[:, 6].any():
+        if props.drive.mode == "VELOCITY":
+            aim = {"aim_velocity": values[:, 11].copy()}
+        else:
+            aim = {"aim_distance": values[:, 8].copy()} if prismatic else {"aim_angle": values[:, 10].copy()}
+        driving = Driving(strength_ratio=values[:, 9].copy(), is_constrained=values[:, 6].copy(),
+                          is_passive=values[:, 7].copy(), **aim)
     return Joint(
         name=name,
-        type=props.type.lower(),
+        type=SOLVER_JOINT_TYPES[props.type],
         l_body=props.l_body.name_full,
         r_body=props.r_body.name_full,
         position0=position0,

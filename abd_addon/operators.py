@@ -22,8 +22,9 @@ from mathutils.kdtree import KDTree
 
 from ..solver.scene import SceneError
 from . import bake as bake_module
-from . import extension_package, extension_root, warmup
+from . import preview, warmup
 from .export import RigError
+from .extension import extension_package, extension_root
 from .properties import JOINT_TYPE_ITEMS, store_groups
 
 #: Exceptions that mean "the user's rig, settings or files are wrong" (reported without a traceback).
@@ -54,6 +55,17 @@ def linked_message(objects: list) -> str:
     names = ", ".join(f"'{ob.name}'" for ob in objects)
     return (f"{names} skipped: linked from a library, so this file would not keep the change; make it local "
             "(Object > Relations > Make Local) or give it a library override (Object > Library Override > Make)")
+
+
+#: How many objects a report names before it says how many more there are.
+NAMED_IN_REPORT = 3
+
+
+def named(objects: list) -> str:
+    """The quoted names of ``objects``, the first :data:`NAMED_IN_REPORT` of them and how many more."""
+    names = ", ".join(f"'{ob.name}'" for ob in objects[:NAMED_IN_REPORT])
+    rest = len(objects) - NAMED_IN_REPORT
+    return names + (f" and {rest} more" if rest > 0 else "")
 
 
 class _BodyOperator:
@@ -98,27 +110,33 @@ class ABD_OT_body_add(_BodyOperator, Operator):
     @classmethod
     def poll(cls, context):
         """Needs a selection, or an object (the one the Physics properties show)."""
-        return bool(context.selected_objects) or context.object is not None
+        if context.selected_objects or context.object is not None:
+            return True
+        cls.poll_message_set("Select one or more mesh objects")
+        return False
 
     def execute(self, context):
         """Enable ``abd_body`` on every editable mesh of :meth:`targets` (other objects, and linked
         ones, whose settings the file would not keep, are skipped with a warning)."""
         targets = self.targets(context)
+        others = [ob for ob in targets if ob.type != "MESH"]
+        not_meshes = (f"{named(others)} {'is not a mesh' if len(others) == 1 else 'are not meshes'} "
+                      f"({', '.join(sorted({ob.type.title() for ob in others}))}): only meshes can be affine bodies "
+                      "(Object > Convert > Mesh)")
         split = self.editable([ob for ob in targets if ob.type == "MESH"],
-                              "Select one or more mesh objects: only meshes can be affine bodies")
+                              not_meshes if others else "Select one or more mesh objects: only meshes can be affine bodies")
         if split is None:
             return {"CANCELLED"}
         meshes, linked = split
         for ob in meshes:
             ob.abd_body.enabled = True
             store_groups(ob)
-        skipped = len(targets) - len(meshes) - len(linked)
         message = f"{len(meshes)} affine bod{'y' if len(meshes) == 1 else 'ies'} added"
-        if skipped:
-            message += f"; {skipped} non-mesh object(s) skipped"
+        if others:
+            message += f"; skipped {not_meshes}"
         if linked:
             message += f"; {linked_message(linked)}"
-        self.report({"WARNING"} if skipped or linked else {"INFO"}, message)
+        self.report({"WARNING"} if others or linked else {"INFO"}, message)
         return {"FINISHED"}
 
 
@@ -132,8 +150,11 @@ class ABD_OT_body_remove(_BodyOperator, Operator):
     @classmethod
     def poll(cls, context):
         """Needs a selected affine body, or an object that is one (the one the Physics properties show)."""
-        return (any(ob.abd_body.enabled for ob in context.selected_objects)
-                or context.object is not None and context.object.abd_body.enabled)
+        if (any(ob.abd_body.enabled for ob in context.selected_objects)
+                or context.object is not None and context.object.abd_body.enabled):
+            return True
+        cls.poll_message_set("Select one or more affine bodies")
+        return False
 
     def execute(self, context):
         """Disable ``abd_body`` on the editable bodies of :meth:`targets` (linked ones are skipped
@@ -183,6 +204,10 @@ def new_object_collection(context) -> bpy.types.Collection:
     return collection
 
 
+#: How a new joint Empty of each type is drawn: an arrow along a prismatic or revolute joint's axis.
+EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE"}
+
+
 def joint_matrix(pivot: Vector, axis: Vector) -> Matrix:
     """World matrix of a joint Empty at ``pivot`` whose local Z is ``axis`` (normalised)."""
     rotation = axis.normalized().to_track_quat("Z", "Y").to_matrix().to_4x4()
@@ -218,16 +243,23 @@ class ABD_OT_connect(Operator):
     bl_label = "Connect"
     bl_options = {"REGISTER", "UNDO"}
 
-    type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE")
-    pivot_type: EnumProperty(name="Pivot", items=PIVOT_ITEMS, default="CENTER")
-    axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="Z")
+    type: EnumProperty(name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE",
+                       description="The kind of joint each new joint Empty is")
+    pivot_type: EnumProperty(name="Pivot", items=PIVOT_ITEMS, default="CENTER",
+                             description="Where each joint's anchor (the Empty's origin) goes")
+    axis: EnumProperty(name="Axis", items=AXIS_ITEMS, default="Z",
+                       description="The joint axis (the Empty's local Z): the slide or hinge direction")
     connection_pattern: EnumProperty(name="Connection Pattern", items=CONNECTION_PATTERN_ITEMS,
-                                     default="SELECTED_TO_ACTIVE")
+                                     default="SELECTED_TO_ACTIVE",
+                                     description="Which pairs of the selected bodies get a joint, with more than two")
 
     @classmethod
     def poll(cls, context):
         """Needs two or more selected objects."""
-        return len(context.selected_objects) >= 2
+        if len(context.selected_objects) >= 2:
+            return True
+        cls.poll_message_set("Select two or more affine bodies, the parent last (it is then active)")
+        return False
 
     def execute(self, context):
         """Create a joint Empty per pair of selected bodies: the two of them (parent = the active
@@ -298,7 +330,7 @@ class ABD_OT_connect(Operator):
             pivot = (parent.matrix_world.translation + child.matrix_world.translation) / 2.0
         empty = bpy.data.objects.new(f"Joint_{parent.name}_{child.name}", None)
         joints.append(empty)
-        empty.empty_display_type = "SINGLE_ARROW"
+        empty.empty_display_type = EMPTY_DISPLAY[self.type]
         empty.empty_display_size = 0.5
         empty.matrix_world = joint_matrix(pivot, axis)
         new_object_collection(context).objects.link(empty)
@@ -308,17 +340,6 @@ class ABD_OT_connect(Operator):
         joint.l_body = parent
         joint.r_body = child
         store_groups(empty)
-
-
-#: How many objects a report names before it says how many more there are.
-NAMED_IN_REPORT = 3
-
-
-def named(objects: list) -> str:
-    """The quoted names of ``objects``, the first :data:`NAMED_IN_REPORT` of them and how many more."""
-    names = ", ".join(f"'{ob.name}'" for ob in objects[:NAMED_IN_REPORT])
-    rest = len(objects) - NAMED_IN_REPORT
-    return names + (f" and {rest} more" if rest > 0 else "")
 
 
 def write_keys(operator: Operator, job, require_converged: bool) -> set:
@@ -344,6 +365,15 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     return {"FINISHED"}
 
 
+def rig_poll(operator_class, context) -> bool:
+    """Poll of the operators that need a rig: an affine body in the context's view layer (the
+    reason is shown on the greyed-out button where not)."""
+    if context.view_layer is not None and any(ob.abd_body.enabled for ob in context.view_layer.objects):
+        return True
+    operator_class.poll_message_set("No affine bodies in this view layer: select meshes and use Add Affine Body")
+    return False
+
+
 class ABD_OT_bake(Operator):
     """Simulate the affine bodies and bake their motion to keyframes (Esc cancels)"""
 
@@ -359,6 +389,7 @@ class ABD_OT_bake(Operator):
     )
 
     _job = None
+    _run_state = None
     _thread = None
     _timer = None
     _error = None
@@ -367,24 +398,26 @@ class ABD_OT_bake(Operator):
 
     @classmethod
     def poll(cls, context):
-        """Needs a scene."""
-        return context.scene is not None
+        """Needs an affine body in the view layer."""
+        return rig_poll(cls, context)
 
     # -- synchronous (EXEC_DEFAULT: scripts, the bpy module, blender -b) ------------------
     def execute(self, context):
         """Bake synchronously (scripts, the bpy module, ``blender -b``); errors are reported, never raised."""
         wm = context.window_manager
-        job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
-        try:
-            job.prepare()
-            wm.progress_begin(0, max(job.frame_count, 1))
+        with preview.suspended(context.scene):  # the objects' own transforms, not the previewed poses
+            job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
             try:
-                job.simulate(lambda done, total: wm.progress_update(done))
-            finally:
-                wm.progress_end()
-        except Exception as error:  # noqa: BLE001 - reported, never raised at the user
-            return report_exception(self, error, "Bake failed")
-        return self._apply(job)
+                job.prepare()
+                run = preview.take_run(context.scene, job.export)
+                wm.progress_begin(0, max(job.frame_count, 1))
+                try:
+                    job.simulate(lambda done, total: wm.progress_update(done), run)
+                finally:
+                    wm.progress_end()
+            except Exception as error:  # noqa: BLE001 - reported, never raised at the user
+                return report_exception(self, error, "Bake failed")
+            return self._apply(job)
 
     def _apply(self, job) -> set:
         return write_keys(self, job, self.require_converged)
@@ -399,9 +432,12 @@ class ABD_OT_bake(Operator):
     def _start(self, context) -> set:
         """Export, then start the solver thread, the timer and the progress display."""
         self._job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
+        preview.suspend(context.scene)  # until _finish or cancel: the objects' own transforms
         try:
             self._job.prepare()
+            self._run_state = preview.take_run(context.scene, self._job.export)
         except Exception as error:  # noqa: BLE001
+            preview.resume(context.scene)
             return report_exception(self, error, "Bake failed")
         self._done, self._cancel, self._error = 0, False, None
         self._thread = threading.Thread(target=self._run, name="abd-bake", daemon=True)
@@ -433,7 +469,7 @@ class ABD_OT_bake(Operator):
                 except subprocess.TimeoutExpired:
                     pass
             self._preparing = False
-            self._job.simulate(progress)
+            self._job.simulate(progress, self._run_state)
         except BaseException as error:  # noqa: BLE001 - handed to the main thread
             self._error = error
 
@@ -465,14 +501,17 @@ class ABD_OT_bake(Operator):
         context.workspace.status_text_set(None)
         from ..solver.simulation import SimulationCancelled
 
-        # Esc counts whenever it came before this point, also after the solver had finished (a
-        # status bar that offers "Esc to cancel" until the next timer tick must honour it).
-        if isinstance(self._error, SimulationCancelled) or self._cancel:
-            self.report({"WARNING"}, "Bake cancelled: nothing was changed")
-            return {"CANCELLED"}
-        if self._error is not None:
-            return report_exception(self, self._error, "Bake failed")
-        return self._apply(self._job)
+        try:  # the keys are written while the preview is still suspended
+            # Esc counts whenever it came before this point, also after the solver had finished (a
+            # status bar that offers "Esc to cancel" until the next timer tick must honour it).
+            if isinstance(self._error, SimulationCancelled) or self._cancel:
+                self.report({"WARNING"}, "Bake cancelled: nothing was changed")
+                return {"CANCELLED"}
+            if self._error is not None:
+                return report_exception(self, self._error, "Bake failed")
+            return self._apply(self._job)
+        finally:
+            preview.resume(self._job.scene)
 
     def cancel(self, context):
         """Blender is closing the operator (window closed): stop the worker."""
@@ -484,6 +523,7 @@ class ABD_OT_bake(Operator):
             wm.event_timer_remove(self._timer)
         wm.progress_end()
         context.workspace.status_text_set(None)
+        preview.resume(self._job.scene)
 
 
 class ABD_OT_bake_free(Operator):
@@ -521,13 +561,19 @@ class ABD_OT_export_scene(Operator, ExportHelper):
     filename_ext = ".json"
     filter_glob: StringProperty(default="*.json", options={"HIDDEN"})
 
+    @classmethod
+    def poll(cls, context):
+        """Needs an affine body in the view layer."""
+        return rig_poll(cls, context)
+
     def execute(self, context):
         """Export the rig and write the solver's JSON scene file to ``filepath`` (meshes of more than
         1000 vertices to ``<stem>_meshes.npz`` beside it, :func:`solver.scene_io.save_scene`)."""
         from ..solver.scene_io import save_scene
 
         try:
-            export = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get()).prepare()
+            with preview.suspended(context.scene):
+                export = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get()).prepare()
             arrays_path = save_scene(export.scene, self.filepath)
         except Exception as error:  # noqa: BLE001
             return report_exception(self, error, "Export failed")
@@ -550,15 +596,21 @@ class ABD_OT_apply_trajectory(Operator, ImportHelper):
         default=True, options={"SKIP_SAVE"},
     )
 
+    @classmethod
+    def poll(cls, context):
+        """Needs an affine body in the view layer."""
+        return rig_poll(cls, context)
+
     def execute(self, context):
         """Export the rig, check that the file was computed for it, write its keys (as Bake)."""
-        job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
-        try:
-            job.prepare()
-            job.load_trajectory(self.filepath)
-        except Exception as error:  # noqa: BLE001 - reported, never raised at the user
-            return report_exception(self, error, "Bake failed")
-        return write_keys(self, job, self.require_converged)
+        with preview.suspended(context.scene):
+            job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
+            try:
+                job.prepare()
+                job.load_trajectory(self.filepath)
+            except Exception as error:  # noqa: BLE001 - reported, never raised at the user
+                return report_exception(self, error, "Bake failed")
+            return write_keys(self, job, self.require_converged)
 
 
 class ABD_OT_compile_solver(Operator):

@@ -18,6 +18,8 @@ import math
 import bpy
 import numpy as np
 
+from .names import READOUT_PROPERTIES
+
 #: Colours (RGBA) of the axis, the anchor and the limit range.
 AXIS_COLOR = (0.25, 0.6, 1.0, 1.0)
 ANCHOR_COLOR = (1.0, 0.85, 0.2, 1.0)
@@ -129,8 +131,6 @@ def scene_geometry(view_layer) -> dict:
     the first frame's), so the wedge spans lower + init_angle - x_now .. upper + init_angle -
     x_now from the child's current direction.
     """
-    from .bake import READOUT_PROPERTIES  # not at the top: bake -> export -> properties -> overlay
-
     # Every object's world matrix in one read (foreach_get gives each column by column).
     objects = bpy.data.objects
     flat = np.empty(len(objects) * 16, dtype=np.float32)
@@ -151,7 +151,8 @@ def scene_geometry(view_layer) -> dict:
     return joints_geometry(
         worlds[np.array([row[ob] for ob in joints], dtype=np.intp)],
         revolute,
-        np.array([limit.use for limit in limits], dtype=bool),
+        np.array([limit.use and joint.type in ("PRISMATIC", "REVOLUTE") for limit, joint in zip(limits, settings)],
+                 dtype=bool),
         lower + offset,
         upper + offset,
         np.array([max(ob.empty_display_size, 0.1) for ob in joints]),

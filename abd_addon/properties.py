@@ -47,6 +47,17 @@ SOFT_TARGET_ITEMS = (
 JOINT_TYPE_ITEMS = (
     ("PRISMATIC", "Prismatic", "Slides along the joint's local Z axis"),
     ("REVOLUTE", "Revolute", "Rotates about the joint's local Z axis"),
+    ("FIXED", "Fixed", "Welds the two bodies together at the joint's origin"),
+    ("BALL", "Ball", "Holds the two bodies together at the joint's origin, free to turn about it"),
+)
+#: The solver's joint type of each of :data:`JOINT_TYPE_ITEMS` (:data:`solver.scene.JOINT_TYPES`).
+SOLVER_JOINT_TYPES = {"PRISMATIC": "prismatic", "REVOLUTE": "revolute", "FIXED": "fixed", "BALL": "spherical"}
+#: The joint types with an axis, a limit and a drive (the others have one anchor point).
+AXIS_JOINT_TYPES = ("PRISMATIC", "REVOLUTE")
+
+DRIVE_MODE_ITEMS = (
+    ("POSITION", "Position", "Drive the joint to the aim (a servo)"),
+    ("VELOCITY", "Velocity", "Drive the joint at the aim velocity (a motor, as Blender's Motor constraint)"),
 )
 
 
@@ -201,6 +212,12 @@ def _overlay_changed(_group, _context) -> None:
     overlay.invalidate()
 
 
+#: A new limit's strength (J): the URDF importer's (:data:`solver.urdf.DEFAULT_LIMIT_STRENGTH`). The
+#: penalty is not scaled by mass or dt², so its default must hold a typical part; the scene file's
+#: default (1, libuipc's) lets a 1 m, 10 kg arm through its stop by several degrees.
+DEFAULT_LIMIT_STRENGTH = 1.0e4
+
+
 class ABDLimitProperties(PropertyGroup):
     """Joint limit: Prismatic Joint Limit (#669) or Revolute Joint Limit (#670). Animatable."""
 
@@ -222,22 +239,38 @@ class ABDLimitProperties(PropertyGroup):
     )
     strength: FloatProperty(
         override=OVERRIDABLE,
-        name="Strength", description="Strength of the cubic penalty beyond the limits", default=1.0, min=0.0, soft_max=100.0,
+        name="Strength",
+        description=("Strength of the cubic penalty beyond the limits (J, the scene file's limit.strength). The default "
+                     "holds a 1 m, 10 kg arm falling onto its stop within a degree at 10 substeps; the scene file's "
+                     "own default, 1, lets it through by several degrees"),
+        default=DEFAULT_LIMIT_STRENGTH, min=0.0, soft_max=1.0e5,
     )
 
 
 class ABDDriveProperties(PropertyGroup):
-    """Driving Prismatic Joint (#21): drive the joint to ``aim_distance``. Animatable."""
+    """Driving Prismatic Joint (#21) or Driving Revolute Joint (#19): drive the joint to
+    ``aim_distance`` / ``aim_angle``, or at ``aim_velocity``. Animatable but for the mode."""
 
     is_constrained: BoolProperty(override=OVERRIDABLE, name="Drive", description="Drive the joint (is_constrained)", default=False)
     is_passive: BoolProperty(
         override=OVERRIDABLE,
-        name="Passive", description="Lock the joint at its current distance instead of driving it to the aim", default=False,
+        name="Passive", description="Lock the joint where it is instead of driving it", default=False,
     )
+    mode: EnumProperty(override=OVERRIDABLE, name="Mode", items=DRIVE_MODE_ITEMS, default="POSITION", options=STATIC)
     aim_distance: FloatProperty(
         override=OVERRIDABLE,
         name="Aim Distance", description="Target distance, in the same frame as the reported distance", default=0.0,
         unit="LENGTH",
+    )
+    aim_angle: FloatProperty(
+        override=OVERRIDABLE,
+        name="Aim Angle", description="Target angle, in the same frame as the reported angle (any number of turns)",
+        default=0.0, subtype="ANGLE", unit="ROTATION",
+    )
+    aim_velocity: FloatProperty(
+        override=OVERRIDABLE,
+        name="Aim Velocity", description="Target speed of the joint: m/s along a prismatic joint, rad/s about a revolute one",
+        default=0.0,
     )
     strength_ratio: FloatProperty(
         override=OVERRIDABLE,
@@ -278,8 +311,27 @@ class ABDJointProperties(PropertyGroup):
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
 
 
+#: Called with the scene whenever its Preview on Playback changes (the preview adds its own,
+#: :func:`.preview.register`: this module does not import it).
+PREVIEW_TOGGLED: list = []
+
+
+def _preview_toggled(world, _context) -> None:
+    """``update`` of Preview on Playback: the :data:`PREVIEW_TOGGLED` callbacks."""
+    for callback in PREVIEW_TOGGLED:
+        callback(world.id_data)
+
+
 class ABDWorldProperties(PropertyGroup):
     """Scene settings of the solver (``Scene.abd_world``)."""
+
+    use_preview: BoolProperty(
+        override=OVERRIDABLE,
+        name="Preview on Playback",
+        description=("Simulate as the frame changes (playback, stepping) and show the poses without keyframes; "
+                     "any change to the rig frees the simulated frames, and Bake keys those still valid"),
+        default=True, options=STATIC, update=_preview_toggled,
+    )
 
     substeps: IntProperty(override=OVERRIDABLE, name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
     use_scene_frame_range: BoolProperty(

@@ -1,16 +1,20 @@
 """Panels: Physics properties (Affine Body, ABD Joint with Limits and Drive, ABD World, Bake)
-and a 3D-view sidebar tab. Laid out like Blender's Rigid Body Constraint panels. Drawing only:
-no logic lives here.
+and a 3D-view sidebar tab (ABD: the rig's buttons, World, Solver and Bake, so that every world
+and bake setting is reachable without an active object). Laid out like Blender's Rigid Body
+Constraint panels. Drawing only: no logic lives here.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 
 from bpy.types import Panel
 
+from . import preview
 from .bake import baked_objects
 from .export import gpu_advice, playback_override
+from .properties import AXIS_JOINT_TYPES
 
 
 class _PhysicsPanel:
@@ -63,7 +67,7 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
         else:
             button = row.operator("abd.body_add", icon="ADD")
         button.context_object = True  # on this panel's object (active or pinned), as Blender's Physics buttons
-        row.operator("abd.connect", icon="CONSTRAINT")
+        row.operator_menu_enum("abd.connect", "type", text="Connect", icon="CONSTRAINT")
         if body.enabled:
             _override_warning(layout, context, body.motion == "DYNAMIC")
         layout.use_property_split = True
@@ -167,11 +171,28 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         col.prop(joint, "l_body", text="Parent")
         col.prop(joint, "r_body", text="Child")
         layout.prop(joint, "strength_ratio")
-        layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
+        if joint.type in AXIS_JOINT_TYPES:
+            layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
         ob = context.object
         if "abd_distance" in ob.keys() or "abd_angle" in ob.keys():
             key = "abd_distance" if "abd_distance" in ob.keys() else "abd_angle"
             layout.prop(ob, f'["{key}"]', text="Baked Distance" if key == "abd_distance" else "Baked Angle")
+
+
+def revolute_stops(joint) -> tuple[float, float]:
+    """(lower, upper) where a revolute joint's limit stops it in the reported angle (rad): its
+    bounds plus twice Init Angle, since the limit compares the raw angle with the bounds offset by
+    Init Angle (seed 001) and the reported angle adds Init Angle again
+    (docs/constitutions/670_revolute_joint_limit.md)."""
+    limit = joint.limit
+    return limit.lower_angle + 2.0 * joint.init_angle, limit.upper_angle + 2.0 * joint.init_angle
+
+
+def _angle_text(context, angle: float) -> str:
+    """``angle`` (rad) in the scene's rotation unit."""
+    if context.scene.unit_settings.system_rotation == "RADIANS":
+        return f"{angle:.4g} rad"
+    return f"{math.degrees(angle):.4g}°"
 
 
 class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
@@ -182,8 +203,9 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
 
     @classmethod
     def poll(cls, context):
-        """Whether the panel applies to the context's object or scene."""
-        return _joint(context) is not None
+        """Whether the panel applies to the context's object or scene: a prismatic or revolute joint."""
+        joint = _joint(context)
+        return joint is not None and joint.type in AXIS_JOINT_TYPES
 
     def draw_header(self, context):
         """The enable checkbox in the panel header."""
@@ -203,11 +225,14 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
         else:
             col.prop(limit, "lower_angle", text="Z Lower")
             col.prop(limit, "upper_angle", text="Upper")
+            if joint.init_angle != 0.0:
+                col.label(text="Stops at {} and {} in the reported angle".format(
+                    *(_angle_text(context, stop) for stop in revolute_stops(joint))), icon="INFO")
         layout.prop(limit, "strength")
 
 
 class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
-    """Driving Prismatic Joint (#21)."""
+    """Driving Prismatic Joint (#21) or Driving Revolute Joint (#19)."""
 
     bl_label = "Drive"
     bl_parent_id = "PHYSICS_PT_abd_joint"
@@ -216,7 +241,7 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
     def poll(cls, context):
         """Whether the panel applies to the context's object or scene."""
         joint = _joint(context)
-        return joint is not None and joint.type == "PRISMATIC"
+        return joint is not None and joint.type in AXIS_JOINT_TYPES
 
     def draw_header(self, context):
         """The enable checkbox in the panel header."""
@@ -230,9 +255,13 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
         drive = joint.drive
         layout.active = joint.enabled and drive.is_constrained
         layout.prop(drive, "is_passive")
-        row = layout.row()
-        row.active = not drive.is_passive
-        row.prop(drive, "aim_distance")
+        col = layout.column()
+        col.active = not drive.is_passive
+        col.prop(drive, "mode")
+        if drive.mode == "VELOCITY":
+            col.prop(drive, "aim_velocity", text="Aim Velocity (m/s)" if joint.type == "PRISMATIC" else "Aim Velocity (rad/s)")
+        else:
+            col.prop(drive, "aim_distance" if joint.type == "PRISMATIC" else "aim_angle")
         layout.prop(drive, "strength_ratio")
 
 
@@ -261,20 +290,7 @@ class PHYSICS_PT_abd_world_solver(_PhysicsPanel, Panel):
 
     def draw(self, context):
         """Draw the panel's settings."""
-        layout = self.layout
-        layout.use_property_split = True
-        world = context.scene.abd_world
-        layout.prop(world, "max_iterations")
-        layout.prop(world, "velocity_tol")
-        layout.prop(world, "transrate_tol")
-        layout.prop(world, "line_search_max_iterations")
-        layout.prop(world, "device")
-        if world.device == "CUPY":
-            if importlib.util.find_spec("cupy") is None:
-                layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
-            advice = gpu_advice(context.view_layer)
-            if advice is not None:
-                layout.label(text=advice, icon="INFO")
+        draw_solver(self.layout, context)
 
 
 class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):
@@ -293,9 +309,13 @@ class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):
 
 
 def draw_world(layout, scene) -> None:
-    """Draw ``Scene.abd_world``'s time and gravity settings."""
+    """Draw ``Scene.abd_world``'s preview, time and gravity settings."""
     layout.use_property_split = True
     world = scene.abd_world
+    layout.prop(world, "use_preview")
+    status = preview.status(scene)
+    if status:
+        layout.label(text=status, icon="INFO")
     layout.prop(world, "substeps")
     layout.prop(world, "use_scene_frame_range")
     col = layout.column(align=True)
@@ -309,6 +329,23 @@ def draw_world(layout, scene) -> None:
         row.prop(scene, "gravity")
     else:
         layout.prop(world, "gravity")
+
+
+def draw_solver(layout, context) -> None:
+    """Draw ``Scene.abd_world``'s Newton and device settings."""
+    layout.use_property_split = True
+    world = context.scene.abd_world
+    layout.prop(world, "max_iterations")
+    layout.prop(world, "velocity_tol")
+    layout.prop(world, "transrate_tol")
+    layout.prop(world, "line_search_max_iterations")
+    layout.prop(world, "device")
+    if world.device == "CUPY":
+        if importlib.util.find_spec("cupy") is None:
+            layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
+        advice = gpu_advice(context.view_layer)
+        if advice is not None:
+            layout.label(text=advice, icon="INFO")
 
 
 def draw_bake(layout, scene) -> None:
@@ -337,36 +374,48 @@ class VIEW3D_PT_abd(Panel):
         col = layout.column(align=True)
         col.operator("abd.body_add", icon="ADD")
         col.operator("abd.body_remove", icon="REMOVE")
-        col = layout.column(align=True)
-        col.label(text="Connect:")
-        row = col.row(align=True)
-        op = row.operator("abd.connect", text="Revolute")
-        op.type = "REVOLUTE"
-        op = row.operator("abd.connect", text="Prismatic")
-        op.type = "PRISMATIC"
+        layout.operator_menu_enum("abd.connect", "type", text="Connect", icon="CONSTRAINT")
 
 
-class VIEW3D_PT_abd_bake(Panel):
-    """3D-view sidebar: bake settings and buttons."""
+class _SidebarPanel:
+    """Common settings of the 3D-view sidebar's ABD panels below the first."""
 
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "ABD"
-    bl_label = "Bake"
     bl_parent_id = "VIEW3D_PT_abd"
+
+
+class VIEW3D_PT_abd_world(_SidebarPanel, Panel):
+    """3D-view sidebar: the ABD World settings (as in the Physics tab, which needs an active object)."""
+
+    bl_label = "World"
 
     def draw(self, context):
         """Draw the panel's settings."""
-        layout = self.layout
-        layout.use_property_split = True
-        world = context.scene.abd_world
-        layout.prop(world, "substeps")
-        layout.prop(world, "use_scene_frame_range")
-        if not world.use_scene_frame_range:
-            col = layout.column(align=True)
-            col.prop(world, "frame_start", text="Frame Start")
-            col.prop(world, "frame_end", text="End")
-        draw_bake(layout, context.scene)
+        draw_world(self.layout, context.scene)
+
+
+class VIEW3D_PT_abd_world_solver(_SidebarPanel, Panel):
+    """3D-view sidebar: the Newton and device settings."""
+
+    bl_label = "Solver"
+    bl_parent_id = "VIEW3D_PT_abd_world"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_solver(self.layout, context)
+
+
+class VIEW3D_PT_abd_bake(_SidebarPanel, Panel):
+    """3D-view sidebar: Bake, Free Bake, Export Scene File, Apply Trajectory File."""
+
+    bl_label = "Bake"
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_bake(self.layout, context.scene)
 
 
 CLASSES = (
@@ -380,5 +429,7 @@ CLASSES = (
     PHYSICS_PT_abd_world_solver,
     PHYSICS_PT_abd_bake,
     VIEW3D_PT_abd,
+    VIEW3D_PT_abd_world,
+    VIEW3D_PT_abd_world_solver,
     VIEW3D_PT_abd_bake,
 )

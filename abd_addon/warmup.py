@@ -9,7 +9,8 @@ imports the solver under the same package name as this add-on's (Numba's cache e
 the module they were compiled for) and shares the cache folder through ``ABD_JOINTS_CACHE_DIR``
 (or ``NUMBA_CACHE_DIR``), which :func:`abd_addon.configure_numba_cache` sets before.
 
-A marker file in the cache folder, named after a hash of the solver's sources, records a
+A marker file in the cache folder, named after the digest of the solver's sources
+(:func:`solver.source_stamp`, which also names the cache folder), records a
 finished warm-up, so later sessions start nothing until the solver changes. A bake started
 while the warm-up runs first waits for it (:func:`wait`), then loads the fresh cache. Nothing
 here touches the scene; a failing warm-up only costs the first bake its compilation.
@@ -17,12 +18,13 @@ here touches the scene; a failing warm-up only costs the first bake its compilat
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Optional
+
+from ..solver import source_stamp
 
 #: Child-process code that imports the extension root under its real package name (argv[1], the
 #: folder argv[2]) after stubbing its parent packages; its ``__init__`` imports nothing at import
@@ -54,15 +56,6 @@ importlib.import_module(package + ".abd_addon.warmup").warm_up_here(package, Pat
 _process: Optional[subprocess.Popen] = None
 
 
-def solver_stamp(root: Path) -> str:
-    """Hex digest (16 characters) of the solver's sources: relative path, size and mtime of each ``.py``."""
-    digest = hashlib.sha1()
-    for path in sorted((root / "solver").rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(root).as_posix()}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return digest.hexdigest()[:16]
-
-
 def cache_base() -> Path:
     """The folder that holds the solver's Numba cache (as ``solver._configure_numba_cache`` chooses it)."""
     explicit = os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("ABD_JOINTS_CACHE_DIR")
@@ -74,7 +67,7 @@ def cache_base() -> Path:
 
 def marker_path(package: str, root: Path) -> Path:
     """The marker of a finished warm-up of the solver under ``package`` at ``root``."""
-    return cache_base() / f"warm-{package}-{solver_stamp(root)}"
+    return cache_base() / f"warm-{package}-{source_stamp(str(root / 'solver'))}"
 
 
 def start(package: str, root: Path) -> Optional[subprocess.Popen]:

@@ -4,6 +4,7 @@ Public API::
 
     scene = solver.load_scene("scene.json")          # -> Scene, raises SceneError
     trajectory = solver.simulate(scene, progress=cb)  # -> Trajectory, raises SolverError
+    run = solver.Simulation(scene); run.advance(max_steps=4); run.transforms(run.frames_done)
     trajectory.save("result.npz")
 
 Only relative imports are used inside this package, so it works both as the top-level package
@@ -15,12 +16,14 @@ from __future__ import annotations
 import os as _os
 
 
-def source_stamp() -> str:
-    """Hex digest (16 characters) of this package's sources: each ``.py`` file's relative path and
-    contents. Names the Numba cache folder of this solver version (:func:`_configure_numba_cache`)."""
+def source_stamp(root: str | None = None) -> str:
+    """Hex digest (16 characters) of a solver's sources: each ``.py`` file's path relative to
+    ``root`` (default: this package's folder) and its contents. Names the Numba cache folder of
+    this solver version (:func:`_configure_numba_cache`) and the add-on's warm-up marker
+    (``abd_addon/warmup.py``), so the two agree on whether the cache is current."""
     import hashlib
 
-    root = _os.path.dirname(_os.path.abspath(__file__))
+    root = root or _os.path.dirname(_os.path.abspath(__file__))
     digest = hashlib.sha1()
     for folder, folders, files in sorted(_os.walk(root)):
         folders.sort()
@@ -172,7 +175,7 @@ from .trajectory import Trajectory  # noqa: E402
 
 __all__ = [
     "Body", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene", "SceneError", "Settings",
-    "SoftTransform", "Trajectory", "SolverError", "load_scene", "simulate",
+    "SoftTransform", "Trajectory", "Simulation", "SolverError", "load_scene", "simulate",
 ]
 
 
@@ -182,7 +185,7 @@ def __getattr__(name):
         from .scene_io import load_scene
 
         return load_scene
-    if name in ("simulate", "SolverError"):
+    if name in ("simulate", "Simulation", "SolverError"):
         from . import simulation
 
         return getattr(simulation, name)

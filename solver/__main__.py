@@ -185,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     warm = commands.add_parser("warm-up", help="compile the solver's kernels into the cache later runs load "
                                                "(once per machine and solver version)")
     warm.set_defaults(handler=_warm_up)
-    from .urdf import add_parser as add_import_urdf_parser  # import-urdf (yourdfpy/trimesh load lazily)
+    from .urdf.command import add_parser as add_import_urdf_parser  # import-urdf (yourdfpy/trimesh load lazily)
 
     add_import_urdf_parser(commands)
     return parser

@@ -7,6 +7,8 @@ Source: docs/constitutions/affine_body.md, "Joint readouts".
   raw <- raw + remainder(theta(q) - raw, 2 pi), with theta(q) = atan2(sin, cos) in (-pi, pi];
   so the per-step rotation must stay below pi (a warning is counted past 0.9 pi). Reported
   ``angle`` = raw + init_angle.
+- Fixed and spherical: the rotation of body j relative to body i since frame 0, as a rotation
+  vector (:meth:`solver.constitutions.quadratic_joint.QuadraticJoint.rotation_vector`).
 """
 
 from __future__ import annotations
@@ -77,6 +79,15 @@ class JointState:
             return False
         sine, cosine = revolute.base.sin_cos(q)
         return bool(accumulate_angles(sine, cosine, revolute.joint_indices, self.raw_angle, self.sin, self.cos))
+
+    def rotation(self, model, q: np.ndarray) -> np.ndarray:
+        """(joints, 3) rotation vector of each fixed or spherical joint's body j relative to its
+        body i since frame 0 at q (bodies, 12), rad (NaN for the other joints)."""
+        rotation = np.full((len(self.init_angle), 3), np.nan)
+        for group in (model.fixed, model.spherical):
+            if len(group.joint_indices):
+                rotation[group.joint_indices] = group.base.rotation_vector(q)
+        return rotation
 
     @property
     def distance(self) -> np.ndarray:

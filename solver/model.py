@@ -20,6 +20,8 @@ import numpy as np
 
 from .affine_body import central_inertia_floor, q_from_transform, velocity_q
 from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
+from .constitutions.driving_revolute_joint import DrivingRevoluteJoint
+from .constitutions.fixed_joint import FixedJoint
 from .constitutions.kinetic import Kinetic
 from .constitutions.ortho_potential import OrthoPotential
 from .constitutions.prismatic_group import PrismaticJointGroup
@@ -28,6 +30,7 @@ from .constitutions.prismatic_joint_limit import PrismaticJointLimit
 from .constitutions.revolute_joint import RevoluteJoint
 from .constitutions.revolute_joint_limit import RevoluteJointLimit
 from .constitutions.soft_transform_constraint import SoftTransformConstraint
+from .constitutions.spherical_joint import SphericalJoint
 from .mass import DyadicMass, mesh_mass_properties, mesh_volume, override_mass_properties
 from .scene import Scene
 
@@ -72,8 +75,9 @@ class Model:
             (fixed bodies repeat q0; dynamic rows are unused).
         corners: (bodies, 8, 3) body-local bounding-box corners, for the convergence test.
         kinetic, ortho, soft: single-body terms over the dynamic bodies (soft may have 0 rows).
-        revolute, prismatic: :class:`JointGroup` (possibly empty).
-        driving, prismatic_limit, revolute_limit: extras with ``joint_indices`` (n,) attributes.
+        revolute, prismatic, fixed, spherical: :class:`JointGroup` (possibly empty).
+        driving, revolute_driving, prismatic_limit, revolute_limit: extras with ``joint_indices``
+            (n,) attributes; the drives also have ``masses`` (n,), m_i + m_j in kg.
         prismatic_group: the prismatic joints with their driving and limit extras, evaluated on
             their shared F (:mod:`solver.constitutions.prismatic_group`).
         terms: every energy term, in the order the Newton loop sums them (the prismatic joints and
@@ -125,7 +129,7 @@ class Model:
         self._build_joints(scene)
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
-                      self.revolute_limit]
+                      self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base]
 
     def _dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(m (n,) kg, m x̄ (n, 3) kg m, S (n, 3, 3) kg m²) of the bodies ``indices`` (n,)."""
@@ -148,10 +152,20 @@ class Model:
         def local_direction(body: int, direction: np.ndarray) -> np.ndarray:
             return inverses[body] @ direction
 
-        revolute_rows, prismatic_rows = [], []
+        revolute_rows, prismatic_rows, anchored_rows = [], [], {"fixed": [], "spherical": []}
+        world_axes = np.eye(3)
         body_indices = {body.name: index for index, body in enumerate(scene.bodies)}
         for index, joint in enumerate(scene.joints):
             i, j = body_indices[joint.l_body], body_indices[joint.r_body]
+            if joint.type in anchored_rows:  # one anchor; the world axes for the fixed joint's terms and the readout
+                anchored_rows[joint.type].append(dict(
+                    index=index, bodies=(i, j),
+                    stiffness=joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass),
+                    anchor_i=local_point(i, joint.position), anchor_j=local_point(j, joint.position),
+                    frame_i=[local_direction(i, axis) for axis in world_axes],
+                    frame_j=[local_direction(j, axis) for axis in world_axes],
+                ))
+                continue
             p0, p1 = joint.position0, joint.position1
             tangent = (p1 - p0) / np.linalg.norm(p1 - p0)
             normal, binormal = orthonormal_basis(tangent)
@@ -187,6 +201,12 @@ class Model:
                                    column(prismatic_rows, "frame_j", (3, 3)))
         prismatic.stiffness = column(prismatic_rows, "stiffness", ())
         self.prismatic = JointGroup(np.array([row["index"] for row in prismatic_rows], dtype=np.int64), prismatic)
+        for kind, constitution in (("fixed", FixedJoint), ("spherical", SphericalJoint)):
+            rows = anchored_rows[kind]
+            base = constitution(pairs(rows), column(rows, "anchor_i", (3,)), column(rows, "anchor_j", (3,)),
+                                column(rows, "frame_i", (3, 3)), column(rows, "frame_j", (3, 3)))
+            base.stiffness = column(rows, "stiffness", ())
+            setattr(self, kind, JointGroup(np.array([row["index"] for row in rows], dtype=np.int64), base))
 
         # Extras refer to their base joint by explicit index, never by position.
         driving_rows = [r for r in prismatic_rows if scene.joints[r["index"]].driving is not None]
@@ -216,3 +236,10 @@ class Model:
                                                  column(revolute_limit_rows, "basis_i", (2, 3)),
                                                  column(revolute_limit_rows, "basis_j", (2, 3)))
         self.revolute_limit.joint_indices = np.array([r["index"] for r in revolute_limit_rows], dtype=np.int64)
+        revolute_driving_rows = [r for r in revolute_rows if scene.joints[r["index"]].driving is not None]
+        self.revolute_driving = DrivingRevoluteJoint(pairs(revolute_driving_rows),
+                                                     column(revolute_driving_rows, "basis_i", (2, 3)),
+                                                     column(revolute_driving_rows, "basis_j", (2, 3)))
+        self.revolute_driving.joint_indices = np.array([r["index"] for r in revolute_driving_rows], dtype=np.int64)
+        self.revolute_driving.masses = np.array([self.masses[i].mass + self.masses[j].mass
+                                                 for i, j in pairs(revolute_driving_rows)])

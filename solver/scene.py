@@ -32,7 +32,11 @@ import numpy as np
 Series = Union[float, int, list, tuple, np.ndarray]
 
 MOTIONS = ("dynamic", "fixed", "animated")
-JOINT_TYPES = ("prismatic", "revolute")
+JOINT_TYPES = ("prismatic", "revolute", "fixed", "spherical")
+#: The joint types with an axis (``position0``, ``position1``); the others have one anchor (``position``).
+AXIS_JOINT_TYPES = ("prismatic", "revolute")
+#: The aim of a drive in position mode, per joint type.
+AIM_KEYS = {"prismatic": "aim_distance", "revolute": "aim_angle"}
 #: Where the Newton system is solved (``Settings.device``): the CPU, or an NVIDIA GPU through CuPy.
 DEVICES = ("cpu", "cupy")
 
@@ -172,49 +176,64 @@ class Limit:
 
 @dataclass
 class Driving:
-    """Driving Prismatic Joint #21 (seed ``000_dbb64491e78f3022.txt``).
+    """Driving Prismatic Joint #21 (seed ``000_dbb64491e78f3022.txt``) or Driving Revolute Joint
+    #19 (docs/constitutions/19_driving_revolute_joint.md).
 
-    Attributes (each a scalar or a per-frame series):
+    A drive aims at a position (``aim_distance`` on a prismatic joint, ``aim_angle`` on a revolute
+    one; 0 when neither is given) or, when ``aim_velocity`` is given, at a velocity: each time step
+    then aims at the step-start coordinate plus dt times the velocity. Giving both a position aim
+    and ``aim_velocity`` is an error.
+
+    Attributes (each a scalar or a per-frame series; None: not given):
         strength_ratio: gamma in K = gamma (m_i + m_j), >= 0.
         is_constrained: 1 enables the drive, 0 disables it (energy zero).
-        is_passive: 1 locks at the current distance, 0 drives to ``aim_distance``.
-        aim_distance: target in the reported frame (raw + ``init_distance``), m.
+        is_passive: 1 locks at the committed (step-start) coordinate, 0 drives to the aim.
+        aim_distance: prismatic target in the reported frame (raw + ``init_distance``), m.
+        aim_angle: revolute target in the reported frame (raw + ``init_angle``), rad; any number
+            of turns (10 pi is five turns).
+        aim_velocity: target rate of the coordinate, m/s (prismatic) or rad/s (revolute).
     """
 
     strength_ratio: Series = 100.0
     is_constrained: Series = 1
     is_passive: Series = 0
-    aim_distance: Series = 0.0
+    aim_distance: Optional[Series] = None
+    aim_angle: Optional[Series] = None
+    aim_velocity: Optional[Series] = None
 
 
 @dataclass
 class Joint:
-    """A revolute (#18) or prismatic (#20) joint between a left (parent, i) and right (child, j) body.
+    """A joint between a left (parent, i) and right (child, j) body: revolute (#18), prismatic
+    (#20), fixed (#25) or spherical (#26).
 
     Attributes:
         name: unique name.
-        type: ``"prismatic"`` or ``"revolute"``.
+        type: ``"prismatic"``, ``"revolute"``, ``"fixed"`` or ``"spherical"``.
         l_body, r_body: body names (i = parent, j = child); they must differ.
-        position0, position1: (3,) world points at frame 0; the anchor and the end of the axis
-            (t-hat runs from position0 to position1), m.
+        position0, position1: (3,) world points at frame 0 of a prismatic or revolute joint; the
+            anchor and the end of the axis (t-hat runs from position0 to position1), m.
+            None on a fixed or spherical joint.
         strength_ratio: gamma in K = gamma (m_i + m_j), >= 0.
         init_distance: reported-distance offset of a prismatic joint, m.
         init_angle: reported-angle offset of a revolute joint, rad.
         limit: #669 (prismatic) or #670 (revolute), or ``None``.
-        driving: #21 settings (prismatic joints only), or ``None``.
+        driving: #21 (prismatic) or #19 (revolute) settings, or ``None``.
+        position: (3,) world anchor at frame 0 of a fixed or spherical joint, m; None on the others.
     """
 
     name: str
     type: str
     l_body: str
     r_body: str
-    position0: np.ndarray
-    position1: np.ndarray
+    position0: Optional[np.ndarray] = None
+    position1: Optional[np.ndarray] = None
     strength_ratio: float = 100.0
     init_distance: float = 0.0
     init_angle: float = 0.0
     limit: Optional[Limit] = None
     driving: Optional[Driving] = None
+    position: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -237,8 +256,8 @@ MAX_SUBSTEPS = 100_000
 #: Largest accepted number of time steps, ``frame_count * substeps``: a run keeps 26 bytes of
 #: records per step (2.6 GB here), and one free body alone takes about 30 us per step (50 minutes).
 MAX_TIME_STEPS = 100_000_000
-#: Largest accepted number of values in a trajectory, ``(frame_count + 1) * (16 bodies + 2 joints)``
-#: (a 4x4 pose per body, a distance and an angle per joint, per frame): 8 GB of float64; the
+#: Largest accepted number of values in a trajectory, ``(frame_count + 1) * (16 bodies + 5 joints)``
+#: (a 4x4 pose per body, a distance, an angle and a rotation vector per joint, per frame): 8 GB of float64; the
 #: per-frame series and the solver's per-frame poses of the bodies take about as much again.
 MAX_TRAJECTORY_VALUES = 1_000_000_000
 #: Largest accepted ``max_iterations`` / ``min_iterations``.
@@ -910,17 +929,32 @@ def _validate_limit(limit, frames: int, where: str) -> Optional[Limit]:
     return Limit(lower=lower, upper=upper, strength=strength)
 
 
-def _validate_driving(driving, frames: int, where: str) -> Optional[Driving]:
+def _validate_driving(driving, kind: str, frames: int, where: str) -> Optional[Driving]:
+    """A validated drive of a joint of type ``kind`` (prismatic or revolute): its position aim
+    (:data:`AIM_KEYS`) a series (0 when not given) unless ``aim_velocity`` is given, then None."""
     if driving is None:
         return None
     if not isinstance(driving, Driving):
         raise _fail(where, "driving", f"must be a Driving or None, got {_type_name(driving)}")
+    aim_key = AIM_KEYS[kind]
+    for key in AIM_KEYS.values():
+        if key != aim_key and getattr(driving, key) is not None:
+            raise _fail(where, f"driving.{key}", f"is for {'revolute' if key == 'aim_angle' else 'prismatic'} "
+                        f"joints; a {kind} joint's drive aims with {aim_key} or aim_velocity")
+    if getattr(driving, aim_key) is not None and driving.aim_velocity is not None:
+        raise _fail(where, "driving.aim_velocity", f"give either {aim_key} (position mode) or aim_velocity "
+                    "(velocity mode), not both")
     strength = _series(driving.strength_ratio, (), frames, where, "driving.strength_ratio")
     _check_non_negative(strength, where, "driving.strength_ratio")
     constrained = _series(driving.is_constrained, (), frames, where, "driving.is_constrained", flag=True)
     passive = _series(driving.is_passive, (), frames, where, "driving.is_passive", flag=True)
-    aim = _series(driving.aim_distance, (), frames, where, "driving.aim_distance")
-    return Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive, aim_distance=aim)
+    aims = {}
+    if driving.aim_velocity is not None:
+        aims["aim_velocity"] = _series(driving.aim_velocity, (), frames, where, "driving.aim_velocity")
+    else:
+        aim = getattr(driving, aim_key)
+        aims[aim_key] = _series(0.0 if aim is None else aim, (), frames, where, f"driving.{aim_key}")
+    return Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive, **aims)
 
 
 def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
@@ -938,14 +972,24 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
             raise _fail(where, side, f"no body named {name!r:.80}")
     if joint.l_body == joint.r_body:
         raise _fail(where, "r_body", f"a joint needs two different bodies, but both are {joint.l_body!r}")
-    position0 = _fixed_array(joint.position0, (3,), where, "position0")
-    position1 = _fixed_array(joint.position1, (3,), where, "position1")
-    with np.errstate(all="ignore"):
-        length = float(np.linalg.norm(position1 - position0))
-    if not np.isfinite(length):
-        raise _fail(where, "position1", "axis length overflows (coordinates too large)")
-    if not length > ZERO_AXIS * max(1.0, float(np.abs(position0).max()), float(np.abs(position1).max())):
-        raise _fail(where, "position1", f"zero-length axis: position1 must differ from position0 (|axis| = {length:.3g} m)")
+    position0 = position1 = position = None
+    if joint.type in AXIS_JOINT_TYPES:
+        if joint.position is not None:
+            raise _fail(where, "position", f"a {joint.type} joint has an axis: give position0 and position1")
+        position0 = _fixed_array(joint.position0, (3,), where, "position0")
+        position1 = _fixed_array(joint.position1, (3,), where, "position1")
+        with np.errstate(all="ignore"):
+            length = float(np.linalg.norm(position1 - position0))
+        if not np.isfinite(length):
+            raise _fail(where, "position1", "axis length overflows (coordinates too large)")
+        if not length > ZERO_AXIS * max(1.0, float(np.abs(position0).max()), float(np.abs(position1).max())):
+            raise _fail(where, "position1",
+                        f"zero-length axis: position1 must differ from position0 (|axis| = {length:.3g} m)")
+    else:
+        for key in ("position0", "position1"):
+            if getattr(joint, key) is not None:
+                raise _fail(where, key, f"a {joint.type} joint has one anchor: give position, not position0/position1")
+        position = _fixed_array(joint.position, (3,), where, "position")
     strength = _number(joint.strength_ratio, where, "strength_ratio")
     if strength < 0.0:
         raise _fail(where, "strength_ratio", f"must be >= 0, got {strength}")
@@ -955,14 +999,18 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         raise _fail(where, "init_angle", "is for revolute joints; a prismatic joint uses init_distance")
     if joint.type == "revolute" and init_distance != 0.0:
         raise _fail(where, "init_distance", "is for prismatic joints; a revolute joint uses init_angle")
+    if joint.type not in AXIS_JOINT_TYPES:
+        given = {"init_angle": init_angle != 0.0, "init_distance": init_distance != 0.0,
+                 "limit": joint.limit is not None, "driving": joint.driving is not None}
+        for key, present in given.items():
+            if present:
+                raise _fail(where, key, f"is for prismatic and revolute joints, not for a {joint.type} joint")
     limit = _validate_limit(joint.limit, frames, where)
-    if joint.type == "revolute" and joint.driving is not None:
-        raise _fail(where, "driving", "only prismatic joints can be driven (Driving Prismatic Joint #21)")
-    driving = _validate_driving(joint.driving, frames, where)
+    driving = None if joint.driving is None else _validate_driving(joint.driving, joint.type, frames, where)
     return Joint(
         name=joint.name, type=joint.type, l_body=joint.l_body, r_body=joint.r_body,
         position0=position0, position1=position1, strength_ratio=strength,
-        init_distance=init_distance, init_angle=init_angle, limit=limit, driving=driving,
+        init_distance=init_distance, init_angle=init_angle, limit=limit, driving=driving, position=position,
     )
 
 
@@ -1010,11 +1058,11 @@ def validate_scene(scene: Scene) -> Scene:
         raise SceneError(f"scene: joints: must be a list of joints, got {_type_name(scene.joints)}")
     if len(scene.bodies) == 0:
         raise SceneError("scene: bodies: a scene needs at least one body")
-    values = frames * (16 * len(scene.bodies) + 2 * len(scene.joints))
+    values = frames * (16 * len(scene.bodies) + 5 * len(scene.joints))
     if values > MAX_TRAJECTORY_VALUES:  # checked before the per-frame series are broadcast
         raise SceneError(
             f"settings: frame_count: the trajectory of {len(scene.bodies)} bodies and {len(scene.joints)} joints over "
-            f"frame_count + 1 = {frames} frames would hold {values} values (16 per body and 2 per joint and frame), "
+            f"frame_count + 1 = {frames} frames would hold {values} values (16 per body and 5 per joint and frame), "
             f"more than the {MAX_TRAJECTORY_VALUES} a run may keep ({8 * MAX_TRAJECTORY_VALUES / 1e9:g} GB); lower "
             "frame_count or split the scene"
         )

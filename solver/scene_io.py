@@ -29,7 +29,8 @@ import numpy as np
 from .array_files import ArrayFile, ArrayFileError
 from .output_files import move_into_place, write_aside
 from .scene import (
-    Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
+    AXIS_JOINT_TYPES, JOINT_TYPES, Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
+    SoftTransform, validate_scene,
 )
 
 FORMAT = "abd-scene"
@@ -56,12 +57,17 @@ _MESH_KEYS = ("vertices", "triangles")
 _MASS_KEYS = ("mass", "mass_center", "inertia")
 _SOFT_KEYS = ("strength_ratio", "aim_transform", "is_constrained")
 _JOINT_KEYS = (
-    "name", "type", "l_body", "r_body", "position0", "position1", "strength_ratio", "init_distance", "init_angle",
-    "limit", "driving",
+    "name", "type", "l_body", "r_body", "position0", "position1", "position", "strength_ratio", "init_distance",
+    "init_angle", "limit", "driving",
 )
-_JOINT_ONLY = {"init_angle": "revolute", "init_distance": "prismatic", "driving": "prismatic"}
+#: Keys that only some joint types take (each with those types).
+_JOINT_ONLY = {
+    "init_angle": ("revolute",), "init_distance": ("prismatic",), "driving": ("prismatic", "revolute"),
+    "limit": ("prismatic", "revolute"), "position0": ("prismatic", "revolute"), "position1": ("prismatic", "revolute"),
+    "position": ("fixed", "spherical"),
+}
 _LIMIT_KEYS = ("lower", "upper", "strength")
-_DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance")
+_DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity")
 
 
 def _object(value: Any, where: str, field_name: str) -> dict:
@@ -148,13 +154,18 @@ def _joint_from_dict(data: Any, index: int) -> Joint:
         raise SceneError(f"joint #{index}: must be an object {{...}}, got {_json_type(data)}")
     name = data.get("name")
     where = f"joint {name!r}" if isinstance(name, str) and name else f"joint #{index}"
-    _check_keys(data, where, "", _JOINT_KEYS, ("name", "type", "l_body", "r_body", "position0", "position1"))
+    _check_keys(data, where, "", _JOINT_KEYS, ("name", "type", "l_body", "r_body"))
     kind = data["type"]
+    known = isinstance(kind, str) and kind in JOINT_TYPES
     for key, only in _JOINT_ONLY.items():
-        misplaced = key in data and not (key == "driving" and data[key] is None)
-        if misplaced and isinstance(kind, str) and kind in ("prismatic", "revolute") and kind != only:
-            raise SceneError(f"{where}: {key}: is only valid on {only} joints, not on a {kind} joint")
-    kwargs: dict = {key: data[key] for key in ("name", "type", "l_body", "r_body", "position0", "position1")}
+        misplaced = key in data and not (key in ("driving", "limit") and data[key] is None)
+        if misplaced and known and kind not in only:
+            raise SceneError(f"{where}: {key}: is only valid on {' and '.join(only)} joints, not on a {kind} joint")
+    positions = ("position0", "position1") if kind in AXIS_JOINT_TYPES or not known else ("position",)
+    for key in positions:
+        if key not in data:
+            raise SceneError(f"{where}: {key}: missing required field")
+    kwargs: dict = {key: data[key] for key in ("name", "type", "l_body", "r_body") + positions}
     for key in ("strength_ratio", "init_distance", "init_angle"):
         kwargs.update(_optional(data, key))
     if data.get("limit") is not None:
@@ -367,13 +378,15 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             "type": joint.type,
             "l_body": joint.l_body,
             "r_body": joint.r_body,
-            "position0": _plain(joint.position0),
-            "position1": _plain(joint.position1),
-            "strength_ratio": joint.strength_ratio,
         }
+        if joint.type in AXIS_JOINT_TYPES:
+            entry["position0"], entry["position1"] = _plain(joint.position0), _plain(joint.position1)
+        else:
+            entry["position"] = _plain(joint.position)
+        entry["strength_ratio"] = joint.strength_ratio
         if joint.type == "prismatic":
             entry["init_distance"] = joint.init_distance
-        else:
+        elif joint.type == "revolute":
             entry["init_angle"] = joint.init_angle
         if joint.limit is not None:
             entry["limit"] = {
@@ -386,8 +399,10 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
                 "strength_ratio": _series_value(joint.driving.strength_ratio),
                 "is_constrained": _series_value(joint.driving.is_constrained, flag=True),
                 "is_passive": _series_value(joint.driving.is_passive, flag=True),
-                "aim_distance": _series_value(joint.driving.aim_distance),
             }
+            for key in ("aim_distance", "aim_angle", "aim_velocity"):
+                if getattr(joint.driving, key) is not None:
+                    entry["driving"][key] = _series_value(getattr(joint.driving, key))
         document["joints"].append(entry)
     return document
 

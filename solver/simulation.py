@@ -9,9 +9,10 @@ readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
    stay at q0;
 2. per-frame values of frame f are applied (drive and limit strengths, soft-transform strengths,
    the flags); targets and bounds at s / substeps of the way from frame f - 1 to f (a drive's
-   aim linearly, limit bounds linearly, a soft transform's aim as animated poses move:
-   :meth:`_Stepper.begin_step`); per-step values are taken from the committed state (passive
-   drive target, revolute limit's accumulated angle);
+   aim or aim velocity linearly, limit bounds linearly, a soft transform's aim as animated poses
+   move: :meth:`_Stepper.begin_step`); per-step values are taken from the committed state
+   (passive drive target, a velocity drive's target = committed coordinate + dt times the
+   velocity, the revolute limit's and drive's accumulated angle);
 3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
    uniform field, docs/constitutions/affine_body.md);
 4. Newton (:mod:`solver.newton`) from the last step's motion repeated (T^t (T^(t-1))^-1 T^t,
@@ -22,19 +23,20 @@ readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Optional
 
 import numpy as np
 import threadpoolctl
 
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
+from .compilation import compile_in_parallel, compile_tasks
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
 from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
-from .warmup import compile_in_parallel, compile_tasks
 
 
 class SolverError(RuntimeError):
@@ -46,7 +48,8 @@ class SimulationCancelled(SolverError):
 
 
 def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
-    """Simulate ``scene`` and return its :class:`Trajectory`.
+    """Simulate ``scene`` and return its :class:`Trajectory` (:meth:`Simulation.run` of a new
+    :class:`Simulation`).
 
     Args:
         scene: a :class:`Scene`; it is validated (and normalised) first.
@@ -64,68 +67,169 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
             memory: before any step; the GPU out of memory during a step: naming the frame and
             step); :class:`SimulationCancelled` when ``progress`` returned False.
     """
-    scene = validate_scene(scene)
-    settings = scene.settings
-    model = Model(scene)
-    try:
-        potential = IncrementalPotential(model.terms, model.slot, settings.device)
-    except DeviceUnavailable as error:
-        raise SolverError(str(error)) from error
-    # The first run on a machine compiles the kernels it needs: over several cores where possible.
-    compile_in_parallel(compile_tasks(model, potential, model.q0))
-    stepper = _Stepper(scene, model)
+    return Simulation(scene).run(progress)
 
-    frames, steps = settings.frame_count, settings.frame_count * settings.substeps
-    transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
-    distance = np.full((frames + 1, len(scene.joints)), np.nan)
-    angle = np.full((frames + 1, len(scene.joints)), np.nan)
-    iterations = np.zeros(steps, dtype=np.int64)
-    line_search = np.zeros(steps, dtype=np.int64)
-    converged = np.zeros(steps, dtype=bool)
-    fast_rotation = np.zeros(steps, dtype=bool)
-    residual = np.zeros(steps)
 
-    transforms[0] = transform_from_q(stepper.q)
-    distance[0], angle[0] = stepper.joints.distance, stepper.joints.angle
-    step = 0
-    # BLAS on one thread for the run: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of at
-    # most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and nothing
-    # else of the run calls a multi-threaded BLAS routine. Restored on the way out.
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-        for frame in range(1, frames + 1):
+class Simulation:
+    """A run that advances on request, one time step at a time, keeping every finished frame.
+
+    :func:`simulate` is ``Simulation(scene).run()``; a caller that shows frames as they are
+    computed (the add-on's playback preview) calls :meth:`advance` with a bound on the time steps
+    or the time per call, reads :attr:`frames_done` and :meth:`transforms`, and may later finish the same run
+    with :meth:`run`: the result is the one :func:`simulate` returns, since the same steps are
+    taken in the same order.
+
+    Attributes:
+        scene: the validated :class:`Scene`.
+        frames_done: frames finished (0 to ``frame_count``); frame 0 is the initial state.
+
+    Raises (constructor):
+        SceneError: the scene is invalid.
+        SolverError: the settings' device cannot be used.
+    """
+
+    def __init__(self, scene: Scene):
+        self.scene = scene = validate_scene(scene)
+        settings = scene.settings
+        model = Model(scene)
+        try:
+            self._potential = IncrementalPotential(model.terms, model.slot, settings.device)
+        except DeviceUnavailable as error:
+            raise SolverError(str(error)) from error
+        # The first run on a machine compiles the kernels it needs: over several cores where possible.
+        compile_in_parallel(compile_tasks(model, self._potential, model.q0))
+        self._stepper = stepper = _Stepper(scene, model)
+        frames, steps = settings.frame_count, settings.frame_count * settings.substeps
+        self._transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
+        self._distance = np.full((frames + 1, len(scene.joints)), np.nan)
+        self._angle = np.full((frames + 1, len(scene.joints)), np.nan)
+        self._rotation = np.full((frames + 1, len(scene.joints), 3), np.nan)
+        self._iterations = np.zeros(steps, dtype=np.int64)
+        self._line_search = np.zeros(steps, dtype=np.int64)
+        self._converged = np.zeros(steps, dtype=bool)
+        self._fast_rotation = np.zeros(steps, dtype=bool)
+        self._residual = np.zeros(steps)
+        self._transforms[0] = transform_from_q(stepper.q)
+        self._distance[0], self._angle[0] = stepper.joints.distance, stepper.joints.angle
+        self._rotation[0] = stepper.joints.rotation(model, stepper.q)
+        self.frames_done = 0
+        self._step = 0  # time steps done
+
+    @property
+    def frame_count(self) -> int:
+        """Frames of the run after the initial one."""
+        return self.scene.settings.frame_count
+
+    @property
+    def finished(self) -> bool:
+        """Whether every frame is done."""
+        return self.frames_done == self.frame_count
+
+    def transforms(self, frame: int) -> np.ndarray:
+        """(bodies, 4, 4) affine transforms of finished ``frame`` (0 to :attr:`frames_done`).
+
+        Raises:
+            IndexError: the frame is not finished."""
+        if not 0 <= frame <= self.frames_done:
+            raise IndexError(f"frame {frame} is not simulated yet (frames 0 to {self.frames_done} are)")
+        return self._transforms[frame]
+
+    def advance(self, until_frame: Optional[int] = None, max_steps: Optional[int] = None,
+                deadline: Optional[float] = None) -> int:
+        """Take time steps until frame ``until_frame`` (default the next one; at most
+        ``frame_count``) is finished, ``max_steps`` were taken, or ``time.perf_counter()`` has
+        passed ``deadline`` (s, checked after each step: at least one step is taken); return the
+        frames this call finished. Nothing is done when :attr:`finished`.
+
+        Raises:
+            SolverError: a non-finite state or a singular Newton system (naming the frame and
+                step); the run cannot go on after it.
+        """
+        target = min(self.frames_done + 1 if until_frame is None else until_frame, self.frame_count)
+        before = self.frames_done
+        # BLAS on one thread while stepping: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of
+        # at most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and
+        # nothing else of a step calls a multi-threaded BLAS routine. Restored on the way out.
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            taken = 0
+            while self.frames_done < target:
+                self._step_once()
+                taken += 1
+                if (max_steps is not None and taken >= max_steps
+                        or deadline is not None and time.perf_counter() >= deadline):
+                    break
+        return self.frames_done - before
+
+    def _step_once(self) -> None:
+        """One time step (the next of the current frame; finishing the frame after its last)."""
+        substeps = self.scene.settings.substeps
+        stepper, potential = self._stepper, self._potential
+        frame = self.frames_done + 1
+        substep = self._step - self.frames_done * substeps + 1
+        if substep == 1:
             stepper.begin_frame(frame)
             if stepper.constant_hessian_changes(frame):
                 potential.refresh_constant_hessian(stepper.q)
-            for substep in range(1, settings.substeps + 1):
-                try:
-                    result, fast_rotation[step] = stepper.step(potential, frame, substep)
-                except (NewtonFailure, DeviceUnavailable) as error:
-                    raise SolverError(f"frame {frame}, step {substep}: {error}") from error
-                iterations[step], line_search[step], converged[step], residual[step] = (
-                    result.iterations, result.line_search_iterations, result.converged, result.residual
-                )
-                step += 1
+        step = self._step
+        try:
+            result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
+        except (NewtonFailure, DeviceUnavailable) as error:
+            raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+        self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
+        self._converged[step], self._residual[step] = result.converged, result.residual
+        self._step += 1
+        if substep == substeps:
             if not np.all(np.isfinite(stepper.q)):
                 raise SolverError(f"frame {frame}: the state is not finite")
-            transforms[frame] = transform_from_q(stepper.q)
-            distance[frame], angle[frame] = stepper.joints.distance, stepper.joints.angle
-            if progress is not None and progress(frame, frames) is False:
-                raise SimulationCancelled(f"cancelled after frame {frame} of {frames}")
+            self._transforms[frame] = transform_from_q(stepper.q)
+            self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
+            self._rotation[frame] = stepper.joints.rotation(stepper.model, stepper.q)
+            self.frames_done = frame
 
-    return Trajectory(
-        transforms=transforms,
-        body_names=np.array([body.name for body in scene.bodies], dtype=str),
-        joint_names=np.array([joint.name for joint in scene.joints], dtype=str),
-        distance=distance,
-        angle=angle,
-        newton_iterations=iterations,
-        line_search_iterations=line_search,
-        converged=converged,
-        fast_rotation=fast_rotation,
-        residual=residual,
-        frame_rate=float(settings.frame_rate),
-        substeps=int(settings.substeps),
-    )
+    def run(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
+        """Simulate the frames not done yet and return the whole :class:`Trajectory`.
+
+        Args:
+            progress: called as ``progress(frame_done, frame_count)`` after each frame this call
+                simulates; returning ``False`` cancels the run.
+
+        Raises:
+            SolverError: as :meth:`advance`; :class:`SimulationCancelled` when ``progress``
+                returned False (the frames done so far are kept, and a later call goes on).
+        """
+        frames = self.frame_count
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            while not self.finished:
+                frame = self.frames_done
+                while self.frames_done == frame:
+                    self._step_once()
+                if progress is not None and progress(self.frames_done, frames) is False:
+                    raise SimulationCancelled(f"cancelled after frame {self.frames_done} of {frames}")
+        return self.trajectory()
+
+    def trajectory(self) -> Trajectory:
+        """The :class:`Trajectory` of the finished run.
+
+        Raises:
+            SolverError: the run is not finished."""
+        if not self.finished:
+            raise SolverError(f"the run has finished {self.frames_done} of its {self.frame_count} frames")
+        scene = self.scene
+        return Trajectory(
+            transforms=self._transforms,
+            body_names=np.array([body.name for body in scene.bodies], dtype=str),
+            joint_names=np.array([joint.name for joint in scene.joints], dtype=str),
+            distance=self._distance,
+            angle=self._angle,
+            rotation=self._rotation,
+            newton_iterations=self._iterations,
+            line_search_iterations=self._line_search,
+            converged=self._converged,
+            fast_rotation=self._fast_rotation,
+            residual=self._residual,
+            frame_rate=float(scene.settings.frame_rate),
+            substeps=int(scene.settings.substeps),
+        )
 
 
 class _Stepper:
@@ -156,9 +260,14 @@ class _Stepper:
         self.kinematic = row_selector(np.array(moving, dtype=np.int64)) if moving else None
         self.kinematic_poses = PoseInterpolation(model.animated_q[:, moving]) if moving else None
 
-        driving = [joints[k].driving for k in model.driving.joint_indices]
-        self.driving_series = {name: np.array([getattr(d, name) for d in driving], dtype=np.float64).reshape(len(driving), frames)
-                               for name in ("strength_ratio", "is_constrained", "is_passive", "aim_distance")}
+        # Per kind of drive: its term, its series, the offsets of its coordinate and the committed
+        # raw coordinates (JointState updates both arrays in place).
+        self.drives = tuple(
+            (term, _DriveSeries([joints[k].driving for k in term.joint_indices], aim_key, frames), init, raw)
+            for term, aim_key, init, raw in (
+                (model.driving, "aim_distance", self.joints.init_distance, self.joints.raw_distance),
+                (model.revolute_driving, "aim_angle", self.joints.init_angle, self.joints.raw_angle))
+        )
         self.limit_series = {}
         for key, extra in (("prismatic", model.prismatic_limit), ("revolute", model.revolute_limit)):
             limits = [joints[k].limit for k in extra.joint_indices]
@@ -170,7 +279,7 @@ class _Stepper:
         self.soft_aim_q = q_from_transform(np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
         # Whether any target or bound interpolated between frames (begin_step) changes from frame
         # f - 1 to frame f: only then is it set per step, else once per frame.
-        series = [self.driving_series["aim_distance"], self.soft_aim_q]
+        series = [self.soft_aim_q] + [values for _, drive, _, _ in self.drives for values in (drive.aim, drive.velocity)]
         series += [limits[name] for limits in self.limit_series.values() for name in ("lower", "upper")]
         self.targets_move = np.zeros(frames, dtype=bool)
         for values in series:  # (series, frames) or (series, frames, 12): one row per frame
@@ -183,9 +292,9 @@ class _Stepper:
         steps (strengths and flags) to the energy terms; the targets and bounds that move
         between frames are set per step (:meth:`begin_step`)."""
         model = self.model
-        driving = self.driving_series
-        model.driving.stiffness = (driving["strength_ratio"][:, frame] * driving["is_constrained"][:, frame] * model.driving.masses)
-        self.driving_passive = driving["is_passive"][:, frame] != 0.0
+        for term, drive, _, _ in self.drives:
+            term.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
+            drive.passive = drive.is_passive[:, frame] != 0.0
         model.prismatic_limit.strength = self.limit_series["prismatic"]["strength"][:, frame].copy()
         model.revolute_limit.strength = self.limit_series["revolute"]["strength"][:, frame].copy()
         model.soft.strength_ratio = self.soft_strength[:, frame].copy()
@@ -195,8 +304,8 @@ class _Stepper:
 
     def begin_step(self, frame: int, ratio: float) -> None:
         """Apply the targets and bounds at ``ratio`` in (0, 1] of the way from frame - 1 to
-        ``frame`` (exactly the frame's values at 1): a drive's aim_distance and a joint limit's
-        lower and upper bounds linearly, a soft transform's aim_transform as animated bodies'
+        ``frame`` (exactly the frame's values at 1): a drive's aim (aim_distance, aim_angle or
+        aim_velocity) and a joint limit's lower and upper bounds linearly, a soft transform's aim_transform as animated bodies'
         poses (:class:`PoseInterpolation`). As Blender interpolates an animated value between
         its frames: a target held at the frame's value for all the frame's steps would be
         reached in the first step and then held, so that a body following a moving target would
@@ -207,7 +316,8 @@ class _Stepper:
         def between(series: np.ndarray) -> np.ndarray:
             return (1.0 - ratio) * series[:, frame - 1] + ratio * series[:, frame]
 
-        self.driving_aim = between(self.driving_series["aim_distance"]) - self.joints.init_distance[model.driving.joint_indices]
+        for _, drive, _, _ in self.drives:
+            drive.step_aim, drive.step_velocity = between(drive.aim), between(drive.velocity)
         limits = self.limit_series["prismatic"]
         model.prismatic_limit.lower = between(limits["lower"])
         model.prismatic_limit.upper = between(limits["upper"])
@@ -265,15 +375,14 @@ class _Stepper:
             self.begin_step(frame, ratio)
         start = self.q[self.dynamic].copy()
         model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
-        if len(model.driving.joint_indices):
-            # Seed 000: passive drives hold the committed (step-start) raw distance.
-            committed = self.joints.raw_distance[model.driving.joint_indices]
-            model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
-        limit = model.revolute_limit
-        if len(limit.joint_indices):
-            limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
-            limit.sin_t = self.joints.sin[limit.joint_indices].copy()
-            limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+        for term, drive, init, raw in self.drives:
+            if len(term.joint_indices):
+                term.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
+        for term in (model.revolute_limit, model.revolute_driving):  # the step start of the unwrapped angle
+            if len(term.joint_indices):
+                term.angle_t = self.joints.raw_angle[term.joint_indices].copy()
+                term.sin_t = self.joints.sin[term.joint_indices].copy()
+                term.cos_t = self.joints.cos[term.joint_indices].copy()
 
         limited = self.start_newton(start)
         turning = float(np.max(np.abs(self.velocity[self.dynamic][:, 3:]), initial=0.0)) * dt  # about rad per step
@@ -281,6 +390,49 @@ class _Stepper:
                             turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
+
+
+class _DriveSeries:
+    """The per-frame values of one kind of drive (prismatic #21 or revolute #19), (drives,
+    frames) each, and the current step's aims.
+
+    Args:
+        drivings: the validated :class:`solver.scene.Driving` of each drive, in the order of its term.
+        aim_key: ``"aim_distance"`` or ``"aim_angle"``, the position aim of this kind.
+        frames: frame_count + 1.
+
+    Attributes:
+        strength_ratio, is_constrained, is_passive: (drives, frames).
+        aim: (drives, frames) the position aim in the reported frame (zeros in velocity mode), m or rad.
+        velocity: (drives, frames) aim_velocity (zeros in position mode), m/s or rad/s.
+        by_velocity: (drives,) bool, whether each drive is in velocity mode.
+        passive: (drives,) bool, is_passive of the current frame (:meth:`_Stepper.begin_frame`).
+        step_aim, step_velocity: (drives,) the aim and velocity of the current step (:meth:`_Stepper.begin_step`).
+    """
+
+    def __init__(self, drivings: list, aim_key: str, frames: int):
+        count, zeros = len(drivings), np.zeros(frames)
+
+        def series(values: list) -> np.ndarray:
+            return np.array(values, dtype=np.float64).reshape(count, frames)
+
+        self.strength_ratio = series([d.strength_ratio for d in drivings])
+        self.is_constrained = series([d.is_constrained for d in drivings])
+        self.is_passive = series([d.is_passive for d in drivings])
+        self.by_velocity = np.array([d.aim_velocity is not None for d in drivings], dtype=bool)
+        self.aim = series([zeros if d.aim_velocity is not None else getattr(d, aim_key) for d in drivings])
+        self.velocity = series([zeros if d.aim_velocity is None else d.aim_velocity for d in drivings])
+        self.passive = np.zeros(count, dtype=bool)
+        self.step_aim, self.step_velocity = np.zeros(count), np.zeros(count)
+
+    def target(self, committed: np.ndarray, init: np.ndarray, dt: float) -> np.ndarray:
+        """(drives,) raw targets of the step from the ``committed`` (step-start) raw coordinates
+        and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
+        coordinate (seed 000, docs/constitutions/19_driving_revolute_joint.md); a velocity drive
+        aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
+        the offset."""
+        moved = np.where(self.by_velocity, committed + dt * self.step_velocity, self.step_aim - init)
+        return np.where(self.passive, committed, moved)
 
 
 def _active_limits(model: Model, q: np.ndarray) -> np.ndarray:

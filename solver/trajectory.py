@@ -31,9 +31,9 @@ class Trajectory:
         body_names: (bodies,) str.
         joint_names: (joints,) str.
         distance: (frame_count + 1, joints) reported prismatic distance (raw + init_distance),
-            m; NaN for revolute joints.
+            m; NaN for the other joints.
         angle: (frame_count + 1, joints) reported revolute angle (raw accumulated, unwrapped
-            across turns, + init_angle), rad; NaN for prismatic joints.
+            across turns, + init_angle), rad; NaN for the other joints.
         newton_iterations: (frame_count * substeps,) Newton iterations of each time step.
         line_search_iterations: (frame_count * substeps,) total line-search halvings per step.
         converged: (frame_count * substeps,) bool, whether each step met the tolerances
@@ -51,6 +51,10 @@ class Trajectory:
             older file).
         frame_rate: frames per second, 1/s.
         substeps: time steps per frame.
+        rotation: (frame_count + 1, joints, 3) rotation vector (axis times angle, rad) of a fixed
+            or spherical joint's body j relative to its body i since frame 0, in body i's axes
+            as they were at frame 0; NaN for the other joints (all NaN when not given, and in
+            files written before this field existed).
     """
 
     transforms: np.ndarray
@@ -66,6 +70,11 @@ class Trajectory:
     frame_rate: float
     substeps: int
     scene_digest: str = ""
+    rotation: Optional[np.ndarray] = None
+
+    def __post_init__(self) -> None:
+        if self.rotation is None:  # no fixed or spherical joint readouts given
+            self.rotation = np.full(np.shape(self.angle) + (3,), np.nan)
 
     @property
     def frame_count(self) -> int:
@@ -108,7 +117,7 @@ class Trajectory:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))
         stored.setdefault("scene_digest", "")
-        values = {f.name: stored[f.name] for f in fields(cls)}
+        values = {f.name: stored[f.name] for f in fields(cls) if f.name in stored}  # rotation: see __post_init__
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])
         values["scene_digest"] = str(values["scene_digest"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import bpy
 import numpy as np
 import pytest
@@ -87,7 +89,19 @@ def _zero_joint_scale(axis: int):
 
 def _crossed_limit(base, slider, joint):
     joint.abd_joint.limit.lower, joint.abd_joint.limit.upper = 0.5, -0.5
-    return joint.name
+    return f"Joint '{joint.name}': Limits: Z Lower 0.5 m is above Upper -0.5 m; set Z Lower at or below Upper"
+
+
+def _crossed_revolute_limit(base, slider, joint):
+    joint.abd_joint.type = "REVOLUTE"
+    joint.abd_joint.limit.lower_angle, joint.abd_joint.limit.upper_angle = math.radians(30.0), math.radians(-30.0)
+    return f"Joint '{joint.name}': Limits: Z Lower 30° is above Upper -30°"
+
+
+def _crossed_limit_at_a_frame(base, slider, joint):
+    limit = joint.abd_joint.limit
+    key_property(limit, "upper", [(1, 0.3), (8, -1.0)])
+    return "Limits: Z Lower -0.8 m is above Upper -0.8143 m at frame 7"
 
 
 def _not_a_body(base, slider, joint):
@@ -274,6 +288,8 @@ BREAKERS = {
     "joint with zero Y scale": _zero_joint_scale(1),
     "joint with zero Z scale": _zero_joint_scale(2),
     "limit lower above upper": _crossed_limit,
+    "revolute limit lower above upper": _crossed_revolute_limit,
+    "limit upper keyed below lower": _crossed_limit_at_a_frame,
     "absurd animated value": _absurd_animated_value,
     "joint to an object that is no body": _not_a_body,
     "also an active Blender rigid body": _active_blender_rigid_body,

@@ -380,3 +380,26 @@ def test_a_baked_object_in_nla_tweak_mode_is_refused_and_nothing_changes(addon):
     joint.animation_data.use_tweak_mode = False
     assert bpy.ops.abd.bake_free() == {"FINISHED"}
     assert not slider.abd_bake.is_baked and not joint.abd_bake.is_baked
+
+
+def test_a_curve_whose_handles_a_script_left_stale_comes_back_exactly(addon):
+    """Keys written in bulk by a script without ``fcurve.update()``: out of frame order, Bezier,
+    their handles never computed. The bake's copy plays what the curve plays, and Free Bake gives
+    the curve back as it was, handles, key order and channel order included (it recomputed the
+    handles of the copy and then took the copy for an edit: the value at frame 4 moved)."""
+    base, slider, joint = slider_rig(frame_end=8)
+    joint["gain"] = 1.0
+    joint.keyframe_insert('["gain"]', frame=1)
+    gain = next(fc for fc in fcurves(joint) if fc.data_path == '["gain"]')
+    gain.keyframe_points.add(2)
+    gain.keyframe_points.foreach_set("co", [1.0, 1.0, 8.0, 2.0, 4.0, 0.5])
+    curves = _user_curves(joint)
+    played = [gain.evaluate(frame) for frame in range(1, 9)]
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    baked = next(fc for fc in fcurves(joint) if fc.data_path == '["gain"]')
+    assert _user_curves(joint) == curves
+    assert [baked.evaluate(frame) for frame in range(1, 9)] == played
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert _user_curves(joint) == curves
+    restored = next(fc for fc in fcurves(joint) if fc.data_path == '["gain"]')
+    assert [restored.evaluate(frame) for frame in range(1, 9)] == played

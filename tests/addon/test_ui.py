@@ -61,6 +61,8 @@ class RecordingLayout:
         else:
             assert name in data.bl_rna.properties, f"{type(data).__name__} has no property {name!r}"
         self.calls.append(("prop", name))
+        if "text" in kwargs:
+            self.calls.append(("text", name, kwargs["text"]))
         if self._greyed():
             self.calls.append(("inactive", name))
 
@@ -69,6 +71,11 @@ class RecordingLayout:
         assert hasattr(getattr(bpy.ops, module), name) and getattr(getattr(bpy.ops, module), name).idname(), idname
         self.calls.append(("operator", idname))
         return OperatorProperties(idname, self.calls)
+
+    def operator_menu_enum(self, idname, property, **kwargs):
+        module, name = idname.split(".")
+        assert property in getattr(getattr(bpy.ops, module), name).get_rna_type().properties, (idname, property)
+        self.calls.append(("operator_menu_enum", idname, property, kwargs.get("text")))
 
     def label(self, **kwargs):
         self.calls.append(("label", kwargs.get("text")))
@@ -101,8 +108,9 @@ def test_every_panel_draws(addon, rig):
             if calls:
                 drawn.setdefault(panel_class.__name__, []).extend(calls)
     assert {"PHYSICS_PT_abd_body", "PHYSICS_PT_abd_joint", "PHYSICS_PT_abd_joint_limits", "PHYSICS_PT_abd_world",
-            "PHYSICS_PT_abd_bake", "VIEW3D_PT_abd", "VIEW3D_PT_abd_bake"} <= set(drawn)
-    assert ("PHYSICS_PT_abd_joint_drive" in drawn) == (joint.abd_joint.type == "PRISMATIC")
+            "PHYSICS_PT_abd_bake", "VIEW3D_PT_abd", "VIEW3D_PT_abd_world", "VIEW3D_PT_abd_world_solver",
+            "VIEW3D_PT_abd_bake"} <= set(drawn)
+    assert "PHYSICS_PT_abd_joint_drive" in drawn  # prismatic and revolute joints have drives
     assert ("operator", "abd.bake") in drawn["PHYSICS_PT_abd_bake"]
     readout = "abd_distance" if joint.abd_joint.type == "PRISMATIC" else "abd_angle"
     assert ("prop", f'["{readout}"]') in drawn["PHYSICS_PT_abd_joint"]
@@ -220,3 +228,69 @@ def test_affine_body_buttons_act_on_the_panels_object_not_the_selection(addon):
     with pytest.raises(RuntimeError, match="Select one or more mesh objects"):
         press(calls, "abd.body_add")
     assert base.abd_body.enabled
+
+
+def test_the_sidebar_reaches_every_world_and_bake_setting(addon):
+    """The Physics tab shows nothing without an active object: the ABD sidebar tab draws every
+    ABD World setting (the Solver's too) and every bake button."""
+    slider_rig(frame_end=8)
+    bpy.context.view_layer.objects.active = None
+    world = bpy.context.scene.abd_world
+    world.use_scene_frame_range, world.use_scene_gravity = False, False
+    sidebar = [call for panel in (addon.ui.VIEW3D_PT_abd, addon.ui.VIEW3D_PT_abd_world,
+                                  addon.ui.VIEW3D_PT_abd_world_solver, addon.ui.VIEW3D_PT_abd_bake)
+               for call in draw_panel(panel, bpy.context)]
+    settings = {prop.identifier for prop in world.bl_rna.properties if prop.identifier not in ("rna_type", "name")}
+    assert settings <= {call[1] for call in sidebar if call[0] == "prop"}
+    buttons = {call[1] for call in sidebar if call[0] == "operator"}
+    assert {"abd.bake", "abd.bake_free", "abd.export_scene", "abd.apply_trajectory"} <= buttons
+    assert all(getattr(addon.ui, name).bl_category == "ABD" for name in
+               ("VIEW3D_PT_abd", "VIEW3D_PT_abd_world", "VIEW3D_PT_abd_world_solver", "VIEW3D_PT_abd_bake"))
+
+
+def test_both_connect_buttons_offer_every_joint_type(addon):
+    """The Physics tab's and the sidebar's Connect are the same menu of joint types."""
+    base, slider, joint = slider_rig(frame_end=8)
+    select_only(slider)
+    menu = ("operator_menu_enum", "abd.connect", "type", "Connect")
+    assert menu in draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert menu in draw_panel(addon.ui.VIEW3D_PT_abd, bpy.context)
+
+
+@pytest.mark.parametrize("operator, setup, reason", [
+    ("connect", lambda base, slider: select_only(slider), "Select two or more affine bodies"),
+    ("bake", lambda base, slider: [select_only(ob) or bpy.ops.abd.body_remove() for ob in (base, slider)],
+     "No affine bodies in this view layer"),
+    ("export_scene", lambda base, slider: [setattr(ob.abd_body, "enabled", False) for ob in (base, slider)],
+     "No affine bodies in this view layer"),
+    ("body_remove", lambda base, slider: select_only(active=None), "Select one or more affine bodies"),
+    ("body_add", lambda base, slider: select_only(active=None), "Select one or more mesh objects"),
+])
+def test_greyed_out_buttons_say_why(addon, operator, setup, reason):
+    base, slider, joint = slider_rig(frame_end=8)
+    setup(base, slider)
+    function = getattr(bpy.ops.abd, operator)
+    assert not function.poll()
+    with pytest.raises(RuntimeError, match=reason):
+        function()
+
+
+def test_add_affine_body_names_the_objects_that_are_not_meshes(addon):
+    clear_objects()
+    cube = add_box("Cube")
+    bpy.ops.object.empty_add()
+    empty = bpy.context.active_object
+    empty.name = "Handle"
+    select_only(empty)
+    with pytest.raises(RuntimeError, match=r"'Handle' is not a mesh \(Empty\): only meshes can be affine bodies"):
+        bpy.ops.abd.body_add()
+    select_only(cube, empty)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    assert cube.abd_body.enabled and not empty.abd_body.enabled
+
+
+def test_connect_settings_have_tooltips(addon):
+    properties = bpy.ops.abd.connect.get_rna_type().properties
+    for name in ("type", "pivot_type", "axis", "connection_pattern"):
+        assert properties[name].description, name
+        assert all(item.description for item in properties[name].enum_items), name

@@ -17,6 +17,8 @@ import pytest
 from solver.affine_body import central_inertia_floor, mass_matrix, point_jacobian
 from solver.constitutions import (
     DrivingPrismaticJoint,
+    DrivingRevoluteJoint,
+    FixedJoint,
     Kinetic,
     OrthoPotential,
     PrismaticJoint,
@@ -24,6 +26,7 @@ from solver.constitutions import (
     RevoluteJoint,
     RevoluteJointLimit,
     SoftTransformConstraint,
+    SphericalJoint,
 )
 from solver.constitutions import joint_limit_penalty, ortho_potential, prismatic_joint_limit
 from solver.constitutions.prismatic_group import PrismaticJointGroup
@@ -280,6 +283,28 @@ def make_revolute_limit(rng, q):
     limit.lower, limit.upper = limit_bounds(limit.angle(q))
     limit.strength = rng.uniform(10.0, 100.0, n)
     return limit
+
+
+def make_driving_revolute(rng, q):
+    n = PAIRS.shape[0]
+    driving = DrivingRevoluteJoint(PAIRS, random_unit(rng, (n, 2, 3)), random_unit(rng, (n, 2, 3)))
+    # Step-start state as for the limit: q perturbed, θᵗ its angle plus whole turns.
+    q_start = q + 0.05 * rng.standard_normal(q.shape)
+    driving.sin_t, driving.cos_t = driving.sin_cos(q_start)
+    driving.angle_t = np.arctan2(driving.sin_t, driving.cos_t) + 2.0 * np.pi * rng.integers(-2, 3, n)
+    driving.target = driving.angle_t + rng.uniform(-1.0, 1.0, n)
+    driving.stiffness = rng.uniform(1e2, 1e3, n)
+    driving.stiffness[-1] = 0.0  # one disabled element
+    return driving
+
+
+def make_anchored(constitution, rng):
+    """A fixed or spherical joint with random body-local anchors and frames."""
+    n = PAIRS.shape[0]
+    joint = constitution(PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)),
+                         random_unit(rng, (n, 3, 3)), random_unit(rng, (n, 3, 3)))
+    joint.stiffness = rng.uniform(1e2, 1e3, n)
+    return joint
 
 
 def make_soft_transform(rng, q):
@@ -571,6 +596,33 @@ def test_revolute_joint_limit(seed):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_driving_revolute_joint(seed):
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    driving = make_driving_revolute(rng, q)
+    check_derivatives(driving, q)
+    check_projection(driving, q, whole_projection=False)  # the geometric term K r ∇²x alone
+    check_dominates(driving, q)
+    gradient, hessian = driving.gradient_hessian(q)
+    assert not gradient[-1].any() and not hessian[-1].any()  # stiffness 0: disabled
+
+
+@pytest.mark.parametrize("constitution", [FixedJoint, SphericalJoint])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fixed_and_spherical_joints(constitution, seed):
+    rng = np.random.default_rng(seed)
+    joint = make_anchored(constitution, rng)
+    q = random_state(rng)
+    check_derivatives(joint, q)
+    check_projection(joint, q, always_exact=True)
+    gradient = joint.gradient_hessian(q)[0]
+    assert np.allclose(joint.gradient(q), gradient, rtol=0.0, atol=1e-12 * np.abs(gradient).max())
+    F = np.einsum("eab,eb->ea", joint._jacobian, q[PAIRS].reshape(len(PAIRS), 24))
+    assert F.shape[1] == {FixedJoint: 12, SphericalJoint: 3}[constitution]
+    assert joint.energy(q) == pytest.approx(0.5 * np.sum(joint.stiffness[:, None] * F**2), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_soft_transform_constraint(seed):
     rng = np.random.default_rng(seed)
     q = random_state(rng)
@@ -738,6 +790,64 @@ def test_revolute_limit_multi_turn():
     q = identity_q(2)
     q[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.4).reshape(9)  # crosses the ±π branch of atan2
     assert limit.angle(q)[0] == pytest.approx(3.4 + 2.0 * np.pi)
+
+
+def test_driving_revolute_multi_turn_and_rest():
+    """E = K/2 (x − θ̃)² with x the angle unwrapped nearest θᵗ: zero where the joint sits at a target
+    five turns away and θᵗ counts those turns, K/2 (2π)² a turn off, and the fixed/spherical
+    joints are zero at their rest pose whatever the turn about the anchor (spherical)."""
+    basis = np.array([[[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]])
+    driving = DrivingRevoluteJoint([[0, 1]], basis, basis)
+    driving.stiffness = np.array([300.0])
+    q_start = identity_q(2)
+    q_start[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.0).reshape(9)
+    driving.sin_t, driving.cos_t = driving.sin_cos(q_start)
+    driving.angle_t = np.array([3.0 + 10.0 * np.pi])
+    q = identity_q(2)
+    q[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.4).reshape(9)  # crosses the ±π branch of atan2
+    driving.target = np.array([3.4 + 10.0 * np.pi])
+    assert driving.energy(q) == pytest.approx(0.0, abs=1e-20)
+    assert np.abs(driving.gradient_hessian(q)[0]).max() <= 1e-9
+    driving.target = np.array([3.4 + 8.0 * np.pi])
+    assert driving.energy(q) == pytest.approx(0.5 * 300.0 * (2.0 * np.pi) ** 2)
+    rng = np.random.default_rng(17)
+    q0 = random_state(rng, n_bodies=2, deformation=0.0)
+    pairs = np.array([[0, 1]])
+    points_i, points_j, _, _, frame_i, frame_j = rest_joint_data(q0, rng, pairs)
+    world_i = np.linalg.inv(q0[0, 3:12].reshape(3, 3)).T[None]  # rows R_i⁻¹ e_a
+    world_j = np.linalg.inv(q0[1, 3:12].reshape(3, 3)).T[None]
+    anchor_i, anchor_j = points_i[:, 0], points_j[:, 0]
+    fixed = FixedJoint(pairs, anchor_i, anchor_j, world_i, world_j)
+    spherical = SphericalJoint(pairs, anchor_i, anchor_j, world_i, world_j)
+    for joint in (fixed, spherical):
+        joint.stiffness = np.array([1e4])
+        assert joint.energy(q0) == pytest.approx(0.0, abs=1e-18)
+        assert np.abs(joint.gradient(q0)).max() <= 1e-9
+    anchor = q0[0, 0:3] + q0[0, 3:12].reshape(3, 3) @ anchor_i[0]  # world anchor
+    turn = rotation([0.3, -1.0, 0.5], 0.8)
+    q = q0.copy()
+    q[1, 3:12] = (turn @ q0[1, 3:12].reshape(3, 3)).reshape(9)
+    q[1, 0:3] = anchor + turn @ (q0[1, 0:3] - anchor)  # body j turned about the anchor
+    assert spherical.energy(q) == pytest.approx(0.0, abs=1e-16)
+    assert fixed.energy(q) > 1.0
+
+
+def test_rotation_vector_is_body_j_relative_to_body_i():
+    """The readout of a fixed or spherical joint: body j turned by φ about the world axis u from a
+    frame-0 pose reads φ u, and still does after both bodies turn by a common rotation."""
+    rng = np.random.default_rng(19)
+    q0 = random_state(rng, n_bodies=2, deformation=0.0)
+    frames = [np.linalg.inv(q0[b, 3:12].reshape(3, 3)).T[None] for b in (0, 1)]
+    joint = SphericalJoint([[0, 1]], np.zeros((1, 3)), np.zeros((1, 3)), *frames)
+    assert np.allclose(joint.rotation_vector(q0), 0.0, atol=1e-12)
+    u = np.array([0.2, 0.9, -0.4]) / np.linalg.norm([0.2, 0.9, -0.4])
+    for phi in (0.3, -1.2, 2.9):
+        q = q0.copy()
+        q[1, 3:12] = (rotation(u, phi) @ q0[1, 3:12].reshape(3, 3)).reshape(9)
+        assert np.allclose(joint.rotation_vector(q)[0], phi * u, atol=1e-10)
+        common = rotation([1.0, -0.5, 0.2], 0.7)  # both bodies turned further: the readout is in body i's axes
+        q[:, 3:12] = np.einsum("ab,nbc->nac", common, q[:, 3:12].reshape(2, 3, 3)).reshape(2, 9)
+        assert np.allclose(joint.rotation_vector(q)[0], phi * u, atol=1e-10)
 
 
 def test_prismatic_distance_is_translation_along_axis():

@@ -42,6 +42,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_solver_alone_with_its_version_and_dependencies(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "solver/__main__.py" in names and "solver/constitutions/revolute_joint.py" in names
+    assert "solver/urdf/importer.py" in names and "solver/urdf/command.py" in names
     assert not [name for name in names if name.split("/")[0] in ("abd_addon", "tests", "benchmarks", "examples", "tools")]
     (metadata_name,) = [name for name in names if name.endswith(".dist-info/METADATA")]
     metadata = email.message_from_bytes(zipfile.ZipFile(wheel).read(metadata_name))

@@ -68,6 +68,19 @@ def _set(obj: dict, key, value):
     obj[key] = value
 
 
+def _anchored(doc, kind: str) -> dict:
+    """The pendulum's hinge made a ``kind`` (fixed or spherical) joint at its anchor, without a limit."""
+    hinge = joint(doc, "hinge")
+    hinge.update(type=kind, position=hinge.pop("position0"))
+    for key in ("position1", "init_angle", "limit"):
+        hinge.pop(key, None)
+    return hinge
+
+
+def _spherical_with_limit(doc):
+    _anchored(doc, "spherical")["limit"] = {"lower": -1.0, "upper": 1.0}
+
+
 def _flat_slider(doc):
     for vertex in body(doc, "slider")["mesh"]["vertices"]:
         vertex[2] = 0.0
@@ -226,11 +239,21 @@ CASES = [
     ("duplicate-body-name", edit(prismatic, _duplicate_body), ["slider", "name", "duplicate"]),
     ("duplicate-joint-name", edit(prismatic, _duplicate_joint), ["rail", "name", "duplicate"]),
     ("joint-to-itself", edit(prismatic, lambda d: _set(joint(d, "rail"), "r_body", "base")), ["rail", "r_body", "base"]),
-    ("driving-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "driving", {"aim_distance": 0.1})),
-     ["hinge", "driving", "prismatic"]),
+    ("aim-distance-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "driving", {"aim_distance": 0.1})),
+     ["hinge", "driving.aim_distance", "prismatic", "aim_angle"]),
+    ("aim-angle-on-prismatic", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_angle", 0.1)),
+     ["rail", "driving.aim_angle", "revolute"]),
+    ("both-aims", edit(pendulum, lambda d: _set(joint(d, "hinge"), "driving", {"aim_angle": 0.1, "aim_velocity": 2.0})),
+     ["hinge", "driving.aim_velocity", "not both"]),
+    ("limit-on-spherical", edit(pendulum, _spherical_with_limit), ["hinge", "limit", "not on a spherical joint"]),
+    ("axis-on-fixed", edit(pendulum, lambda d: _set(_anchored(d, "fixed"), "position0", [0, 0, 0])),
+     ["hinge", "position0", "not on a fixed joint"]),
+    ("fixed-without-position", edit(pendulum, lambda d: joint(d, "hinge").update(type="fixed", position0=None) or
+                                    [joint(d, "hinge").pop(key) for key in ("position0", "position1", "init_angle", "limit")]),
+     ["hinge", "position", "missing"]),
     ("init-angle-on-prismatic", edit(prismatic, lambda d: _set(joint(d, "rail"), "init_angle", 0.2)), ["rail", "init_angle"]),
     ("init-distance-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "init_distance", 0.2)), ["hinge", "init_distance"]),
-    ("unknown-joint-type", edit(prismatic, lambda d: _set(joint(d, "rail"), "type", "spherical")), ["rail", "type", "spherical"]),
+    ("unknown-joint-type", edit(prismatic, lambda d: _set(joint(d, "rail"), "type", "ball")), ["rail", "type", "ball"]),
     ("typo-in-driving", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "strenght_ratio", 5.0)),
      ["rail", "driving.strenght_ratio", "unknown", "strength_ratio"]),
     ("typo-in-body", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_denisty", 5.0)), ["slider", "mass_denisty", "unknown"]),
@@ -414,7 +437,37 @@ def test_every_feature_example_loads_and_normalises(tmp_path):
     assert np.all(rail.driving.aim_distance == 0.3)
 
 
+def every_joint_type() -> dict:
+    """Four bodies linked by a driven revolute joint (position aim, per frame), a prismatic joint
+    with a velocity drive, a fixed and a spherical joint (frame_count 2)."""
+    bodies = [scenes.box_body("base", 0.5, motion="fixed"), scenes.box_body("arm", 0.3, (1.0, 0.0, 0.0)),
+              scenes.box_body("slider", 0.2, (2.0, 0.0, 0.0)), scenes.box_body("ball", 0.2, (1.0, 0.0, -1.0))]
+    joints = [
+        {"name": "motor", "type": "revolute", "l_body": "base", "r_body": "arm", "position0": [0.5, 0, 0],
+         "position1": [0.5, 1, 0], "driving": {"aim_angle": [0.0, 10 * np.pi, 10 * np.pi], "is_passive": [0, 0, 1]}},
+        {"name": "rail", "type": "prismatic", "l_body": "arm", "r_body": "slider", "position0": [2, 0, 0],
+         "position1": [3, 0, 0], "driving": {"aim_velocity": 0.5, "strength_ratio": 20.0}},
+        {"name": "weld", "type": "fixed", "l_body": "slider", "r_body": "base", "position": [1.5, 0, 0]},
+        {"name": "socket", "type": "spherical", "l_body": "arm", "r_body": "ball", "position": [1, 0, -0.5],
+         "strength_ratio": 50.0},
+    ]
+    return scenes.scene(bodies, joints, frame_count=2)
+
+
+def test_every_joint_type_loads_with_its_own_keys(tmp_path):
+    motor, rail, weld, socket = load_scene(_write(tmp_path, every_joint_type())).joints
+    assert motor.driving.aim_distance is None and motor.driving.aim_velocity is None
+    np.testing.assert_array_equal(motor.driving.aim_angle, [0.0, 10 * np.pi, 10 * np.pi])
+    assert rail.driving.aim_distance is None and rail.driving.aim_angle is None
+    np.testing.assert_array_equal(rail.driving.aim_velocity, [0.5, 0.5, 0.5])
+    for anchored in (weld, socket):
+        assert anchored.position0 is None and anchored.position1 is None and anchored.position.shape == (3,)
+        assert anchored.limit is None and anchored.driving is None
+    assert socket.strength_ratio == 50.0 and weld.type == "fixed"
+
+
 @pytest.mark.parametrize("document", [
+    pytest.param(every_joint_type(), id="every-joint-type"),
     pytest.param(scenes.every_feature_example(), id="every-feature-example"),
     pytest.param(prismatic(), id="prismatic"),
     pytest.param(pendulum(arm_pose_angle=0.4, init_angle=0.1), id="pendulum"),

@@ -22,7 +22,8 @@ import pytest
 from solver import Driving, Settings, simulate
 from solver.scene import SceneError, validate_scene
 from solver.scene_io import load_scene
-from solver.urdf import DEFAULT_LIMIT_STRENGTH, UrdfError, UrdfWarning, import_urdf, main, scene_from_urdf
+from solver.__main__ import main as solver_main
+from solver.urdf import DEFAULT_LIMIT_STRENGTH, UrdfError, UrdfWarning, import_urdf, scene_from_urdf
 
 DATA = Path(pybullet_data.getDataPath())
 CARTPOLE = DATA / "cartpole.urdf"
@@ -936,8 +937,8 @@ def test_unreadable_files_and_bad_arguments(tmp_path):
 
 def test_command_line_writes_a_loadable_scene(tmp_path, capsys):
     out = tmp_path / "cartpole.json"
-    status = main([str(CARTPOLE), "--out", str(out), "--q", "cart_to_pole=0.25", "--qd", "slider_to_cart=0.5",
-                   "--frame-count", "12"])
+    status = solver_main(["import-urdf", str(CARTPOLE), "--out", str(out), "--q", "cart_to_pole=0.25",
+                          "--qd", "slider_to_cart=0.5", "--frame-count", "12"])
     assert status == 0, capsys.readouterr().err
     scene = load_scene(out)
     assert [b.name for b in scene.bodies] == ["slideBar", "cart", "pole"]
@@ -947,17 +948,16 @@ def test_command_line_writes_a_loadable_scene(tmp_path, capsys):
     np.testing.assert_allclose(scene.bodies[1].linear_velocity, [0.5, 0.0, 0.0])
     assert "wrote" in capsys.readouterr().err
 
-    assert main([str(CARTPOLE), "--out", str(out), "--q", "cart_to_pole"]) == 2
+    assert solver_main(["import-urdf", str(CARTPOLE), "--out", str(out), "--q", "cart_to_pole"]) == 2
     assert "expected JOINT=VALUE" in capsys.readouterr().err
-    assert main([str(tmp_path / "none.urdf"), "--out", str(out)]) == 2
+    assert solver_main(["import-urdf", str(tmp_path / "none.urdf"), "--out", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
-    assert main([str(KUKA), "--out", str(tmp_path / "kuka.json"), "--quiet"]) == 0
+    assert solver_main(["import-urdf", str(KUKA), "--out", str(tmp_path / "kuka.json"), "--quiet"]) == 0
     assert capsys.readouterr().err.count("warning: model.urdf: link") == 8
 
 
 def test_python_m_solver_import_urdf(tmp_path, capsys):
     """The subcommand registered in ``python -m solver``."""
-    from solver.__main__ import main as solver_main
 
     out = tmp_path / "pendulum5.json"
     assert solver_main(["import-urdf", str(PENDULUM5), "--out", str(out), "--fixed-base", "--q", "joint0=-0.5",
@@ -969,8 +969,6 @@ def test_python_m_solver_import_urdf(tmp_path, capsys):
 
 def test_import_urdf_refuses_to_write_over_the_urdf(tmp_path, capsys):
     """--out naming the URDF file itself is refused before anything is written."""
-    from solver.__main__ import main as solver_main
-
     urdf = tmp_path / "pendulum5.urdf"
     urdf.write_bytes(PENDULUM5.read_bytes())
     before = urdf.read_bytes()

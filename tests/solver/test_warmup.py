@@ -19,7 +19,9 @@ def test_warm_up_scene_uses_every_term_and_converges():
     group = model.prismatic_group
     for name, term in (("kinetic", model.kinetic), ("ortho", model.ortho), ("soft", model.soft),
                        ("revolute", model.revolute.base), ("prismatic", group), ("driving", group.driving),
-                       ("prismatic limit", group.limit), ("revolute limit", model.revolute_limit)):
+                       ("prismatic limit", group.limit), ("revolute limit", model.revolute_limit),
+                       ("revolute driving", model.revolute_driving), ("fixed", model.fixed.base),
+                       ("spherical", model.spherical.base)):
         assert len(term.bodies) > 0, name
     motions = {body.motion for body in scene.bodies}
     assert motions == {"fixed", "animated", "dynamic"}
@@ -36,7 +38,7 @@ def test_warm_up_scene_uses_every_term_and_converges():
 #: parallel, simulate, and report what was compiled where (JSON on stdout).
 _FIRST_COMPILATION = """
 import json, sys
-from solver import warmup
+from solver import compilation, warmup
 from solver.constitutions import driving_prismatic_joint, ortho_potential, prismatic_joint, prismatic_joint_limit
 from solver.model import Model
 from solver.newton import IncrementalPotential
@@ -46,9 +48,9 @@ from solver.simulation import simulate
 scene = validate_scene(warmup.warm_up_scene())
 model = Model(scene)
 potential = IncrementalPotential(model.terms, model.slot)
-tasks = warmup.compile_tasks(model, potential, model.q0)
-processes = warmup.parallel_processes()
-children = warmup.compile_in_parallel(tasks)
+tasks = compilation.compile_tasks(model, potential, model.q0)
+processes = compilation.parallel_processes()
+children = compilation.compile_in_parallel(tasks)
 trajectory = simulate(scene)
 exact_paths = (prismatic_joint.cross_terms_gradient_hessian_F, driving_prismatic_joint.driving_gradient_hessian_F,
                prismatic_joint_limit.limit_hessian_F, ortho_potential.ortho_gradient_hessian_F)
@@ -98,22 +100,22 @@ def test_parallel_compilation_never_forks_from_a_thread_or_when_turned_off(monke
     """Blender's interface bakes in a worker thread: forking a multi-threaded process is unsafe."""
     import threading
 
-    from solver import warmup
+    from solver import compilation
 
     seen = []
-    worker = threading.Thread(target=lambda: seen.append(warmup.parallel_processes()))
+    worker = threading.Thread(target=lambda: seen.append(compilation.parallel_processes()))
     worker.start()
     worker.join()
     assert seen == [1]
-    monkeypatch.setenv(warmup.PARALLEL_ENVIRONMENT, "0")
-    assert warmup.parallel_processes() == 1
+    monkeypatch.setenv(compilation.PARALLEL_ENVIRONMENT, "0")
+    assert compilation.parallel_processes() == 1
 
 
 def test_parallel_compilation_falls_back_to_this_process_when_fork_fails(monkeypatch):
     """A fork refused by the system (process limits, memory) compiles the child's share here."""
     import os
 
-    from solver import warmup
+    from solver import compilation
 
     ran = []
 
@@ -126,23 +128,23 @@ def test_parallel_compilation_falls_back_to_this_process_when_fork_fails(monkeyp
     def refuse():
         raise OSError("fork refused")
 
-    tasks = [warmup.CompileTask(Kernel(name), lambda name=name: ran.append(name)) for name in ("a", "b", "c")]
-    monkeypatch.setattr(warmup, "parallel_processes", lambda: 2)
+    tasks = [compilation.CompileTask(Kernel(name), lambda name=name: ran.append(name)) for name in ("a", "b", "c")]
+    monkeypatch.setattr(compilation, "parallel_processes", lambda: 2)
     monkeypatch.setattr(os, "fork", refuse)
-    assert warmup.compile_in_parallel(tasks) == 0
+    assert compilation.compile_in_parallel(tasks) == 0
     assert sorted(ran) == ["a", "b", "c"]
 
 
 def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
     """The weights of the parallel split name kernels of :func:`compile_tasks` (the warm-up scene
     uses every term): none is left over from a kernel that was removed or renamed."""
-    from solver import warmup
+    from solver import compilation
     from solver.newton import IncrementalPotential
 
     model = Model(validate_scene(warm_up_scene()))
-    tasks = warmup.compile_tasks(model, IncrementalPotential(model.terms, model.slot), model.q0)
+    tasks = compilation.compile_tasks(model, IncrementalPotential(model.terms, model.slot), model.q0)
     names = {f"{task.kernel.py_func.__module__.rsplit('.', 1)[-1]}.{task.kernel.py_func.__name__}" for task in tasks}
-    assert set(warmup.COMPILE_WEIGHTS) <= names, set(warmup.COMPILE_WEIGHTS) - names
+    assert set(compilation.COMPILE_WEIGHTS) <= names, set(compilation.COMPILE_WEIGHTS) - names
 
 
 _CACHE_DIR = "import numba.core.config, solver; print(numba.core.config.CACHE_DIR)"

@@ -1,96 +1,7 @@
-"""URDF importer: a robot description file (links, inertias, meshes, joints) to a :class:`Scene`.
-
-The file is parsed by `yourdfpy <https://github.com/clemense/yourdfpy>`_ (on lxml) and its meshes
-are read and repaired by `trimesh <https://trimesh.org>`_; this module only maps the parsed model
-onto the solver's scene. Units are SI throughout (m, kg, s, rad), as in URDF.
-
-Mapping
--------
-Bodies
-    Links joined by ``fixed`` joints are merged into one body (a *group*), named after the
-    group's top link (the one nearest the root) and using that link's frame as its body-local
-    frame. ``Body.transform`` is the top link's world pose at the initial configuration (forward
-    kinematics from the root link, which sits at the world origin, with ``joint_positions``).
-Mass
-    The URDF ``<inertial>`` of every link in a group is combined (masses added, centres of mass
-    averaged, inertias moved to the common centre by the parallel-axis theorem, each
-    ``<inertial><origin rpy>`` rotated into the body frame) and given as the explicit
-    :class:`~solver.scene.MassOverride`. An inertia tensor that is not positive definite or
-    breaks the triangle inequality (I1 + I2 > I3), or a missing one, is replaced, with a warning,
-    by the inertia of the link's own shape (its collision, else visual, elements; the body's
-    where the link has none) at uniform density scaled to the link's URDF mass.
-Fixed base
-    The root body is fixed (``motion="fixed"``) when ``fixed_base`` is set or when the root link
-    itself has no mass (PyBullet's rule for a massless base; it also covers the ROS idiom of an
-    empty ``world`` link welded to the robot's base by a fixed joint). Otherwise it is free.
-Massless groups (mass 0 or no ``<inertial>`` in any link)
-    A massless root group is fixed (above). Its mass only scales the stiffness
-    K = strength_ratio (m_i + m_j) of the joints attached to it, so it is set (through
-    ``mass_density``) to the total mass of the robot's dynamic bodies: the base joint, which
-    carries about the whole robot's weight, gets a stiffness in proportion. A massless group that
-    is not the root becomes dynamic with a tiny mass, ``MASSLESS_FRACTION`` times the lightest
-    massive body (1e-3 kg if there is none), spread uniformly over its shape, and a warning names
-    it (an error would refuse the common "massless intermediate link" rigs, which PyBullet
-    accepts).
-Shape
-    A body's mesh (body-local) is the union of its links' ``<collision>`` geometries; a link with
-    no collision element uses its ``<visual>`` geometries; a group with neither gets a box with
-    the group's inertia (the box of uniform density with the same principal moments, centred on
-    the centre of mass along the principal axes), or a ``PLACEHOLDER_SIZE`` cube at the frame
-    origin when it has no mass either. Boxes, cylinders and spheres are meshed by trimesh; mesh
-    files are loaded by trimesh (STL, OBJ, DAE, ...), converted to metres from the unit the file
-    records (COLLADA ``<unit meter>``; other files are taken as metres) and scaled by ``<mesh
-    scale>`` (its first 3 numbers where it has more, as PyBullet does). A ``<visual>`` without
-    volume (a zero radius or size, a zero scale, no triangles) is skipped with a warning; such a
-    ``<collision>`` is an error. Each geometry element must be a closed, outward-oriented
-    triangle mesh (the solver needs the enclosed volume): one that is not (open, non-manifold,
-    inconsistently wound, or with an inside-out part that no other part encloses) is replaced by
-    its convex hull, with a warning naming the link and file; an inside-out one is flipped.
-Joints
-    ``revolute`` -> Revolute Joint #18 plus Revolute Joint Limit #670 from ``<limit>``;
-    ``continuous`` -> #18 without a limit; ``prismatic`` -> Prismatic Joint #20 plus #669.
-    ``position0`` is the joint origin in world at the initial configuration (the child link's
-    frame origin) and ``position1 = position0 +`` the unit joint axis in world, so the solver's
-    angle/distance follow the URDF sign convention (right-hand rule about the axis, child moved
-    along the axis). ``init_angle``/``init_distance`` are the initial joint position, so the
-    reported ``angle``/``distance`` equal the URDF joint coordinate q.
-Limits
-    The solver's revolute limit #670 compares the raw angle (which starts at 0; q = raw +
-    init_angle) with ``limit.lower + init_angle`` .. ``limit.upper + init_angle`` (docs/constitutions/670_revolute_joint_limit.md). To keep q in the URDF range [lo, hi] the importer therefore writes
-    ``Limit(lower=lo - 2 q0, upper=hi - 2 q0)``. The prismatic limit #669 compares the raw distance
-    (q = raw + init_distance) with ``lower``/``upper`` directly (docs/constitutions/669_prismatic_joint_limit.md), so it gets
-    ``Limit(lower=lo - q0, upper=hi - q0)``. See :func:`revolute_limit` and :func:`prismatic_limit`.
-    ``strength`` is ``limit_strength`` (default ``DEFAULT_LIMIT_STRENGTH`` = 1e4 J) times
-    max(1, u - l)^3 (:func:`scaled_limit_strength`): the cubic penalty s ((x - u) / (u - l))^3 divides the
-    overshoot by the window width, and the factor makes a wide window (the cartpole's 30 m rail)
-    stop as crisply as a 1-unit one. The penalty enters the incremental potential without a dt^2
-    factor, so it acts as a physical potential s / dt^2 and stiffens as dt shrinks. Measured
-    overshoots with the default: the KUKA iiwa falling under gravity onto joint 2's 2.094 rad
-    limit, 1e-4 rad at dt = 1/240 s and 3e-3 rad at dt = 1/24 s; the cartpole's cart hitting the
-    rail end at 2 m/s, < 1e-4 m and 2e-3 m; the Panda's fingers opening at 0.5 m/s onto their
-    4 cm stop, < 1e-5 m and 8e-4 m. With 1e3 J these overshoots grow 3 to 5 times (a cubic stop's
-    overshoot scales as s^(-1/3) to s^(-1/2)). The strength is capped at the scene format's 1e12 J,
-    so a window wider than 464 units (with 1e4 J) stops more softly (warning). A bound beyond
-    +-``UNLIMITED_BOUND`` (1e9 m or rad; Gazebo writes +-1e16 for "no limit") imports the joint
-    without a limit (warning), as does lower > upper (PyBullet's rule).
-Unsupported
-    ``floating`` joints add no joint (the child group is a free body; warning); ``planar`` and
-    unknown types raise :class:`UrdfError`; ``<mimic>`` is ignored, the joint imported as an
-    independent one (warning). ``<dynamics damping friction>``, ``effort`` and ``velocity``
-    limits, transmissions and ``<gazebo>`` tags are ignored (no warning: they are not part of
-    the passive mechanics the solver models).
-
-Errors
-------
-Every problem with the file raises :class:`UrdfError` (a :class:`~solver.scene.SceneError`) whose
-message starts with the file name and names the element: ``link 'x'``, ``joint 'y'``, the mesh
-file, or the XML line. Warnings are issued as :class:`UrdfWarning` (``warnings.warn``) and also
-returned in :attr:`UrdfImport.warnings`.
-"""
+"""The URDF importer: a parsed robot (yourdfpy) mapped onto a :class:`~solver.scene.Scene` (the mapping: docs/urdf.md)."""
 
 from __future__ import annotations
 
-import argparse
 import io
 import math
 import os
@@ -101,149 +12,33 @@ import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from typing import Optional, Union
 
 import numpy as np
 
-from .mass import mesh_mass_properties, mesh_volume
-from .scene import (
-    MAX_MAGNITUDE, Body, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem,
+from ..mass import mesh_mass_properties, mesh_volume
+from ..scene import (
+    MAX_MAGNITUDE, Body, Joint, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem,
     mesh_inside_out_problem, validate_scene,
 )
+from .geometry import (
+    CYLINDER_SECTIONS, PLACEHOLDER_SIZE, SPHERE_SUBDIVISIONS, box_trimesh, inertia_box, inertia_ok, joint_motion,
+    shape_properties,
+)
+from .limits import DEFAULT_LIMIT_STRENGTH, UNLIMITED_BOUND, prismatic_limit, revolute_limit, scaled_limit_strength
+from .results import UrdfBody, UrdfError, UrdfImport, UrdfJoint, UrdfWarning, VisualPart
 
-#: Base strength (J) of every #669/#670 limit unless given (scaled by :func:`scaled_limit_strength`).
-DEFAULT_LIMIT_STRENGTH = 1.0e4
-#: A URDF limit bound beyond +-this (m or rad) means "no limit" (Gazebo and SDFormat write +-1e16 for
-#: an unlimited joint): the joint is imported without a limit, with a warning. Far inside the scene
-#: format's cap on any number (:data:`solver.scene.MAX_MAGNITUDE`, 1e12), so that the bounds
-#: written, offset by the initial position, stay valid.
-UNLIMITED_BOUND = 1.0e9
+
 #: Joint strength ratio gamma (K = gamma (m_i + m_j)) written to every joint unless given.
 DEFAULT_STRENGTH_RATIO = 100.0
 #: Mass of a massless non-root group as a fraction of the lightest massive group.
 MASSLESS_FRACTION = 1.0e-3
 #: Mass (kg) of a massless non-root group when no group has mass.
 MASSLESS_FALLBACK = 1.0e-3
-#: Edge length (m) of the cube given to a group with no geometry and no mass.
-PLACEHOLDER_SIZE = 0.05
-#: Smallest edge (m) of a box made from an inertia tensor or of a flat mesh's bounding box.
-MIN_BOX_EDGE = 1.0e-3
-#: Subdivisions of the icosphere meshing a ``<sphere>`` (2: 320 triangles).
-SPHERE_SUBDIVISIONS = 2
-#: Segments around a ``<cylinder>``.
-CYLINDER_SECTIONS = 32
 #: Joint types that become solver joints.
 MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
 #: Joint types accepted in a file.
 KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar")
-
-
-class UrdfError(SceneError):
-    """A URDF file cannot be imported; the message names the file and the link, joint or mesh."""
-
-
-class UrdfWarning(UserWarning):
-    """Something in a URDF file was approximated or ignored; the message names the element."""
-
-
-@dataclass
-class VisualPart:
-    """One ``<visual>`` geometry of a link, for display (not used by the solver).
-
-    Attributes:
-        link: the URDF link it belongs to.
-        vertices: (V, 3) float, in the body-local frame (the body's top link frame), m.
-        triangles: (T, 3) int. The mesh is as in the file: it may be open.
-        rgba: (4,) colour in [0, 1] from the visual's ``<material>`` (or the robot-level material
-            of that name), or None.
-        material: the material name, or None.
-    """
-
-    link: str
-    vertices: np.ndarray
-    triangles: np.ndarray
-    rgba: Optional[np.ndarray] = None
-    material: Optional[str] = None
-
-
-@dataclass
-class UrdfBody:
-    """How one scene body was made (same order as ``Scene.bodies``).
-
-    Attributes:
-        name: the body name (the group's top link).
-        links: the URDF links merged into the body, top link first.
-        link_transforms: link name -> (4, 4) pose of that link in the body-local frame.
-        shape: where the body mesh came from: ``"collision"``, ``"visual"`` (a mix of links
-            using one or the other is reported as ``"collision+visual"``), ``"inertia box"`` or
-            ``"placeholder"``.
-        massless: True when the URDF gives the body no mass (see the module doc).
-        visuals: the ``<visual>`` geometries of the links (empty unless ``load_visuals``).
-    """
-
-    name: str
-    links: list
-    link_transforms: dict
-    shape: str
-    massless: bool
-    visuals: list = field(default_factory=list)
-
-
-@dataclass
-class UrdfJoint:
-    """A URDF joint as imported (fixed and floating joints included, for reference).
-
-    Attributes:
-        name: URDF joint name (the scene joint has the same name when ``imported``).
-        type: URDF type (``revolute``, ``continuous``, ``prismatic``, ``fixed``, ``floating``).
-        parent, child: URDF link names.
-        parent_body, child_body: scene body names.
-        imported: True when the scene has a joint of this name.
-        position, velocity: initial q (rad or m) and dq/dt (rad/s or m/s).
-        lower, upper: URDF limits in the joint coordinate, or None when unlimited.
-        axis: (3,) unit axis in the joint (= child link) frame: URDF ``<axis xyz>`` normalised;
-            None for fixed and floating joints.
-        mimic: the joint named by ``<mimic joint>``, or None (the mimic relation is not imported).
-    """
-
-    name: str
-    type: str
-    parent: str
-    child: str
-    parent_body: str
-    child_body: str
-    imported: bool
-    position: float = 0.0
-    velocity: float = 0.0
-    lower: Optional[float] = None
-    upper: Optional[float] = None
-    axis: Optional[np.ndarray] = None
-    mimic: Optional[str] = None
-
-
-@dataclass
-class UrdfImport:
-    """Result of :func:`import_urdf`.
-
-    Attributes:
-        scene: the scene (not normalised: scalars stay scalars, so ``settings`` may still be
-            changed; it passed :func:`~solver.scene.validate_scene`).
-        robot_name: the ``<robot name>``.
-        bodies: one :class:`UrdfBody` per scene body, same order.
-        joints: one :class:`UrdfJoint` per URDF joint, file order.
-        warnings: the warning messages issued.
-    """
-
-    scene: Scene
-    robot_name: str
-    bodies: list
-    joints: list
-    warnings: list
-
-
-# ---------------------------------------------------------------------------------------------
-# Public API
-# ---------------------------------------------------------------------------------------------
 
 
 def scene_from_urdf(
@@ -256,7 +51,7 @@ def scene_from_urdf(
     strength_ratio: float = DEFAULT_STRENGTH_RATIO,
     limit_strength: float = DEFAULT_LIMIT_STRENGTH,
 ) -> Scene:
-    """Import a URDF file as a :class:`Scene` (see the module doc for the mapping).
+    """Import a URDF file as a :class:`Scene` (the mapping: docs/urdf.md).
 
     Args:
         path: the ``.urdf`` file. Relative mesh paths and ``package://pkg/...`` URIs are resolved
@@ -322,113 +117,6 @@ def import_urdf(
                          limit_strength=float(limit_strength), load_visuals=bool(load_visuals))
     return importer.run(joint_positions or {}, joint_velocities or {}, settings if settings is not None else Settings())
 
-
-def scaled_limit_strength(strength: float, lower: float, upper: float) -> float:
-    """Strength s (J) written to a limit with window [lower, upper]: ``strength * max(1, upper - lower)^3``,
-    at most :data:`solver.scene.MAX_MAGNITUDE` (1e12 J, the scene format's cap) unless ``strength``
-    itself is more.
-
-    The solver's cubic penalty s ((x - u) / (u - l))^3 divides the overshoot by the window width,
-    so with a constant s a wide window (the cartpole's 30 m rail) would stop a joint far more
-    softly than a narrow one. Scaling s by the width cubed for windows wider than one unit (m or
-    rad) makes the stop as crisp as that of a 1-unit window: s' (x - u)^3 with s' = ``strength``.
-    A window wider than (1e12 J / ``strength``)^(1/3) (464 units with the default 1e4 J) gets the
-    cap, and so a softer stop.
-    """
-    return max(strength, min(strength * max(1.0, upper - lower) ** 3, MAX_MAGNITUDE))
-
-
-def revolute_limit(lower: float, upper: float, init_angle: float, strength: float) -> Limit:
-    """#670 limit keeping the reported angle q = raw + init_angle in [lower, upper] (rad).
-
-    The solver bounds the raw angle by ``limit.lower + init_angle`` and ``limit.upper +
-    init_angle`` (docs/constitutions/670_revolute_joint_limit.md), so q in [lower, upper] needs ``limit = [lower - 2 init, upper - 2 init]``.
-    """
-    return Limit(lower=lower - 2.0 * init_angle, upper=upper - 2.0 * init_angle, strength=strength)
-
-
-def prismatic_limit(lower: float, upper: float, init_distance: float, strength: float) -> Limit:
-    """#669 limit keeping the reported distance q = raw + init_distance in [lower, upper] (m).
-
-    The solver bounds the raw distance by ``limit.lower``/``limit.upper`` directly (docs/constitutions/669_prismatic_joint_limit.md).
-    """
-    return Limit(lower=lower - init_distance, upper=upper - init_distance, strength=strength)
-
-
-# ---------------------------------------------------------------------------------------------
-# Small geometry helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation matrix (3, 3) by ``angle`` (rad) about the unit ``axis`` (right-hand rule)."""
-    x, y, z = axis
-    c, s = math.cos(angle), math.sin(angle)
-    k = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
-
-
-def _motion(joint_type: str, axis: np.ndarray, q: float) -> np.ndarray:
-    """4x4 motion of a joint's child frame relative to the joint frame at coordinate q."""
-    motion = np.eye(4)
-    if joint_type in ("revolute", "continuous"):
-        motion[:3, :3] = _rotation(axis, q)
-    elif joint_type == "prismatic":
-        motion[:3, 3] = q * axis
-    return motion
-
-
-def _box_trimesh(extents, transform=None):
-    import trimesh
-
-    return trimesh.creation.box(extents=np.maximum(np.asarray(extents, dtype=np.float64), MIN_BOX_EDGE),
-                                transform=transform)
-
-
-def _inertia_ok(mass: float, inertia: np.ndarray) -> bool:
-    """Inertia about the centre of mass is symmetric positive definite and physical (I1 + I2 > I3)."""
-    if not (mass > 0.0 and np.all(np.isfinite(inertia))):
-        return False
-    symmetric = 0.5 * (inertia + inertia.T)
-    if np.abs(inertia - inertia.T).max() > 1e-9 * max(np.abs(inertia).max(), 1e-300):
-        return False
-    for matrix in (symmetric, 0.5 * np.trace(symmetric) * np.eye(3) - symmetric):
-        values = np.linalg.eigvalsh(matrix)
-        if not (values[-1] > 0.0 and values[0] > 1e-9 * values[-1]):
-            return False
-    return True
-
-
-def _inertia_box(mass: float, center: np.ndarray, inertia: np.ndarray):
-    """The uniform box with this mass and inertia (principal axes), as a trimesh, or None."""
-    values, vectors = np.linalg.eigh(0.5 * (inertia + inertia.T))
-    if np.linalg.det(vectors) < 0.0:
-        vectors[:, 2] *= -1.0
-    # I_x = m (b^2 + c^2) / 12 etc. -> a^2 = 6 (I_y + I_z - I_x) / m.
-    total = values.sum()
-    squares = 6.0 * (total - 2.0 * values) / mass
-    if not np.all(np.isfinite(squares)):
-        return None
-    transform = np.eye(4)
-    transform[:3, :3] = vectors
-    transform[:3, 3] = center
-    return _box_trimesh(np.sqrt(np.maximum(squares, 0.0)), transform)
-
-
-# ---------------------------------------------------------------------------------------------
-# The importer
-# ---------------------------------------------------------------------------------------------
-
-
-def _shape_properties(meshes: list):
-    """Mass properties at density 1 (:func:`solver.mass.mesh_mass_properties`) of closed trimesh
-    meshes taken together."""
-    vertices, triangles, offset = [], [], 0
-    for mesh in meshes:
-        vertices.append(np.asarray(mesh.vertices, dtype=np.float64))
-        triangles.append(np.asarray(mesh.faces, dtype=np.int64) + offset)
-        offset += len(mesh.vertices)
-    return mesh_mass_properties(np.concatenate(vertices), np.concatenate(triangles), 1.0)
 
 
 @dataclass
@@ -697,7 +385,7 @@ class _Importer:
             axis = self.axes.get(joint.name)
             q = self.q.get(joint.name, 0.0)
             frame = self.world[parent] @ origin
-            self.world[name] = frame @ _motion(joint.type, axis, q) if axis is not None else frame
+            self.world[name] = frame @ joint_motion(joint.type, axis, q) if axis is not None else frame
             omega, velocity = self.omega[parent].copy(), self.velocity[parent].copy()
             offset = self.world[name][:3, 3] - self.world[parent][:3, 3]
             velocity += np.cross(omega, offset)
@@ -787,7 +475,7 @@ class _Importer:
                 self.warn(f"link {name!r}: <inertial> has a mass but no <inertia>; using the inertia of its shape")
             else:
                 inertia = np.asarray(inertial.inertia, dtype=np.float64)
-                if not _inertia_ok(mass, inertia):
+                if not inertia_ok(mass, inertia):
                     self.warn(
                         f"link {name!r}: <inertia> {inertia[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]].tolist()} "
                         "(ixx iyy izz ixy ixz iyz) is not positive definite or breaks I1 + I2 > I3; "
@@ -836,10 +524,10 @@ class _Importer:
             if parts:
                 group.shape = "+".join(sorted(sources))
             elif not group.massless and all(np.all(np.isfinite(i)) for _, _, _, i in group.part_masses):
-                box = _inertia_box(group.mass, group.center, self._combine_inertia(group))
+                box = inertia_box(group.mass, group.center, self._combine_inertia(group))
                 parts, group.shape = [box], "inertia box"
             else:
-                parts, group.shape = [_box_trimesh([PLACEHOLDER_SIZE] * 3)], "placeholder"
+                parts, group.shape = [box_trimesh([PLACEHOLDER_SIZE] * 3)], "placeholder"
             vertices, triangles = [], []
             offset = 0
             for part in parts:
@@ -855,7 +543,7 @@ class _Importer:
                     if not np.all(np.isfinite(inertia)):
                         own = link_parts.get(name)
                         if own:
-                            shape = _shape_properties(own)
+                            shape = shape_properties(own)
                         else:
                             shape = mesh_mass_properties(group.mesh.vertices, group.mesh.triangles, 1.0)
                         unit_inertia[name] = shape.inertia / shape.mass
@@ -993,7 +681,7 @@ class _Importer:
             return hull
         low, high = mesh.bounds
         self.warn(f"{label}: mesh is flat or degenerate; using its bounding box as the body shape")
-        return _box_trimesh(high - low, trimesh.transformations.translation_matrix((low + high) / 2.0))
+        return box_trimesh(high - low, trimesh.transformations.translation_matrix((low + high) / 2.0))
 
     def visuals(self, group: _Group) -> list:
         parts = []
@@ -1101,112 +789,3 @@ class _Importer:
             raise self.error(f"the imported scene is invalid: {error}") from None
         return UrdfImport(scene=scene, robot_name=robot.name, bodies=infos, joints=joint_infos,
                           warnings=list(self.warnings))
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line: python -m solver import-urdf ROBOT.urdf --out scene.json [--q joint=value ...]
-# ---------------------------------------------------------------------------------------------
-
-
-def _assignments(items: Optional[Iterable[str]], option: str) -> dict:
-    values = {}
-    for item in items or ():
-        name, sep, text = item.rpartition("=")
-        if not sep or not name:
-            raise ValueError(f"{option}: expected JOINT=VALUE, got {item!r}")
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(f"{option}: {name}: {text!r} is not a number") from None
-        if not math.isfinite(value):
-            raise ValueError(f"{option}: {name}: value must be finite, got {text!r}")
-        values[name] = value
-    return values
-
-
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Register ``import-urdf`` on an ``argparse`` sub-parsers object; sets ``handler(args) -> int``."""
-    parser = subparsers.add_parser(
-        "import-urdf", help="convert a URDF robot into a scene file (.json)",
-        description="Convert a URDF robot (links, inertias, meshes, revolute/continuous/prismatic joints with "
-                    "limits) into an abd-scene JSON file.",
-    )
-    parser.add_argument("urdf", metavar="ROBOT.urdf", help="the URDF file; meshes are looked up relative to it")
-    parser.add_argument("--out", "-o", metavar="SCENE.json", help="scene file to write (default: ROBOT.json)")
-    parser.add_argument("--q", action="append", metavar="JOINT=VALUE", default=[],
-                        help="initial joint position (rad or m); repeat for several joints")
-    parser.add_argument("--qd", action="append", metavar="JOINT=VALUE", default=[],
-                        help="initial joint velocity (rad/s or m/s); repeat for several joints")
-    parser.add_argument("--fixed-base", action="store_true", help="fix the root link even when it has mass")
-    parser.add_argument("--frame-rate", type=float, default=Settings.frame_rate,
-                        help="frames per second (default %(default)s)")
-    parser.add_argument("--substeps", type=int, default=Settings.substeps,
-                        help="time steps per frame (default %(default)s)")
-    parser.add_argument("--frame-count", type=int, default=Settings.frame_count,
-                        help="frames to simulate (default %(default)s)")
-    parser.add_argument("--strength-ratio", type=float, default=DEFAULT_STRENGTH_RATIO,
-                        help="joint stiffness ratio gamma, K = gamma (m_i + m_j) (default %(default)s)")
-    parser.add_argument("--limit-strength", type=float, default=DEFAULT_LIMIT_STRENGTH,
-                        help="joint limit strength in J (default %(default)s)")
-    parser.add_argument("--quiet", action="store_true", help="no summary on stderr (warnings are still printed)")
-    parser.set_defaults(handler=run_command)
-    return parser
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """The ``import-urdf`` command: 0 on success, 2 on bad input (``error: ...`` on stderr), 1 when the
-    URDF packages (yourdfpy, trimesh, lxml) are missing. Warnings are printed as ``warning: ...``."""
-    from .scene_io import save_scene
-
-    def error(message: str) -> int:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-        return 2
-
-    try:
-        positions = _assignments(args.q, "--q")
-        velocities = _assignments(args.qd, "--qd")
-    except ValueError as problem:
-        return error(str(problem))
-    out = Path(args.out) if args.out else Path(args.urdf).with_suffix(".json")
-    if not out.parent.is_dir():
-        return error(f"--out: directory {str(out.parent)!r} does not exist")
-    if out.resolve() == Path(args.urdf).resolve():
-        return error(f"--out: {str(out)!r} is the URDF file itself, which the scene file would overwrite")
-    settings = Settings(frame_rate=args.frame_rate, substeps=args.substeps, frame_count=args.frame_count)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UrdfWarning)
-        try:
-            result = import_urdf(args.urdf, fixed_base=args.fixed_base, joint_positions=positions,
-                                 joint_velocities=velocities, settings=settings, strength_ratio=args.strength_ratio,
-                                 limit_strength=args.limit_strength, load_visuals=False)
-        except SceneError as problem:
-            return error(str(problem))
-        except ImportError as problem:
-            print(f"error: {problem}", file=sys.stderr, flush=True)
-            return 1
-    for message in result.warnings:
-        print(f"warning: {message}", file=sys.stderr, flush=True)
-    try:
-        arrays_path = save_scene(result.scene, out)
-    except OSError as problem:
-        return error(f"cannot write {str(out)!r}: {problem}")
-    if not args.quiet:
-        scene = result.scene
-        fixed = [b.name for b in scene.bodies if b.motion == "fixed"]
-        meshes = f" (big meshes in {arrays_path})" if arrays_path else ""
-        print(f"wrote {out}{meshes}: {len(scene.bodies)} bodies ({len(fixed)} fixed), {len(scene.joints)} joints",
-              file=sys.stderr, flush=True)
-    return 0
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m solver.urdf ROBOT.urdf ...``: the ``import-urdf`` command on its own."""
-    parser = argparse.ArgumentParser(prog="python -m solver.urdf")
-    commands = parser.add_subparsers(dest="command")
-    sub = add_parser(commands)
-    args = sub.parse_args(argv)
-    return args.handler(args)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Bake .blend files on a Dask cluster: one task per file, each a fresh ``python -m abd_addon.batch``.
+
+Command line (from the repository root)::
+
+    python -m abd_addon.batch shots/*.blend --out-dir baked/ --scheduler tcp://scheduler:8786
+
+In a pipeline::
+
+    from farm.dask_bake import bake_on_cluster
+    results = bake_on_cluster("tcp://scheduler:8786", ["/shots/a.blend", "/shots/b.blend"], ["--out-dir", "/baked"])
+    failed = [result for result in results if not result["ok"]]
+
+Each task runs the batch bake of one file in a new process on a worker (``subprocess.run`` of
+``python -m abd_addon.batch FILE OPTIONS`` from the repository folder), so every bake has a ``bpy``
+of its own: Blender's Python is not thread-safe, and a process that imported ``bpy`` must not be
+forked. Neither the caller nor the Dask worker processes import ``bpy``. Before its first task each worker runs
+``python -m abd_addon.batch --warm-up`` once (a worker plugin, :class:`WarmUp`), so that its bakes
+load the solver's compiled kernels instead of compiling them; a warm-up that fails is logged by the
+worker and costs its bakes only the compilation. A file that fails comes back with the batch's
+one-line reason; the others are still baked. Paths must name the same files on the workers as
+here (a shared file system; relative paths are made absolute first).
+
+The warm-up plugin is pickled by value (cloudpickle) and the tasks are ``subprocess.run`` calls,
+so the scheduler and the workers need ``distributed`` and the batch command's own requirements,
+not this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cloudpickle
+from distributed import Client, WorkerPlugin, as_completed
+from tqdm import tqdm
+
+#: The checkout this module belongs to: where the workers run ``python -m abd_addon.batch``.
+REPOSITORY = str(Path(__file__).resolve().parents[1])
+#: Batch options a task of one file cannot take: they name one file's outputs, or are not a bake.
+REFUSED_OPTIONS = ("--out", "--trajectory", "--from-trajectory", "--warm-up", "--scheduler")
+#: Batch options followed by a path (made absolute before they go to the workers).
+PATH_OPTIONS = ("--out-dir", "--trajectory-dir", "--from-trajectory-dir", "--export-scene-dir")
+
+
+def batch_command(blend: str, options: list, python: str) -> list:
+    """The command line that bakes ``blend`` with the batch ``options``: ``python -m abd_addon.batch
+    blend options...``."""
+    return [python, "-m", "abd_addon.batch", blend, *options]
+
+
+def file_result(blend: str, status: int | None, stdout: str = "", stderr: str = "") -> dict:
+    """What one file's batch bake gave: ``file``, ``ok`` (exit status 0), ``status`` (the exit
+    status; None when the task itself failed), ``summary`` (the batch's ``key=value`` line as a
+    dict of strings; None on failure), ``error`` (the batch's ``error:`` lines joined, else the
+    end of its stderr; None on success) and ``warnings`` (its ``warning:`` lines)."""
+    lines = stderr.splitlines()
+    errors = [line[len("error: "):] for line in lines if line.startswith("error: ")]
+    if status != 0 and not errors:
+        errors = [" / ".join(line.strip() for line in lines[-3:] if line.strip()) or f"exit status {status}"]
+    summaries = [line for line in stdout.splitlines() if line.startswith("file=")]
+    return {
+        "file": blend,
+        "ok": status == 0,
+        "status": status,
+        "summary": parse_summary(summaries[-1]) if summaries and status == 0 else None,
+        "error": "; ".join(errors) if status != 0 else None,
+        "warnings": [line for line in lines if line.startswith("warning: ")],
+    }
+
+
+def parse_summary(line: str) -> dict:
+    """The batch's summary line ``key=value key=value ...`` as a dict of strings (a value may hold
+    spaces: a new pair starts only at `` name=``)."""
+    return dict(part.split("=", 1) for part in re.split(r" (?=[a-z_]+=)", line.strip()))
+
+
+class WarmUp(WorkerPlugin):
+    """Run ``python -m abd_addon.batch --warm-up`` once on each worker, before its first task (and
+    on each worker that joins later). Registered under one name with ``idempotent``, so a second
+    :func:`bake_on_cluster` on the same cluster does not warm its workers again. The outcome,
+    ``(exit status, seconds, last line of output)``, is kept in :attr:`outcome`."""
+
+    name = "abd-joints-warm-up"
+    idempotent = True
+
+    def __init__(self, python: str, repository: str = REPOSITORY):
+        self.python, self.repository, self.outcome = python, repository, None
+
+    async def setup(self, worker):  # async: the worker's event loop keeps serving meanwhile
+        started = time.perf_counter()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                self.python, "-m", "abd_addon.batch", "--warm-up", cwd=self.repository,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            output, _ = await process.communicate()
+            status, text = process.returncode, output.decode(errors="replace").strip()
+        except OSError as error:
+            status, text = 127, str(error)
+        last = text.splitlines()[-1] if text else ""
+        self.outcome = (status, round(time.perf_counter() - started, 3), last)
+        if status != 0:
+            logging.getLogger("distributed.worker").warning(
+                "abd-joints: the warm-up failed (exit status %s: %s); bakes compile the solver", status, last)
+
+
+def check_inputs(blends: list, options: list) -> tuple:
+    """``(blends, options)`` with absolute paths, for workers whose working folder is the repository.
+
+    Raises:
+        ValueError: no input, an option of :data:`REFUSED_OPTIONS` (each task bakes one file: use
+            ``--out-dir``, ``--trajectory-dir``, ``--from-trajectory-dir``), or two inputs with the
+            same file name (their outputs would be written to one path).
+    """
+    blends, options = [os.fspath(blend) for blend in blends], [os.fspath(option) for option in options]
+    if not blends:
+        raise ValueError("a .blend file is required")
+    refused = [option for option in options if option.split("=", 1)[0] in REFUSED_OPTIONS]
+    if refused:
+        raise ValueError(f"{refused[0].split('=', 1)[0]} cannot be given to each file's task; on a cluster each "
+                         "file is a task of its own: use --out-dir, --trajectory-dir, --from-trajectory-dir")
+    names = [Path(blend).stem for blend in blends]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"two inputs are named {twice[0]}: their outputs would be written to the same path")
+    absolute = []
+    for k, option in enumerate(options):
+        absolute.append(os.path.abspath(option) if k and options[k - 1] in PATH_OPTIONS else option)
+    return [os.path.abspath(blend) for blend in blends], absolute
+
+
+def bake_on_cluster(scheduler, blends: list, options: list = (), python: str | None = None,
+                    repository: str = REPOSITORY, progress: bool | None = None, on_result=None) -> list:
+    """Bake each of ``blends`` as one task on a Dask cluster; return the results in input order.
+
+    ``scheduler`` is the scheduler's address (``tcp://host:8786``) or a ``distributed.Client`` (or
+    anything ``Client`` accepts, a ``LocalCluster`` say). ``options`` are the batch command's
+    options for every file (``["--out-dir", "baked", "--device", "cpu"]``). The workers run
+    ``python -m abd_addon.batch`` (:func:`batch_command`) with the interpreter ``python`` (default:
+    this one's path) from the checkout ``repository`` (default: this one): a farm whose machines
+    share one image, or one file system, has both at the same paths. ``progress``: a bar of
+    finished files on stderr (tqdm; None: when stderr is a terminal). ``on_result(result)`` is
+    called as each file finishes. Results are :func:`file_result`'s dicts; a task that could not
+    run (no such interpreter on the worker, the worker lost) has ``ok`` False and the reason.
+    Ctrl+C cancels the files not yet started (a bake already running finishes on its worker).
+
+    Raises:
+        ValueError: bad inputs (:func:`check_inputs`).
+        OSError: the scheduler cannot be reached.
+    """
+    blends, options = check_inputs(list(blends), list(options))
+    python = python or sys.executable
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the plugin: the workers need not import this
+    own = not isinstance(scheduler, Client)
+    client = Client(scheduler) if own else scheduler
+    futures = []
+    try:
+        client.register_plugin(WarmUp(python, repository))
+        # subprocess.run itself is the task: a fresh process per file, and nothing of ours to unpickle.
+        futures = [client.submit(subprocess.run, batch_command(blend, options, python), cwd=repository,
+                                 capture_output=True, text=True, stdin=subprocess.DEVNULL, pure=False)
+                   for blend in blends]
+        order = {future.key: k for k, future in enumerate(futures)}
+        results = [None] * len(blends)
+        with tqdm(total=len(blends), unit="file", desc="baking", file=sys.stderr,
+                  disable=None if progress is None else not progress) as bar:
+            for future in as_completed(futures):
+                k = order[future.key]
+                try:
+                    done = future.result()
+                    result = file_result(blends[k], done.returncode, done.stdout, done.stderr)
+                except Exception as error:  # noqa: BLE001 - the task could not run, or its worker was lost
+                    result = file_result(blends[k], None, stderr=f"error: {blends[k]}: {type(error).__name__}: {error}")
+                results[k] = result
+                bar.update(1)
+                if on_result is not None:
+                    on_result(result)
+        return results
+    except BaseException:
+        if futures:
+            client.cancel(futures)
+        raise
+    finally:
+        if own:
+            client.close()
+
+
+def bake_from_command_line(args) -> int:
+    """``python -m abd_addon.batch ... --scheduler ADDRESS``: the batch's parsed ``args`` baked on
+    the cluster; prints what the batch prints (a summary line per file on stdout, ``error:`` lines
+    and the count on stderr) and returns its exit status: 0 when every file was baked, 1 otherwise
+    (or when the cluster cannot be used), 130 after Ctrl+C."""
+    options = []
+    for flag, value in (("--out-dir", args.out_dir), ("--trajectory-dir", args.trajectory_dir),
+                        ("--from-trajectory-dir", args.from_trajectory_dir),
+                        ("--export-scene-dir", args.export_scene_dir), ("--scene", args.scene),
+                        ("--device", args.device)):
+        if value is not None:
+            options += [flag, value]
+    options += [flag for flag, on in (("--in-place", args.in_place), ("--allow-unconverged", args.allow_unconverged))
+                if on]
+
+    def report(result: dict) -> None:
+        if result["ok"] and result["summary"]:
+            tqdm.write(" ".join(f"{key}={value}" for key, value in result["summary"].items()), file=sys.stdout)
+        else:
+            tqdm.write(f"error: {result['error']}", file=sys.stderr)
+        for warning in result["warnings"]:
+            tqdm.write(warning, file=sys.stderr)
+        sys.stdout.flush()
+
+    try:
+        results = bake_on_cluster(args.scheduler, args.blend, options, progress=True if args.progress else None,
+                                  on_result=report)
+    except (OSError, ValueError) as error:
+        print(f"error: cannot bake on the Dask cluster at {args.scheduler}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("cancelled: the files not yet started are not baked (bakes already running finish on their "
+              "workers)", file=sys.stderr)
+        return 130
+    failures = sum(not result["ok"] for result in results)
+    verb = "exported" if args.export_scene_dir is not None else "baked"
+    print(f"{verb} {len(results) - failures} of {len(results)} files on the cluster", file=sys.stderr)
+    return 1 if failures else 0

@@ -1,0 +1,152 @@
+"""AffineBodyDrivingRevoluteJoint (UID 19): drives a revolute joint (UID 18) to a target angle.
+
+Source: libuipc's Affine Body Driving Revolute Joint (documentation and code);
+docs/constitutions/19_driving_revolute_joint.md; the angle frame of :mod:`.revolute_joint` and the unwrapped angle of
+:mod:`.revolute_joint_limit` (seed ``001_a52bd7e117919fa1.txt``).
+
+    E = K/2 (x − θ̃)²,   x = θᵗ + δ(q),
+
+with x the raw joint angle unwrapped to the 2π representative nearest the committed (step-start)
+raw angle θᵗ (``angle_t``; δ ∈ (−π, π] the turn since the step start, from the unnormalised
+sinθ, cosθ of q and of the step start, ``sin_t``/``cos_t``), θ̃ the raw target (``target``; the
+caller converts: aim_angle − init_angle when active, θᵗ when passive, θᵗ + dt ω in velocity mode)
+and K = γ_drive (m_i + m_j) (the caller sets K = 0 when ``driving/is_constrained`` = 0). Not
+dt²-scaled. libuipc shifts θ̃ by the whole turns instead of x; the energy is the same.
+
+F = [n_i; b_i; n_j; b_j] (12), linear in q. With r = x − θ̃: ∇_F E = K r ∇x,
+H_F = K ∇x ∇xᵀ + P(K r ∇²x), P the PSD projection of the product when requested (as the revolute
+limit); ∇x and ∇²x are those of :func:`.revolute_joint_limit.limit_angle_derivatives_F`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from ._kernels import (
+    BoundTerm,
+    add_mapped_derivatives_into,
+    apply_jacobian_into,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    bound_gradient_hessian,
+    check_state,
+    exact_argument,
+    gather_dofs_into,
+    mapping_scratch,
+    scalar_function_hessian_F,
+    state_rows,
+)
+from .revolute_joint import build_basis_jacobians, sin_cos_kernel
+from .revolute_joint_limit import limit_angle_derivatives_F, limit_angle_F
+
+
+@kernel
+def _energy_kernel(q, bodies, jacobian, stiffness, target, angle_t, sin_t, cos_t):
+    total = 0.0
+    q_element, F = np.empty(24), np.empty(12)
+    for e in range(bodies.shape[0]):
+        if stiffness[e] == 0.0:  # driving disabled
+            continue
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(jacobian[e], q_element, F)
+        residual = limit_angle_F(F, angle_t[e], sin_t[e], cos_t[e]) - target[e]
+        total += 0.5 * stiffness[e] * residual * residual
+    return total
+
+
+@kernel
+def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, angle_t, sin_t, cos_t, exact, gradient, hessian):
+    scratch = mapping_scratch(jacobian.shape[1], jacobian.shape[2])
+    q_element, F = np.empty(24), np.empty(12)
+    for e in range(bodies.shape[0]):
+        gradient[e, :] = 0.0
+        hessian[e, :, :] = 0.0
+        if stiffness[e] == 0.0:  # driving disabled
+            continue
+        gather_dofs_into(q, bodies[e], q_element)
+        apply_jacobian_into(jacobian[e], q_element, F)
+        first = stiffness[e] * (limit_angle_F(F, angle_t[e], sin_t[e], cos_t[e]) - target[e])
+        gradient_x, hessian_x = limit_angle_derivatives_F(F)
+        hessian_F = scalar_function_hessian_F(first, stiffness[e], gradient_x, hessian_x, exact)
+        for r in range(12):  # the gradient K r ∇x, in place
+            gradient_x[r] *= first
+        add_mapped_derivatives_into(jacobian[e], gradient_x, hessian_F, gradient[e], hessian[e], scratch)
+
+
+class DrivingRevoluteJoint:
+    """Driving term of a revolute joint, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 19.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j) of the base revolute joints.
+        basis_i, basis_j: (n, 2, 3) body-local [n̄, b̄] of the base joints' angle frames
+            (:class:`.revolute_joint.RevoluteJoint`).
+
+    Attributes (set by the caller before each step):
+        stiffness: (n,) K = γ_drive (m_i + m_j), kg; 0 disables the element (is_constrained = 0). Default 0.
+        target: (n,) raw target angle θ̃, rad (any number of turns). Default 0.
+        angle_t: (n,) committed raw accumulated angle θᵗ at the step start, rad. Default 0.
+        sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`sin_cos`) at the step-start state.
+            Defaults 0 and 1 (the rest frame).
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices or non-finite values.
+    """
+
+    uid = 19
+
+    def __init__(self, bodies, basis_i, basis_j):
+        self.bodies = as_bodies(bodies, 2)
+        self.state_rows = state_rows(self.bodies)
+        n = self.bodies.shape[0]
+        self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
+        self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
+        self.stiffness = np.zeros(n)
+        self.target = np.zeros(n)
+        self.angle_t = np.zeros(n)
+        self.sin_t = np.zeros(n)
+        self.cos_t = np.ones(n)
+        self.basis_i.flags.writeable = self.basis_j.flags.writeable = False  # the F-Jacobian is built from them once
+        self._jacobian = build_basis_jacobians(self.basis_i, self.basis_j)
+
+    def _parameters(self) -> tuple:
+        n = self.bodies.shape[0]
+        return tuple(as_float_view(getattr(self, name), (n,), name)
+                     for name in ("stiffness", "target", "angle_t", "sin_t", "cos_t"))
+
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with the current stiffness, target and step-start angles checked and bound,
+        for one time step (:class:`BoundTerm`, no gradient-only kernel); ``project``:
+        K ∇x∇xᵀ + PSD(K r ∇²x) (True) or the exact Hessian.
+
+        Raises:
+            ValueError: on wrong shapes or non-float values.
+        """
+        arguments = (self.bodies, self._jacobian) + self._parameters()
+        exact = exact_argument(project)
+
+        def energy(q):
+            return float(_energy_kernel(q, *arguments))
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
+
+        return BoundTerm(energy, None, gradient_hessian)
+
+    def energy(self, q: np.ndarray) -> float:
+        """Sum of the element energies, J. q: (n_bodies, 12)."""
+        return self.bind().energy(check_state(q, self.state_rows))
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+
+        project=True: K ∇x∇xᵀ + PSD(K r ∇²x); project=False: the exact Hessian.
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
+        """
+        return bound_gradient_hessian(self, q, project, out, 24)
+
+    def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sinθ (n,), cosθ (n,)) at q, the values to store in ``sin_t``/``cos_t`` at a step start."""
+        q = check_state(q, self.state_rows)
+        return sin_cos_kernel(q, self.bodies, self.basis_i, self.basis_j)

@@ -1,0 +1,45 @@
+"""AffineBodySphericalJoint (UID 26): a ball joint, the two bodies share one anchor point.
+
+Source: libuipc's Affine Body Spherical Joint (``affine_body_spherical_joint.cu``);
+docs/constitutions/26_spherical_joint.md.
+
+    E = K/2 |c_i − c_j|²,
+
+with c_k = J(c̄_k) q_k the body's image of the anchor (c̄_k = T_k⁻¹ anchor at frame 0) and
+K = γ (m_i + m_j) set by the caller. Not dt²-scaled. F (3) = c_i − c_j is linear in q, so the
+Hessian K J_Fᵀ J_F is exact, PSD and constant (:mod:`.quadratic_joint`). The bodies turn freely
+about the anchor; the joint reports their relative rotation as a rotation vector
+(:meth:`~.quadratic_joint.QuadraticJoint.rotation_vector`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._kernels import as_float_array
+from .quadratic_joint import QuadraticJoint, point_rows
+
+
+class SphericalJoint(QuadraticJoint):
+    """Spherical joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 26.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j).
+        anchor_i, anchor_j: (n, 3) body-local images c̄_i, c̄_j of the world anchor, m.
+        frame_i, frame_j: (n, 3, 3) body-local images of the world x, y, z axes (rows), unit: for
+            the rotation readout only.
+
+    Attributes:
+        stiffness: (n,) K = γ (m_i + m_j), kg; zeros until the caller sets it.
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices or non-finite values.
+    """
+
+    uid = 26
+    F_size = 3
+
+    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j):
+        n = np.shape(bodies)[0]
+        jacobian = point_rows(as_float_array(anchor_i, (n, 3), "anchor_i"), as_float_array(anchor_j, (n, 3), "anchor_j"))
+        super().__init__(bodies, jacobian, frame_i, frame_j)
