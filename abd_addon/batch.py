@@ -31,7 +31,8 @@ whole, and no temporary file is left). ``--warm-up`` bakes nothing: it compiles 
 solver's Numba kernels into the cache that later bakes of this entry point load (once per
 machine and solver version, e.g. in a render-farm image; a first bake otherwise compiles the
 kernels its scene needs, several seconds). The process ends with
-``os._exit`` after unregistering, so the bpy 4.5 exit deadlock cannot hang it. ``--scheduler``
+``os._exit`` after unregistering and removing Blender's session folder, so the bpy 4.5 exit
+deadlock cannot hang it. ``--scheduler``
 bakes each file as a task on that Dask cluster instead (``farm/dask_bake.py`` of the repository;
 this process then imports no ``bpy``), with the same output and exit status.
 
@@ -540,8 +541,21 @@ def _print_error(error: Exception) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
+def _remove_session_folder() -> None:
+    """Remove this Blender session's temporary folder (``bpy.app.tempdir``, a new ``blender_*``
+    folder in the temporary directory): Blender removes it when it exits, which ``os._exit``
+    skips. Does nothing where bpy is not loaded."""
+    import shutil
+
+    bpy = sys.modules.get("bpy")
+    folder = getattr(getattr(bpy, "app", None), "tempdir", "")
+    if folder and os.path.basename(os.path.normpath(folder)).startswith("blender_"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 if __name__ == "__main__":
     status = main()
+    _remove_session_folder()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -491,3 +491,16 @@ def test_ctrl_c_while_the_batch_opens_a_file_stops_it_with_130(tmp_path):
     assert process.returncode == 130, stdout + stderr
     assert stderr.strip().endswith("python -m abd_addon.batch: interrupted"), stderr
     assert sorted(path.name for path in tmp_path.iterdir() if path.is_file()) == ["opening", "rig.blend"]
+
+
+def test_the_batch_leaves_no_session_folder_behind(tmp_path):
+    """Every batch process left an empty ``blender_*`` folder in the temporary directory (Blender
+    removes its session folder at exit, which the batch's os._exit skipped)."""
+    slider_rig(frame_end=2)
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    result = run_batch(tmp_path, source, "--export-scene-dir", tmp_path / "farm", TMPDIR=str(temporary))
+    assert result.returncode == 0, result.stderr
+    assert not list(temporary.glob("blender_*"))
