@@ -1373,3 +1373,27 @@ def test_a_body_name_with_control_characters_or_too_long_is_refused(name, expect
     body(document, "slider")["name"] = "é" * 1000  # the longest name accepted
     joint(document, "rail")["r_body"] = "é" * 1000
     assert scene_from_dict(document).bodies[1].name == "é" * 1000
+
+
+def test_a_full_disk_fails_the_run_in_one_line_and_leaves_no_file(tmp_path):
+    """A trajectory write that fails (a file-size limit, as a full disk) is reported in one line
+    with exit status 1; NumPy's archive was left open and its ZipFile.__del__ then printed an
+    ignored exception about the closed file."""
+    import resource
+    import signal
+
+    path = _write(tmp_path, scenes.revolute_pendulum_scene(frame_count=200))
+    command = [sys.executable, "-m", "solver", "run", str(path), "--quiet", "--out"]
+    warm = subprocess.run(command + [str(tmp_path / "warm.npz")], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr  # the solver's cache is filled: the limit hits the trajectory only
+    limit = (tmp_path / "warm.npz").stat().st_size // 2
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(command + [str(tmp_path / "result.npz")], cwd=REPO, capture_output=True, text=True,
+                            timeout=600, preexec_fn=limit_file_size)
+    assert result.returncode == 1
+    assert result.stderr == f"error: cannot write {str(tmp_path / 'result.npz')!r}: [Errno 27] File too large\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scene.json", "warm.npz"]
