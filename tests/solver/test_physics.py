@@ -1121,3 +1121,20 @@ def test_kappa_below_the_rigidity_bound_is_refused_and_the_bound_is_the_stretch_
     trajectory = simulate(scene_from_dict(scenes.revolute_pendulum_scene(arm_fields={"kappa": 4.0 * bound})))
     stretch = np.linalg.norm(trajectory.transforms[-1, 1, :3, 2]) - 1.0  # along the arm, at rest
     assert stretch == pytest.approx(0.01 / 4.0, rel=0.05)
+
+
+def test_a_singular_newton_system_names_the_body():
+    """A spinning box of 1e-12 kg beside two ordinary ones: its inertia is far too small beside its
+    OrthoPotential, and the banded Cholesky fails on its block. The error named no body; it
+    names that one now."""
+    import scenes
+
+    from solver.scene_io import scene_from_dict
+    from solver.simulation import SolverError
+
+    tiny = {"mass": 1e-12, "mass_center": [0.0, 0.0, 0.0], "inertia": (1e-12 * np.eye(3)).tolist()}
+    document = scenes.scene([scenes.box_body("heavy", 1.0, position=(3.0, 0.0, 0.0)),
+                             scenes.box_body("speck", 1.0, mass=tiny, angular_velocity=[0.0, 0.0, 1.0]),
+                             scenes.box_body("other", 1.0, position=(-3.0, 0.0, 0.0))], frame_count=4)
+    with pytest.raises(SolverError, match="the Newton system is not positive definite .* at body 'speck'"):
+        simulate(scene_from_dict(document))
