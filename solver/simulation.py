@@ -403,19 +403,7 @@ class _Stepper:
             return self._contact_step(potential, frame, ratio)
         if self.kinematic is not None:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
-        if self.targets_move[frame]:
-            self.begin_step(frame, ratio)
-        start = self.q[self.dynamic].copy()
-        model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
-        for term, drive, init, raw in self.drives:
-            if len(term.joint_indices):
-                term.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
-        for term in (model.revolute_limit, model.revolute_driving):  # the step start of the unwrapped angle
-            if len(term.joint_indices):
-                term.angle_t = self.joints.raw_angle[term.joint_indices].copy()
-                term.sin_t = self.joints.sin[term.joint_indices].copy()
-                term.cos_t = self.joints.cos[term.joint_indices].copy()
-
+        start = self._set_step_parameters(frame, ratio)
         limited = self.start_newton(start)
         turning = float(np.max(np.abs(self.velocity[self.dynamic][:, 3:]), initial=0.0)) * dt  # about rad per step
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
@@ -431,14 +419,14 @@ class _Stepper:
             self.begin_step(frame, ratio)
         start = self.q[self.dynamic].copy()
         model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
-        if len(model.driving.joint_indices):
-            committed = self.joints.raw_distance[model.driving.joint_indices]
-            model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
-        limit = model.revolute_limit
-        if len(limit.joint_indices):
-            limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
-            limit.sin_t = self.joints.sin[limit.joint_indices].copy()
-            limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+        for term, drive, init, raw in self.drives:
+            if len(term.joint_indices):
+                term.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
+        for term in (model.revolute_limit, model.revolute_driving):  # the step start of the unwrapped angle
+            if len(term.joint_indices):
+                term.angle_t = self.joints.raw_angle[term.joint_indices].copy()
+                term.sin_t = self.joints.sin[term.joint_indices].copy()
+                term.cos_t = self.joints.cos[term.joint_indices].copy()
         return start
 
     def _contact_step(self, potential: IncrementalPotential, frame: int, ratio: float):

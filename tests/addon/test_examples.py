@@ -237,3 +237,24 @@ def test_panda_falls_limp_within_its_limits_and_closes_its_fingers(panda):
     gap = np.linalg.norm(left - right, axis=1)
     assert gap[0] == pytest.approx(0.08, abs=1e-3)
     assert gap[-10:].max() < 0.004
+
+
+@pytest.fixture(scope="module")
+def chain_drop(tmp_path_factory):
+    pytest.importorskip("ipctk")
+    return bake_example("chain_drop", 36, tmp_path_factory)
+
+
+def test_chain_drop_lands_on_the_floor_without_passing_through(chain_drop):
+    """The links (0.08 m thick) and crates (0.2 m) never sink into the floor (top at z = 0) and
+    end lying on it; the top crate ends on the middle one."""
+    z = {name: np.asarray(values)[:, 2] for name, values in chain_drop["locations"].items()}
+    links = [name for name in z if name.startswith("Link")]
+    assert len(links) == 5
+    for name in links:  # a link's centre is at least its half thickness above the floor
+        assert z[name].min() > 0.04 - 1e-3 * 0.5
+    for name in ("Crate0", "Crate1", "Crate2"):
+        assert z[name].min() > 0.1 - 1e-3 * 0.5
+    assert z["Crate0"][-1] == pytest.approx(0.1, abs=2e-3) and z["Crate1"][-1] == pytest.approx(0.1, abs=2e-3)
+    assert z["Crate2"][-1] == pytest.approx(0.3, abs=4e-3)  # stacked on Crate1
+    assert z[links[-1]][-1] < 0.05  # the chain's free end lies on the floor
