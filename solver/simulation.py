@@ -345,7 +345,7 @@ class _Stepper:
         self.soft_aim_poses = PoseInterpolation(np.swapaxes(self.soft_aim_q, 0, 1)) if len(soft) else None
         if model.contact is not None:  # the residual test of solve_contact_step, over its unknowns
             matrices = np.empty((int(model.unknown_slot.max()) + 1, 12, 12))
-            matrices[model.slot[model.dynamic]] = model.kinetic.mass_matrix
+            matrices[model.unknown_slot[model.dynamic]] = model.kinetic.mass_matrix
             if model.animated_pull is not None:
                 pulled = model.animated_pull.bodies[:, 0]
                 matrices[model.unknown_slot[pulled]] = model.animated_pull.mass_matrix
