@@ -170,12 +170,15 @@ def _configure_numba_cache() -> None:
 
 _configure_numba_cache()
 
-from .scene import Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform  # noqa: E402
+from .scene import (  # noqa: E402
+    Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
+    SoftTransform,
+)
 from .trajectory import Trajectory  # noqa: E402
 
 __all__ = [
-    "Body", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene", "SceneError", "Settings",
-    "SoftTransform", "Trajectory", "Simulation", "SolverError", "load_scene", "simulate",
+    "Body", "BodyContact", "ContactSettings", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene",
+    "SceneError", "Settings", "SoftTransform", "Trajectory", "Simulation", "SolverError", "load_scene", "simulate",
 ]
 
 

@@ -32,7 +32,7 @@ from .constitutions.revolute_joint_limit import RevoluteJointLimit
 from .constitutions.soft_transform_constraint import SoftTransformConstraint
 from .constitutions.spherical_joint import SphericalJoint
 from .mass import DyadicMass, mesh_mass_properties, mesh_volume, override_mass_properties
-from .scene import Scene
+from .scene import Scene, SceneError
 
 
 def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -82,6 +82,12 @@ class Model:
             their shared F (:mod:`solver.constitutions.prismatic_group`).
         terms: every energy term, in the order the Newton loop sums them (the prismatic joints and
             their extras as ``prismatic_group``).
+        contact: the :class:`solver.contact.ContactSurface` with its barrier stiffness set, or
+            None where contact is off.
+
+    Raises:
+        SceneError: contact is on and two bodies intersect at frame 0 (naming both).
+        solver.contact.ContactUnavailable: contact is on and ipctk is not installed.
     """
 
     def __init__(self, scene: Scene):
@@ -127,9 +133,33 @@ class Model:
         self.soft_indices = soft_indices
         self.soft = SoftTransformConstraint(soft_indices[:, None], *self._dyadic_masses(soft_indices))
         self._build_joints(scene)
+        self.contact = self._contact_surface(scene) if settings.contact.enable else None
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
                       self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base]
+
+    def _contact_surface(self, scene: Scene):
+        """The contact-enabled bodies' surfaces (:mod:`solver.contact`), kappa the scene's
+        resistance or :func:`solver.contact.adaptive_kappa` from the heaviest dynamic body."""
+        from . import contact  # ipctk only where contact is on
+
+        settings = scene.settings.contact
+        names = {body.name: index for index, body in enumerate(scene.bodies)}
+        excluded = [(names[joint.l_body], names[joint.r_body]) for joint in scene.joints if not joint.collide_connected]
+        meshes = [(body.mesh.vertices, body.mesh.triangles) if body.contact.enable else None for body in scene.bodies]
+        centres = np.array([mass.mass_x_bar / mass.mass for mass in self.masses]).reshape(-1, 3)
+        try:
+            surface = contact.ContactSurface(
+                meshes, self.dynamic, centres, excluded, [body.contact.friction for body in scene.bodies],
+                settings.d_hat, settings.eps_velocity, self.q0, [body.name for body in scene.bodies])
+        except ValueError as error:
+            raise SceneError(f"settings: contact: {error}") from None
+        if settings.resistance is not None:
+            surface.kappa = settings.resistance
+        else:
+            heaviest = max([self.masses[i].mass for i in np.flatnonzero(self.dynamic)], default=1.0)
+            surface.kappa = contact.adaptive_kappa(heaviest, float(np.linalg.norm(scene.settings.gravity)), settings.d_hat)
+        return surface
 
     def _dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(m (n,) kg, m x̄ (n, 3) kg m, S (n, 3, 3) kg m²) of the bodies ``indices`` (n,)."""

@@ -39,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.linalg
 
 from .assembly import Assembly
 from .constitutions._kernels import check_state
@@ -666,3 +668,102 @@ def _result(potential: IncrementalPotential, iterations: int, line_search: int, 
     that needed many solves (:data:`REUSED_SOLVES_MAX`)."""
     potential.factorization_reusable = reusable
     return NewtonResult(iterations, line_search, converged, float(residual))
+
+
+#: Re-lags of the friction per step at most (:func:`solve_contact_step`).
+FRICTION_RELAGS_MAX = 2
+
+
+def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, corners: np.ndarray, dt: float,
+                       settings, mass_inverse: np.ndarray) -> NewtonResult:
+    """Minimise the incremental potential with contact from q^t (bodies, 12), updating q in place.
+
+    libuipc's IPC pipeline (reference §2.1): Newton from q^t (an intersection-free start), each
+    direction from the terms' PSD-modified Hessians plus the contact Hessian (:mod:`solver.contact`:
+    barrier and lagged friction, J^T H J), the step capped by CCD at the largest collision-free
+    fraction, then halved until the incremental potential (with the barrier and friction)
+    decreases. A direction passing the convergence test of :func:`solve_step` ends the step where
+    the gradient there passes it too, measured as the motion it would give the free bodies,
+    M^-1 g (a residual test: inside static friction the friction's stiff Hessian makes the first
+    directions tiny while the forces are still far from balanced, and a box on a ramp crept at a
+    constant 9 mm/s where it should slide away), except
+    that where the state moved by more than the tolerance since the friction was lagged, the
+    friction is re-lagged there (normal forces and tangents from it, Li et al. 2020 §5), at most
+    :data:`FRICTION_RELAGS_MAX` times, and Newton goes on from there.
+    No chord steps or factorisation reuse: the contact Hessian changes with every iteration.
+
+    Args:
+        potential: the step's :class:`IncrementalPotential` (its per-step parameters set).
+        contact: the :class:`solver.contact.ContactSurface`, its step begun at q^t.
+        q: (bodies, 12) q^t on entry, the minimiser on return (non-dynamic rows untouched).
+        corners, dt, settings: as :func:`solve_step`.
+        mass_inverse: (dynamic, 12, 12) the inverse 12x12 mass matrices of the dynamic bodies.
+
+    Raises:
+        NewtonFailure: a non-finite energy, gradient or direction, or a singular system.
+    """
+    potential.bind(q)
+    if not len(potential.dynamic_indices):
+        return _result(potential, 0, 0, True, reusable=False, residual=0.0)
+    potential.factorization_reusable = False
+    potential._set_projection(1.0)
+    dynamic = potential.dynamic_rows
+    indices = potential.dynamic_indices
+    contact.set_unknowns(potential.slot)
+    corners_dynamic = corners[dynamic]
+    tolerances = (settings.velocity_tol * dt, settings.transrate_tol * dt)
+    line_search_total = 0
+    relags = 0
+    relative = np.inf
+    lagged = q[dynamic].copy()  # where the friction was lagged
+
+    def total_energy() -> float:
+        return potential.energy(q) + contact.energy(q)
+
+    for iteration in range(1, settings.max_iterations + 1):
+        gradient, blocks = potential.gradient_hessian(q)
+        contact_gradient, contact_hessian = contact.gradient_hessian(q)
+        gradient = gradient + contact_gradient[indices].reshape(-1)
+        if not np.all(np.isfinite(gradient)):
+            raise NewtonFailure("the gradient is not finite")
+        hessian = potential.assembly.matrix(blocks).tocsc() + contact_hessian
+        try:
+            direction = scipy.sparse.linalg.splu(hessian).solve(-gradient)
+        except RuntimeError as error:  # SuperLU: exactly singular
+            raise NewtonFailure(f"the Newton system is singular ({error})") from error
+        direction = direction.reshape(-1, 12)
+        size = _direction_size(direction, corners_dynamic)
+        if not np.isfinite(size[0]):
+            raise NewtonFailure("the Newton direction is not finite")
+        relative = max(size[0] / tolerances[0], size[1] / tolerances[1])
+        if relative <= 1.0:
+            residual = _direction_size(np.einsum("bij,bj->bi", mass_inverse, gradient.reshape(-1, 12)), corners_dynamic)
+            relative = max(relative, residual[0] / tolerances[0], residual[1] / tolerances[1])
+        full = np.zeros_like(q)
+        full[dynamic] = direction
+        alpha = min(1.0, contact.line_search_start(q, full, size[0]))
+        start = q[dynamic].copy()
+        if relative <= 1.0 and iteration >= settings.min_iterations:
+            # Converged: the direction is applied as far as CCD allows (no line search: within
+            # the tolerance, round-off decides the energy comparison), as solve_step applies it.
+            q[dynamic] = start + alpha * direction
+            moved = _direction_size(q[dynamic] - lagged, corners_dynamic)
+            if (relags < FRICTION_RELAGS_MAX and contact.has_friction()
+                    and max(moved[0] / tolerances[0], moved[1] / tolerances[1]) > 1.0):
+                relags += 1
+                contact.relag(q)
+                lagged = q[dynamic].copy()
+                continue
+            return _result(potential, iteration, line_search_total, True, reusable=False, residual=relative)
+        energy0 = total_energy()
+        if not np.isfinite(energy0):
+            raise NewtonFailure("the incremental potential is not finite")
+        for _ in range(settings.line_search_max_iterations):
+            q[dynamic] = start + alpha * direction
+            if total_energy() <= energy0:
+                break
+            alpha *= 0.5
+            line_search_total += 1
+        else:
+            q[dynamic] = start + alpha * direction  # the smallest step stays applied, as in solve_step
+    return _result(potential, settings.max_iterations, line_search_total, False, reusable=False, residual=relative)

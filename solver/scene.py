@@ -44,6 +44,40 @@ class SceneError(ValueError):
 
 
 @dataclass
+class ContactSettings:
+    """Contact between bodies (docs/contact.md): the IPC barrier and friction, through ipctk.
+
+    Attributes:
+        enable: whether bodies touch at all (default off: every body passes through every other).
+        d_hat: barrier activation distance, m, > 0: surfaces closer than this push apart.
+        resistance: barrier stiffness kappa, J/m^4 (ipctk's barrier is in squared distances),
+            > 0; None: chosen from the heaviest dynamic body (:func:`solver.contact.adaptive_kappa`).
+        friction: default friction coefficient mu of the bodies, >= 0.
+        eps_velocity: friction's transition from static to sliding, m/s, > 0.
+    """
+
+    enable: bool = False
+    d_hat: float = 1e-3
+    resistance: Optional[float] = None
+    friction: float = 0.5
+    eps_velocity: float = 0.01
+
+
+@dataclass
+class BodyContact:
+    """A body's contact settings.
+
+    Attributes:
+        enable: whether the body touches others (when ``settings.contact.enable``).
+        friction: its friction coefficient mu (>= 0), None for ``settings.contact.friction``; a
+            pair of bodies uses sqrt(mu_a mu_b).
+    """
+
+    enable: bool = True
+    friction: Optional[float] = None
+
+
+@dataclass
 class Settings:
     """Time stepping and Newton settings.
 
@@ -62,6 +96,7 @@ class Settings:
         device: where the Newton system is solved, one of :data:`DEVICES`: ``"cpu"`` (banded
             Cholesky or sparse LU) or ``"cupy"`` (dense Cholesky on an NVIDIA GPU through CuPy,
             optional, :mod:`solver.device_solver`); the same trajectory within round-off.
+        contact: :class:`ContactSettings` (off by default).
     """
 
     frame_rate: float = 24.0
@@ -74,6 +109,7 @@ class Settings:
     transrate_tol: float = 0.1
     line_search_max_iterations: int = 8
     device: str = "cpu"
+    contact: ContactSettings = field(default_factory=ContactSettings)
 
     @property
     def dt(self) -> float:
@@ -143,6 +179,7 @@ class Body:
         mass: explicit mass properties, or ``None`` to integrate the mesh.
         soft_transform: Soft Transform Constraint #16 settings, or ``None``.
         animated_transforms: (frame_count + 1, 4, 4) poses of an animated body, frame 0 first.
+        contact: :class:`BodyContact` (used when ``settings.contact.enable``).
     """
 
     name: str
@@ -156,6 +193,7 @@ class Body:
     mass: Optional[MassOverride] = None
     soft_transform: Optional[SoftTransform] = None
     animated_transforms: Optional[np.ndarray] = None
+    contact: BodyContact = field(default_factory=BodyContact)
 
 
 @dataclass
@@ -218,6 +256,8 @@ class Joint:
         limit: #669 (prismatic) or #670 (revolute), or ``None``.
         driving: #21 (prismatic) or #19 (revolute) settings, or ``None``.
         position: (3,) world anchor at frame 0 of a fixed or spherical joint, m; None on the others.
+        collide_connected: whether the two bodies touch each other when contact is on (default
+            False, as Blender's rigid-body constraints' *Disable Collisions*).
     """
 
     name: str
@@ -232,6 +272,7 @@ class Joint:
     limit: Optional[Limit] = None
     driving: Optional[Driving] = None
     position: Optional[np.ndarray] = None
+    collide_connected: bool = False
 
 
 @dataclass
@@ -478,6 +519,41 @@ def _positive_definite(matrix: np.ndarray) -> Optional[np.ndarray]:
     return eigenvalues
 
 
+def _flag(value, where: str, field_name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise _fail(where, field_name, f"must be true or false, got {_type_name(value)}")
+    return bool(value)
+
+
+def _validate_contact_settings(contact) -> ContactSettings:
+    where = "settings"
+    if not isinstance(contact, ContactSettings):
+        raise _fail(where, "contact", f"must be a ContactSettings, got {_type_name(contact)}")
+    d_hat = _positive(_number(contact.d_hat, where, "contact.d_hat"), where, "contact.d_hat", " m")
+    resistance = None
+    if contact.resistance is not None:
+        resistance = _positive(_number(contact.resistance, where, "contact.resistance"), where, "contact.resistance",
+                               " J/m^4")
+    friction = _number(contact.friction, where, "contact.friction")
+    if friction < 0.0:
+        raise _fail(where, "contact.friction", f"must be >= 0, got {friction}")
+    eps_velocity = _positive(_number(contact.eps_velocity, where, "contact.eps_velocity"), where,
+                             "contact.eps_velocity", " m/s")
+    return ContactSettings(enable=_flag(contact.enable, where, "contact.enable"), d_hat=d_hat,
+                           resistance=resistance, friction=friction, eps_velocity=eps_velocity)
+
+
+def _validate_body_contact(contact, where: str, default_friction: float) -> BodyContact:
+    if not isinstance(contact, BodyContact):
+        raise _fail(where, "contact", f"must be a BodyContact, got {_type_name(contact)}")
+    friction = default_friction
+    if contact.friction is not None:
+        friction = _number(contact.friction, where, "contact.friction")
+        if friction < 0.0:
+            raise _fail(where, "contact.friction", f"must be >= 0, got {friction}")
+    return BodyContact(enable=_flag(contact.enable, where, "contact.enable"), friction=friction)
+
+
 def _validate_settings(settings) -> Settings:
     where = "settings"
     if not isinstance(settings, Settings):
@@ -513,6 +589,7 @@ def _validate_settings(settings) -> Settings:
         max_iterations=max_iterations, min_iterations=min_iterations,
         velocity_tol=tolerances["velocity_tol"], transrate_tol=tolerances["transrate_tol"],
         line_search_max_iterations=line_search, device=settings.device,
+        contact=_validate_contact_settings(settings.contact),
     )
 
 
@@ -746,7 +823,7 @@ def _validate_soft_transform(soft, transform: np.ndarray, frames: int, where: st
     return SoftTransform(strength_ratio=strength, aim_transform=aim, is_constrained=constrained)
 
 
-def _validate_body(body, index: int, frames: int) -> Body:
+def _validate_body(body, index: int, frames: int, default_friction: float = 0.5) -> Body:
     if not isinstance(body, Body):
         raise SceneError(f"body #{index}: must be a Body, got {_type_name(body)}")
     if not isinstance(body.name, str) or not body.name:
@@ -786,7 +863,7 @@ def _validate_body(body, index: int, frames: int) -> Body:
     return Body(
         name=body.name, mesh=mesh, transform=transform, mass_density=density, kappa=kappa, motion=body.motion,
         linear_velocity=linear_velocity, angular_velocity=angular_velocity, mass=mass, soft_transform=soft,
-        animated_transforms=animated,
+        animated_transforms=animated, contact=_validate_body_contact(body.contact, where, default_friction),
     )
 
 
@@ -890,6 +967,7 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         name=joint.name, type=joint.type, l_body=joint.l_body, r_body=joint.r_body,
         position0=position0, position1=position1, strength_ratio=strength,
         init_distance=init_distance, init_angle=init_angle, limit=limit, driving=driving, position=position,
+        collide_connected=_flag(joint.collide_connected, where, "collide_connected"),
     )
 
 
@@ -945,7 +1023,7 @@ def validate_scene(scene: Scene) -> Scene:
     bodies: list[Body] = []
     seen: dict = {}
     for index, body in enumerate(scene.bodies):
-        checked = _validate_body(body, index, frames)
+        checked = _validate_body(body, index, frames, settings.contact.friction)
         if checked.name in seen:
             raise SceneError(
                 f"body {checked.name!r}: name: duplicate body name (bodies #{seen[checked.name]} and #{index})"

@@ -29,7 +29,8 @@ import numpy as np
 from .array_files import ArrayFile, ArrayFileError
 from .output_files import move_into_place, write_aside
 from .scene import (
-    AXIS_JOINT_TYPES, JOINT_TYPES, Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
+    AXIS_JOINT_TYPES, JOINT_TYPES, Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh,
+    Scene, SceneError, Settings,
     SoftTransform, validate_scene,
 )
 
@@ -47,18 +48,20 @@ MAX_ARRAYS_BYTES = 2**32
 _TOP_KEYS = ("format", "version", "arrays", "settings", "bodies", "joints")
 _SETTINGS_KEYS = (
     "frame_rate", "substeps", "frame_count", "gravity", "max_iterations", "min_iterations", "velocity_tol",
-    "transrate_tol", "line_search_max_iterations", "device",
+    "transrate_tol", "line_search_max_iterations", "device", "contact",
 )
+_CONTACT_KEYS = ("enable", "d_hat", "resistance", "friction", "eps_velocity")
+_BODY_CONTACT_KEYS = ("enable", "friction")
 _BODY_KEYS = (
     "name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity", "mass",
-    "soft_transform", "animated_transforms",
+    "soft_transform", "animated_transforms", "contact",
 )
 _MESH_KEYS = ("vertices", "triangles")
 _MASS_KEYS = ("mass", "mass_center", "inertia")
 _SOFT_KEYS = ("strength_ratio", "aim_transform", "is_constrained")
 _JOINT_KEYS = (
     "name", "type", "l_body", "r_body", "position0", "position1", "position", "strength_ratio", "init_distance",
-    "init_angle", "limit", "driving",
+    "init_angle", "limit", "driving", "collide_connected",
 )
 #: Keys that only some joint types take (each with those types).
 _JOINT_ONLY = {
@@ -106,7 +109,12 @@ def _optional(obj: dict, key: str) -> dict:
 def _settings_from_dict(data: Any) -> Settings:
     data = _object(data, "settings", "settings")
     _check_keys(data, "settings", "", _SETTINGS_KEYS)
-    return Settings(**{key: data[key] for key in _SETTINGS_KEYS if key in data})
+    values = {key: data[key] for key in _SETTINGS_KEYS if key in data}
+    if "contact" in data:
+        contact = _object(data["contact"], "settings", "contact")
+        _check_keys(contact, "settings", "contact.", _CONTACT_KEYS)
+        values["contact"] = ContactSettings(**contact)
+    return Settings(**values)
 
 
 def _mesh_array(value: Any, arrays, where: str, field_name: str):
@@ -142,6 +150,10 @@ def _body_from_dict(data: Any, index: int, arrays=None) -> Body:
         soft = _object(data["soft_transform"], where, "soft_transform")
         _check_keys(soft, where, "soft_transform.", _SOFT_KEYS)
         kwargs["soft_transform"] = SoftTransform(**{key: soft[key] for key in _SOFT_KEYS if key in soft})
+    if "contact" in data:
+        contact = _object(data["contact"], where, "contact")
+        _check_keys(contact, where, "contact.", _BODY_CONTACT_KEYS)
+        kwargs["contact"] = BodyContact(**contact)
     # An animated body may leave out "transform": it is then frame 0 of its animation.
     animated = data.get("animated_transforms")
     if "transform" not in data and data.get("motion") == "animated" and isinstance(animated, list) and animated:
@@ -166,7 +178,7 @@ def _joint_from_dict(data: Any, index: int) -> Joint:
         if key not in data:
             raise SceneError(f"{where}: {key}: missing required field")
     kwargs: dict = {key: data[key] for key in ("name", "type", "l_body", "r_body") + positions}
-    for key in ("strength_ratio", "init_distance", "init_angle"):
+    for key in ("strength_ratio", "init_distance", "init_angle", "collide_connected"):
         kwargs.update(_optional(data, key))
     if data.get("limit") is not None:
         limit = _object(data["limit"], where, "limit")
@@ -338,6 +350,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
         "bodies": [],
         "joints": [],
     }
+    if settings.contact != ContactSettings():  # files without contact stay as they were
+        document["settings"]["contact"] = dict(vars(settings.contact))
     limit = INLINE_VERTEX_LIMIT if inline_limit is None else inline_limit
     for index, body in enumerate(scene.bodies):
         mesh = {"vertices": _plain(body.mesh.vertices), "triangles": body.mesh.triangles.tolist()} if (
@@ -371,6 +385,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             }
         if body.animated_transforms is not None:
             entry["animated_transforms"] = _plain(body.animated_transforms)
+        if body.contact != BodyContact(friction=settings.contact.friction):
+            entry["contact"] = {"enable": body.contact.enable, "friction": body.contact.friction}
         document["bodies"].append(entry)
     for joint in scene.joints:
         entry = {
@@ -394,6 +410,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
                 "upper": _series_value(joint.limit.upper),
                 "strength": _series_value(joint.limit.strength),
             }
+        if joint.collide_connected:
+            entry["collide_connected"] = True
         if joint.driving is not None:
             entry["driving"] = {
                 "strength_ratio": _series_value(joint.driving.strength_ratio),

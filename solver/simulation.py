@@ -31,10 +31,11 @@ import threadpoolctl
 
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
 from .compilation import compile_in_parallel, compile_tasks
+from .contact import ContactUnavailable
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
-from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_step
+from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_contact_step, solve_step
 from .scene import Scene, validate_scene
 from .trajectory import Trajectory
 
@@ -65,7 +66,8 @@ def simulate(scene: Scene, progress: Optional[Callable[[int, int], Optional[bool
         SolverError: a non-finite state or a singular Newton system (the message names the frame
             and step); the settings' device cannot be used (CuPy missing, no GPU, too little GPU
             memory: before any step; the GPU out of memory during a step: naming the frame and
-            step); :class:`SimulationCancelled` when ``progress`` returned False.
+            step); contact is on but ipctk is not installed; :class:`SimulationCancelled` when
+            ``progress`` returned False.
     """
     return Simulation(scene).run(progress)
 
@@ -91,7 +93,10 @@ class Simulation:
     def __init__(self, scene: Scene):
         self.scene = scene = validate_scene(scene)
         settings = scene.settings
-        model = Model(scene)
+        try:
+            model = Model(scene)
+        except ContactUnavailable as error:
+            raise SolverError(str(error)) from error
         try:
             self._potential = IncrementalPotential(model.terms, model.slot, settings.device)
         except DeviceUnavailable as error:
@@ -109,6 +114,9 @@ class Simulation:
         self._converged = np.zeros(steps, dtype=bool)
         self._fast_rotation = np.zeros(steps, dtype=bool)
         self._residual = np.zeros(steps)
+        self._contact_distance = np.full(frames + 1, np.inf)
+        self._contact_count = np.zeros(frames + 1, dtype=np.int64)
+        self._record_contact(0)
         self._transforms[0] = transform_from_q(stepper.q)
         self._distance[0], self._angle[0] = stepper.joints.distance, stepper.joints.angle
         self._rotation[0] = stepper.joints.rotation(model, stepper.q)
@@ -184,7 +192,14 @@ class Simulation:
             self._transforms[frame] = transform_from_q(stepper.q)
             self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
             self._rotation[frame] = stepper.joints.rotation(stepper.model, stepper.q)
+            self._record_contact(frame)
             self.frames_done = frame
+
+    def _record_contact(self, frame: int) -> None:
+        """The contact read-outs of ``frame`` (:meth:`solver.contact.ContactSurface.minimum_distance`)."""
+        contact = self._stepper.model.contact
+        if contact is not None:
+            self._contact_distance[frame], self._contact_count[frame] = contact.minimum_distance(self._stepper.q)
 
     def run(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
         """Simulate the frames not done yet and return the whole :class:`Trajectory`.
@@ -227,6 +242,8 @@ class Simulation:
             converged=self._converged,
             fast_rotation=self._fast_rotation,
             residual=self._residual,
+            contact_distance=self._contact_distance,
+            contact_count=self._contact_count,
             frame_rate=float(scene.settings.frame_rate),
             substeps=int(scene.settings.substeps),
         )
@@ -286,6 +303,8 @@ class _Stepper:
             by_frame = np.moveaxis(values, 1, 0).reshape(frames, values.size // frames)
             self.targets_move[1:] |= np.any(by_frame[1:] != by_frame[:-1], axis=1)
         self.soft_aim_poses = PoseInterpolation(np.swapaxes(self.soft_aim_q, 0, 1)) if len(soft) else None
+        if model.contact is not None:  # the residual test of solve_contact_step
+            self.mass_inverse = np.linalg.inv(model.kinetic.mass_matrix)
 
     def begin_frame(self, frame: int) -> None:
         """Apply the per-frame series values of ``frame`` (1..frame_count) that hold for all its
@@ -369,6 +388,8 @@ class _Stepper:
         revolute joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
         model, dt = self.model, self.dt
         ratio = substep / self.settings.substeps
+        if model.contact is not None:
+            return self._contact_step(potential, frame, ratio)
         if self.kinematic is not None:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         if self.targets_move[frame]:
@@ -390,6 +411,61 @@ class _Stepper:
                             turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
+
+    def _set_step_parameters(self, frame: int, ratio: float) -> np.ndarray:
+        """Set the step's targets, prediction q_tilde and lagged joint values; returns q^t of
+        the dynamic bodies (dynamic, 12)."""
+        model, dt = self.model, self.dt
+        if self.targets_move[frame]:
+            self.begin_step(frame, ratio)
+        start = self.q[self.dynamic].copy()
+        model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
+        if len(model.driving.joint_indices):
+            committed = self.joints.raw_distance[model.driving.joint_indices]
+            model.driving.target = np.where(self.driving_passive, committed, self.driving_aim)
+        limit = model.revolute_limit
+        if len(limit.joint_indices):
+            limit.angle_t = self.joints.raw_angle[limit.joint_indices].copy()
+            limit.sin_t = self.joints.sin[limit.joint_indices].copy()
+            limit.cos_t = self.joints.cos[limit.joint_indices].copy()
+        return start
+
+    def _contact_step(self, potential: IncrementalPotential, frame: int, ratio: float):
+        """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
+        from q^t, friction lagged at q^t. Animated bodies move to their pose at the step's end
+        in collision-free parts: each part as far as CCD allows with the dynamic bodies where
+        they are, then a Newton solve, whose barrier pushes the dynamic bodies out of the way,
+        until the pose is reached (at most :data:`ANIMATED_PARTS_MAX` parts)."""
+        model, dt, contact = self.model, self.dt, self.model.contact
+        start = self._set_step_parameters(frame, ratio)
+        contact.begin_step(self.q, dt)
+        totals = [0, 0]
+        parts = 0
+        while True:
+            if self.kinematic is not None:
+                target = self.kinematic_poses.at(frame, ratio)
+                motion = np.zeros_like(self.q)
+                motion[self.kinematic] = target - self.q[self.kinematic]
+                alpha = contact.collision_free_step(self.q, motion)
+                parts += 1
+                if alpha >= 1.0 or parts >= ANIMATED_PARTS_MAX:
+                    self.q[self.kinematic] = target
+                else:
+                    self.q[self.kinematic] += alpha * motion[self.kinematic]
+                contact.set_candidates(self.q)
+            result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings, self.mass_inverse)
+            totals[0] += result.iterations
+            totals[1] += result.line_search_iterations
+            if self.kinematic is None or np.array_equal(self.q[self.kinematic], target):
+                break
+        result.iterations, result.line_search_iterations = totals
+        self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
+        return result, self.joints.commit(model, self.q)
+
+
+#: Collision-free parts an animated body's motion in one step is split into at most
+#: (:meth:`_Stepper._contact_step`); past them it moves to its pose regardless.
+ANIMATED_PARTS_MAX = 20
 
 
 class _DriveSeries:

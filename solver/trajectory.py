@@ -16,7 +16,7 @@ from .scene import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 #: per time step, the names included.
 MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
 #: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
-OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest")
+OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "contact_distance", "contact_count")
 
 
 @dataclass
@@ -51,6 +51,11 @@ class Trajectory:
             older file).
         frame_rate: frames per second, 1/s.
         substeps: time steps per frame.
+        contact_distance: (frame_count + 1,) smallest distance between two contact-enabled
+            bodies that may touch, m, at each frame: measured where it is below the barrier's
+            d_hat, +inf otherwise (and where contact is off).
+        contact_count: (frame_count + 1,) active contacts at each frame: the barrier's primitive
+            pairs (point-triangle, edge-edge ...) closer than d_hat; 0 where contact is off.
         rotation: (frame_count + 1, joints, 3) rotation vector (axis times angle, rad) of a fixed
             or spherical joint's body j relative to its body i since frame 0, in body i's axes
             as they were at frame 0; NaN for the other joints (all NaN when not given, and in
@@ -71,10 +76,17 @@ class Trajectory:
     substeps: int
     scene_digest: str = ""
     rotation: Optional[np.ndarray] = None
+    contact_distance: Optional[np.ndarray] = None
+    contact_count: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
+        frames = len(self.transforms)
         if self.rotation is None:  # no fixed or spherical joint readouts given
             self.rotation = np.full(np.shape(self.angle) + (3,), np.nan)
+        if self.contact_distance is None:  # contact off, or a file from before contact
+            self.contact_distance = np.full(frames, np.inf)
+        if self.contact_count is None:
+            self.contact_count = np.zeros(frames, dtype=np.int64)
 
     @property
     def frame_count(self) -> int:

@@ -1,0 +1,378 @@
+"""Contact between bodies: the IPC barrier, lagged friction and CCD of ipctk (IPC Toolkit) on affine bodies.
+
+The one module that imports ``ipctk`` (PyPI ``ipctk`` 1.6.1, an optional dependency: the
+``contact`` extra); a later ipctk version is a change here only. Sources: Li et al. 2020,
+"Incremental Potential Contact" (barrier, lagged friction, CCD-capped line search); Lan et al.
+2022, "Affine Body Dynamics" (contact on affine bodies through the per-vertex Jacobian J(x̄));
+docs/contact.md says how they are assembled.
+
+The contact-enabled bodies' surfaces form one ipctk ``CollisionMesh`` whose displacement map W
+has, per surface vertex of body b, the row [1, x̄] in the four columns of b: the "full mesh" has
+four points per body, Q_b = [p; A^T] (4, 3), and a surface vertex is x = [1, x̄^T] Q_b = p + A x̄.
+ipctk's ``to_full_dof`` then maps a vertex gradient g to J^T g and a vertex Hessian H to J^T H J
+exactly (the chain rule of Lan et al. 2022); :data:`FULL_ORDER` reorders the full mesh's DOFs
+into q = [p, rows of A].
+
+Incremental-potential terms (dt the time step, q the bodies' states, x(q) the surface vertices):
+
+- barrier: dt^2 kappa sum_k w_k b(d_k^2, d_hat^2), b(x, x_hat) = -(x - x_hat)^2 ln(x / x_hat)
+  for x < x_hat (ipctk's ``BarrierPotential`` on squared distances d_k of its primitive pairs,
+  w_k its weights); kappa in J/m^4;
+- friction: dt D(v) with v = (x(q) - x(q^t)) / dt and D ipctk's ``FrictionPotential`` (smoothed
+  Coulomb friction with transition speed eps_velocity, m/s) on the tangential collisions lagged at
+  q^t (normal forces from the barrier above, tangent bases, coefficients sqrt(mu_a mu_b));
+  its gradient is dt^2 times the friction forces.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+
+try:
+    import ipctk
+except ImportError:  # contact is optional: scenes without it run without ipctk
+    ipctk = None
+
+#: Index into q = [p, a1, a2, a3] (a_i the rows of A) of each DOF of a body's four full-mesh
+#: points [p; A^T] as ipctk orders them (point-major): p, then the columns of A.
+FULL_ORDER = np.array([0, 1, 2, 3, 6, 9, 4, 7, 10, 5, 8, 11])
+#: Tight Inclusion CCD tolerance and iteration cap (ipctk's defaults, 1e-6 and 1e7, cost far more
+#: on resting contact for no safety gain: the conservative rescaling keeps a gap either way).
+CCD_TOLERANCE = 1e-4
+CCD_MAX_ITERATIONS = 1_000_000
+#: A direction moving no vertex by more than this fraction of half the smallest gap skips CCD
+#: (:meth:`ContactSurface.line_search_start`).
+SAFE_GAP_FRACTION = 0.5
+#: Frame-0 gaps closer than this fraction of d_hat count as touching (see :class:`ContactSurface`).
+TOUCHING_FRACTION = 0.5
+
+
+class ContactUnavailable(RuntimeError):
+    """Contact is enabled but ipctk (the ``contact`` extra) is not installed."""
+
+
+def require_ipctk() -> None:
+    """Raise :class:`ContactUnavailable` when ipctk cannot be imported."""
+    if ipctk is None:
+        raise ContactUnavailable(
+            "contact needs the ipctk package (pip install ipctk==1.6.1, or the solver's 'contact' extra)"
+        )
+
+
+def _edge_colouring(pairs: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Split body pairs into matchings (no body twice in one), greedily: each becomes one native
+    ipctk patches filter (a shared label blocks a pair), so the filters are as few as the largest
+    number of excluded partners of a body, plus one."""
+    matchings: list[tuple[list, set]] = []
+    for pair in pairs:
+        for matching, used in matchings:
+            if pair[0] not in used and pair[1] not in used:
+                matching.append(pair)
+                used.update(pair)
+                break
+        else:
+            matchings.append(([pair], set(pair)))
+    return [matching for matching, _ in matchings]
+
+
+class ContactSurface:
+    """The contact-enabled bodies' surfaces as one ipctk collision mesh driven by q.
+
+    Args:
+        meshes: per body (global index), (vertices (V_b, 3) body-local m, triangles (T_b, 3)),
+            or None for a body without contact.
+        dynamic: (bodies,) bool; the others (fixed, animated) are obstacles: two of them never
+            touch each other.
+        mass_centers: (bodies, 3) body-local centres of mass, m (frame-0 shrinking, below).
+        excluded_pairs: body pairs (i, j) that never touch (the bodies of a joint without
+            ``collide_connected``).
+        friction: (bodies,) friction coefficient mu of each body; a pair's is sqrt(mu_a mu_b).
+        d_hat: barrier activation distance, m.
+        eps_velocity: friction's static/dynamic transition speed, m/s.
+        q0: (bodies, 12) frame-0 states.
+        names: (bodies,) body names for error messages.
+
+    Bodies touching at frame 0 (closer than :data:`TOUCHING_FRACTION` d_hat, distance 0
+    included: a box placed on a ground) would start with an infinite or huge barrier. Each
+    dynamic body of such a pair collides with its mesh scaled about its centre of mass by
+    1 - d_hat / (2 R), R its farthest vertex from the centre: its surface moves inward by at most
+    d_hat / 2 (invisible at the default d_hat of 1 mm), and the pair starts apart.
+
+    Raises:
+        ValueError: bodies intersect at frame 0 (after the shrinking); the message names both.
+        ContactUnavailable: ipctk is not installed.
+    """
+
+    def __init__(self, meshes, dynamic, mass_centers, excluded_pairs, friction, d_hat, eps_velocity, q0, names):
+        require_ipctk()
+        self.body_count = len(meshes)
+        self.d_hat = float(d_hat)
+        self.eps_velocity = float(eps_velocity)
+        self.names = list(names)
+        members = [b for b in range(self.body_count) if meshes[b] is not None]
+        # Dynamic bodies' vertices first: ipctk's static-obstacle filter takes the rest as static.
+        order = [b for b in members if dynamic[b]] + [b for b in members if not dynamic[b]]
+        self.order = order
+        self._local = []
+        triangles, offsets = [], [0]
+        for b in order:
+            vertices, faces = meshes[b]
+            self._local.append(np.asarray(vertices, dtype=np.float64))
+            triangles.append(np.asarray(faces, dtype=np.int64) + offsets[-1])
+            offsets.append(offsets[-1] + len(vertices))
+        self.offsets = np.array(offsets)
+        self.vertex_body = np.repeat(np.array(order, dtype=np.int64), np.diff(self.offsets))
+        self.faces = np.asfortranarray(np.concatenate(triangles).astype(np.int32)) if triangles else np.zeros((0, 3), np.int32)
+        self.edges = np.asfortranarray(ipctk.edges(self.faces)) if len(self.faces) else np.zeros((0, 2), np.int32)
+        self.dynamic_vertices = int(sum(len(self._local[k]) for k, b in enumerate(order) if dynamic[b]))
+        self.friction = np.asarray(friction, dtype=np.float64)
+        self._uniform_friction = len(set(self.friction[order].tolist())) <= 1
+        self._excluded = [tuple(sorted(pair)) for pair in excluded_pairs]
+        self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
+        self._broad_phase = ipctk.LBVH()
+        # The bodies' DOFs in q order from the full mesh's (ipctk's): full = P q.
+        self._full_to_q = (12 * np.arange(self.body_count)[:, None] + FULL_ORDER[None, :]).reshape(-1)
+        self._unknown = np.arange(12 * self.body_count)  # q DOF -> row of the Newton system (-1: none)
+        self._gap = 0.0  # smallest distance at the last gradient_hessian's state, at most d_hat
+        self._mesh = self._build_mesh()
+        self.kappa = 0.0  # set by the simulation (:func:`adaptive_kappa` or the scene's resistance)
+        self.dt = 1.0
+        self._tangential = None
+        self._candidates = None
+        self._lagged_positions = None
+        self._separate_touching(np.asarray(q0, dtype=np.float64), np.asarray(dynamic, dtype=bool),
+                                np.asarray(mass_centers, dtype=np.float64))
+
+    # -- mesh -------------------------------------------------------------------------------
+    def _build_mesh(self):
+        rows = np.arange(self.offsets[-1])
+        local = np.concatenate(self._local) if self._local else np.zeros((0, 3))
+        values = np.concatenate([np.ones((len(rows), 1)), local], axis=1).reshape(-1)
+        columns = (4 * self.vertex_body[:, None] + np.arange(4)[None, :]).reshape(-1)
+        displacement_map = scipy.sparse.csc_matrix(
+            (values, (np.repeat(rows, 4), columns)), shape=(len(rows), 4 * self.body_count))
+        rest = np.asfortranarray(displacement_map @ np.tile(np.vstack([np.zeros(3), np.eye(3)]), (self.body_count, 1)))
+        mesh = ipctk.CollisionMesh(rest, self.edges, self.faces, displacement_map)
+        self._displacement_map = displacement_map.tocsr()
+        mesh.can_collide = self._filter()
+        return mesh
+
+    def _filter(self):
+        """Native ipctk filters (a Python callback would deadlock ipctk's threads): not within one
+        body, not between two obstacles, not between the bodies of an excluded pair."""
+        body = self.vertex_body.astype(np.int32)
+        combined = ipctk.make_vertex_patches_filter(body) & ipctk.make_static_obstacle_filter(self.dynamic_vertices)
+        for matching in _edge_colouring(self._excluded):
+            label = {b: self.body_count + k for k, pair in enumerate(matching) for b in pair}
+            labels = np.array([label.get(int(b), int(b)) for b in body], dtype=np.int32)
+            combined = combined & ipctk.make_vertex_patches_filter(labels)
+        return combined
+
+    def positions(self, q: np.ndarray) -> np.ndarray:
+        """Surface vertex positions (V, 3), m, of states q (bodies, 12): x = p + A x̄."""
+        full = np.empty((self.body_count, 4, 3))
+        full[:, 0] = q[:, 0:3]
+        full[:, 1:4] = np.swapaxes(q[:, 3:12].reshape(-1, 3, 3), 1, 2)
+        return np.asfortranarray(self._displacement_map @ full.reshape(-1, 3))
+
+    # -- frame 0 ----------------------------------------------------------------------------
+    def _pairs_closer_than(self, positions: np.ndarray, distance: float) -> set:
+        collisions = ipctk.NormalCollisions()
+        collisions.build(self._mesh, positions, distance, 0.0, self._broad_phase)
+        pairs = set()
+        for k in range(len(collisions)):
+            ids = [v for v in collisions[k].vertex_ids(self.edges, self.faces) if v >= 0]
+            bodies = sorted({int(self.vertex_body[v]) for v in ids})
+            if len(bodies) == 2:
+                pairs.add(tuple(bodies))
+        return pairs
+
+    def _separate_touching(self, q0: np.ndarray, dynamic: np.ndarray, mass_centers: np.ndarray) -> None:
+        if not len(self.faces):
+            return
+        positions = self.positions(q0)
+        touching = self._pairs_closer_than(positions, TOUCHING_FRACTION * self.d_hat)
+        shrink = sorted({b for pair in touching for b in pair if dynamic[b]})
+        if shrink:
+            for b in shrink:
+                k = self.order.index(b)
+                centre = mass_centers[b]
+                radius = float(np.max(np.linalg.norm(self._local[k] - centre, axis=1)))
+                factor = 1.0 - self.d_hat / (2.0 * radius) if radius > self.d_hat else 0.5
+                self._local[k] = centre + factor * (self._local[k] - centre)
+            self._mesh = self._build_mesh()
+            positions = self.positions(q0)
+        if ipctk.has_intersections(self._mesh, positions, self._broad_phase):
+            first, second = self._intersecting_pair(positions)
+            raise ValueError(f"bodies {first!r} and {second!r} intersect at frame 0; move them apart "
+                             "(or turn contact off for one of them)")
+        if self._pairs_closer_than(positions, 1e-9 * self.d_hat):
+            first, second = sorted(self._pairs_closer_than(positions, 1e-9 * self.d_hat))[0]
+            raise ValueError(f"bodies {self.names[first]!r} and {self.names[second]!r} touch at frame 0 and "
+                             "cannot be moved apart; leave a gap between them")
+
+    def _intersecting_pair(self, positions: np.ndarray) -> tuple[str, str]:
+        """Names of two bodies whose surfaces intersect (tested pair by pair over overlapping boxes)."""
+        boxes = [(positions[self.offsets[k]:self.offsets[k + 1]].min(axis=0),
+                  positions[self.offsets[k]:self.offsets[k + 1]].max(axis=0)) for k in range(len(self.order))]
+        for k in range(len(self.order)):
+            for m in range(k + 1, len(self.order)):
+                if np.any(boxes[k][1] < boxes[m][0]) or np.any(boxes[m][1] < boxes[k][0]):
+                    continue
+                faces = [self.faces[np.all((self.faces >= self.offsets[i]) & (self.faces < self.offsets[i + 1]), axis=1)]
+                         for i in (k, m)]
+                sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
+                sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
+                if ipctk.has_intersections(sub_mesh, positions):
+                    first, second = sorted((self.order[k], self.order[m]))
+                    return self.names[first], self.names[second]
+        return self.names[self.order[0]], self.names[self.order[-1]]
+
+    # -- per step ---------------------------------------------------------------------------
+    def barrier(self):
+        """ipctk's barrier potential at the current stiffness, dt^2 kappa (J/m^4)."""
+        return ipctk.BarrierPotential(self.d_hat, self.dt * self.dt * self.kappa)
+
+    def begin_step(self, q_start: np.ndarray, dt: float) -> None:
+        """Lag the friction at q^t (bodies, 12) for the step of length dt (s): :meth:`relag`."""
+        self.dt = float(dt)
+        self._lagged_positions = self.positions(q_start)
+        self.set_candidates(q_start)
+        self.relag(q_start)
+
+    def relag(self, q: np.ndarray) -> None:
+        """Rebuild the tangential collisions (normal forces, tangent bases, coefficients) at q
+        (bodies, 12), keeping x(q^t) as the friction's reference (Li et al. 2020 §5: friction
+        lagged, iterated to convergence)."""
+        positions = self.positions(q)
+        collisions = self._collisions(positions)
+        self._tangential = ipctk.TangentialCollisions()
+        if not len(collisions) or not np.any(self.friction[self.order] > 0.0):
+            return
+        self._tangential.build(self._mesh, positions, collisions, self.barrier(), float(self.friction[self.order[0]]))
+        if not self._uniform_friction:
+            for k in range(len(self._tangential)):
+                collision = self._tangential[k]
+                a, b = self._pair_bodies(collision)
+                collision.mu_s = collision.mu_k = float(np.sqrt(self.friction[a] * self.friction[b]))
+
+    def _pair_bodies(self, collision) -> tuple[int, int]:
+        """The two bodies of a collision's primitive pair."""
+        ids = [v for v in collision.vertex_ids(self.edges, self.faces) if v >= 0]
+        first = int(self.vertex_body[ids[0]])
+        return first, int(self.vertex_body[ids[-1]])
+
+    def has_friction(self) -> bool:
+        """Whether the lagged friction has any tangential collision."""
+        return self._tangential is not None and len(self._tangential) > 0
+
+    def set_candidates(self, q: np.ndarray, direction: np.ndarray | None = None) -> None:
+        """Broad phase (LBVH) over the surfaces at q (bodies, 12), swept along ``direction``
+        (bodies, 12) when given, boxes inflated by d_hat: valid for every state on the segment."""
+        self._candidates = ipctk.Candidates()
+        start = self.positions(q)
+        if direction is None:
+            self._candidates.build(self._mesh, start, self.d_hat, self._broad_phase)
+        else:
+            self._candidates.build(self._mesh, start, self.positions(q + direction), self.d_hat, self._broad_phase)
+
+    def _collisions(self, positions: np.ndarray):
+        collisions = ipctk.NormalCollisions()
+        collisions.build(self._candidates, self._mesh, positions, self.d_hat)
+        return collisions
+
+    def collision_free_step(self, q: np.ndarray, direction: np.ndarray) -> float:
+        """Largest alpha in [0, 1] with q + alpha direction (both (bodies, 12)) intersection-free
+        along the way (Tight Inclusion CCD, conservatively rescaled), after a broad phase swept
+        along it (:meth:`set_candidates`), whose candidates then serve every state on the way."""
+        self.set_candidates(q, direction)
+        return float(self._candidates.compute_collision_free_stepsize(
+            self._mesh, self.positions(q), self.positions(q + direction), 0.0, self._ccd))
+
+    def line_search_start(self, q: np.ndarray, direction: np.ndarray, displacement: float) -> float:
+        """:meth:`collision_free_step` of a direction that moves no vertex by more than
+        ``displacement`` (m), at q where :meth:`gradient_hessian` was last evaluated. Two
+        primitives' distance changes by at most twice that, so where it is at most
+        :data:`SAFE_GAP_FRACTION` of the smallest gap there (a resting or slow body), the whole
+        step is collision-free without CCD; the broad phase is then rebuilt at q, inflated by
+        d_hat (pairs within 2 d_hat), which covers every state within d_hat / 2 of q."""
+        if 2.0 * displacement <= SAFE_GAP_FRACTION * self._gap:
+            self.set_candidates(q)
+            return 1.0
+        return self.collision_free_step(q, direction)
+
+    def energy(self, q: np.ndarray) -> float:
+        """Barrier plus friction terms of the incremental potential at q (bodies, 12), J; inf
+        where a pair is at distance 0."""
+        positions = self.positions(q)
+        collisions = self._collisions(positions)
+        value = self.barrier()(collisions, self._mesh, positions) if len(collisions) else 0.0
+        if self._tangential is not None and len(self._tangential):
+            velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
+            value += self.dt * ipctk.FrictionPotential(self.eps_velocity)(self._tangential, self._mesh, velocities)
+        return float(value)
+
+    def set_unknowns(self, slot: np.ndarray) -> None:
+        """The Newton system's rows: body b's 12 DOFs are rows 12 slot[b] .. 12 slot[b] + 11, none
+        where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_hessian` returns the
+        Hessian in these rows (all bodies in body order until this is called)."""
+        slot = np.asarray(slot)
+        self._unknown = np.where(np.repeat(slot, 12) >= 0, 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
+        """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
+        J^T g and J^T H J through ipctk's displacement map, each primitive pair's Hessian clamped
+        to PSD (``project``) or exact. The Hessian is square over the Newton system's rows
+        (:meth:`set_unknowns`; 12 bodies in q order by default)."""
+        positions = self.positions(q)
+        collisions = self._collisions(positions)
+        self._gap = min(self.d_hat, float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions)))) if len(
+            collisions) else self.d_hat
+        gradient = np.zeros(3 * self.offsets[-1])
+        hessian = scipy.sparse.csc_matrix((3 * self.offsets[-1],) * 2)
+        projection = ipctk.PSDProjectionMethod.CLAMP if project else ipctk.PSDProjectionMethod.NONE
+        if len(collisions):
+            barrier = self.barrier()
+            gradient = gradient + barrier.gradient(collisions, self._mesh, positions)
+            hessian = hessian + barrier.hessian(collisions, self._mesh, positions, projection)
+        if self._tangential is not None and len(self._tangential):
+            velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
+            friction = ipctk.FrictionPotential(self.eps_velocity)
+            gradient = gradient + friction.gradient(self._tangential, self._mesh, velocities)
+            hessian = hessian + friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt
+        q_gradient = np.empty(12 * self.body_count)
+        q_gradient[self._full_to_q] = self._mesh.to_full_dof(gradient)
+        full_hessian = self._mesh.to_full_dof(scipy.sparse.csc_matrix(hessian)).tocoo()
+        rows, columns = self._unknown[self._full_to_q[full_hessian.row]], self._unknown[self._full_to_q[full_hessian.col]]
+        keep = (rows >= 0) & (columns >= 0)
+        size = int(self._unknown.max(initial=-1)) + 1
+        system = scipy.sparse.csc_matrix((full_hessian.data[keep], (rows[keep], columns[keep])), shape=(size, size))
+        return q_gradient.reshape(self.body_count, 12), system
+
+    # -- read-outs --------------------------------------------------------------------------
+    def minimum_distance(self, q: np.ndarray) -> tuple[float, int]:
+        """(smallest distance between two surfaces that may touch, m, inf where none is within
+        d_hat; number of active contacts, the barrier's primitive pairs within d_hat) at q."""
+        positions = self.positions(q)
+        collisions = ipctk.NormalCollisions()
+        collisions.build(self._mesh, positions, self.d_hat, 0.0, self._broad_phase)
+        if not len(collisions):
+            return np.inf, 0
+        return float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions))), len(collisions)
+
+    def intersecting(self, q: np.ndarray) -> bool:
+        """Whether any two surfaces intersect at q (bodies, 12) (ipctk ``has_intersections``)."""
+        return bool(ipctk.has_intersections(self._mesh, self.positions(q), self._broad_phase))
+
+
+def adaptive_kappa(mass: float, gravity: float, d_hat: float) -> float:
+    """Barrier stiffness kappa (J/m^4) from the heaviest dynamic body's mass (kg): one primitive
+    pair at d_hat / 2 holds its weight m g (gravity g m/s^2, at least 9.81), so that resting
+    contacts, which share the load among several pairs, stay between d_hat / 2 and d_hat apart.
+    IPC's own heuristic (Li et al. 2020 §4.3) takes the average vertex mass and lets fine meshes
+    sink to micrometres. The barrier's force at distance d is kappa |d b(d^2, d_hat^2) / d d|."""
+    require_ipctk()
+    half = 0.5 * d_hat
+    force_per_kappa = abs(2.0 * half * ipctk.barrier_first_derivative(half * half, d_hat * d_hat))
+    return float(mass * max(gravity, 9.81) / force_per_kappa)
