@@ -1,6 +1,6 @@
 # abd-joints: two set-up commands that work on a fresh clone (see README.md).
 #   make demo   builds the bundled examples in Blender (bpy wheel), bakes them headless, writes build/demo/
-#   make check  the solver suite and the add-on's quick tests (a few minutes), for use while editing
+#   make check  lint, the solver suite and the add-on's quick tests (a few minutes), while editing
 #   make test   runs the solver and add-on test suites, the add-on's also on the oldest and newest
 #               Blender the manifest admits (bpy wheels BPY_RANGE), the solver's also on NumPy 2,
 #               and the farm jobs' tests (tests/farm)
@@ -17,7 +17,7 @@ BPY_RANGE := 4.2.23 5.0.1
 # without bpy and with these pins in place of NumPy 1.26's.
 NUMPY2_PINS := numpy==2.4.6 scipy==1.17.1
 
-.PHONY: venv check test test-solver test-solver-numpy2 test-addon test-addon-range test-farm demo extension benchmark clean
+.PHONY: venv lint check test test-solver test-solver-numpy2 test-addon test-addon-range test-farm demo extension benchmark clean
 
 venv: $(STAMP)
 
@@ -26,14 +26,20 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
-test: test-solver test-solver-numpy2 test-addon test-addon-range test-farm
+test: lint test-solver test-solver-numpy2 test-addon test-addon-range test-farm
+
+# ruff (pycodestyle, Pyflakes, bugbear and docstring rules) and mypy on the solver; their settings
+# are in pyproject.toml.
+lint: venv
+	$(PY) -m ruff check --no-cache solver
+	$(PY) -m mypy
 
 # The add-on's quick tests: registration, the operators, the export and the bake (the batch, the
 # examples, the install and the other Blender versions are left to `make test`).
 ADDON_QUICK := tests/addon/test_registration.py tests/addon/test_operators.py tests/addon/test_export.py \
 	tests/addon/test_bake.py
 
-check: test-solver
+check: lint test-solver
 	timeout 900 $(PY) -m pytest $(ADDON_QUICK) -q -p no:cacheprovider
 
 test-solver: venv

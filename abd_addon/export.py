@@ -43,7 +43,8 @@ from ..solver.affine_body import nearest_rotation
 from ..solver.linear_solver import band_order
 from ..solver.mass import mesh_volume
 from ..solver.scene import (
-    Body, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
+    Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
+    SoftTransform, validate_scene,
 )
 from .properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 
@@ -121,6 +122,8 @@ def settings_from_scene(scene: bpy.types.Scene) -> Settings:
         transrate_tol=world.transrate_tol,
         line_search_max_iterations=world.line_search_max_iterations,
         device=world.device.lower(),
+        contact=ContactSettings(enable=world.use_contact, d_hat=world.d_hat, friction=world.friction,
+                                resistance=None if world.use_auto_resistance else world.resistance),
     )
 
 
@@ -718,6 +721,9 @@ def _body(ob: bpy.types.Object, sampler: _Sampler, mesh: tuple, result: Export) 
         angular_velocity=np.array(props.angular_velocity, dtype=np.float64),
         soft_transform=soft,
         animated_transforms=rigid_transforms(matrices) if motion == "animated" else None,
+        contact=BodyContact(enable=props.use_collision, friction=props.friction if props.use_friction else None,
+                            shape=props.collision_shape.lower(),
+                            collections=tuple(i for i, member in enumerate(props.collision_collections) if member)),
     )
 
 
@@ -788,5 +794,6 @@ def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:
         init_angle=0.0 if prismatic else props.init_angle,
         limit=limit,
         driving=driving,
+        collide_connected=not props.disable_collisions,
     )
 

@@ -5,9 +5,8 @@
 where the solver applies it: from the child body's current direction, offset by the joint's
 current angle (:func:`scene_geometry`). The geometry is kept until the scene changes
 (:func:`invalidate` on ``bpy.app.handlers`` and on the drawn settings' updates), so orbiting or
-zooming a view with a thousand joints computes nothing: the first draw after a change takes
-about 11 ms for a thousand limited revolute joints on a two-core machine (110 ms joint by
-joint). The draw handler is only installed when Blender has a UI (``bpy.app.background`` is
+zooming a view with a thousand joints computes nothing (the first draw's time after a change:
+docs/performance.md, "Large rigs in Blender"). The draw handler is only installed when Blender has a UI (``bpy.app.background`` is
 False).
 """
 

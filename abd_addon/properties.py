@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
 from bpy.types import PropertyGroup
 
 from . import overlay
@@ -160,6 +160,35 @@ class ABDBodyProperties(PropertyGroup):
         size=3, subtype="XYZ", options=STATIC,
     )
     soft_transform: PointerProperty(override=OVERRIDABLE, type=ABDSoftTransformProperties)
+    use_collision: BoolProperty(
+        override=OVERRIDABLE,
+        name="Collision", description="Touch other bodies when the ABD World's Contact is on (contact.enable)",
+        default=True, options=STATIC,
+    )
+    use_friction: BoolProperty(
+        override=OVERRIDABLE,
+        name="Own Friction", description="Use this body's friction instead of the ABD World's",
+        default=False, options=STATIC,
+    )
+    friction: FloatProperty(
+        override=OVERRIDABLE,
+        name="Friction", description="Friction coefficient μ; two bodies use √(μ_a μ_b)",
+        default=0.5, min=0.0, soft_max=2.0, options=STATIC,
+    )
+    collision_shape: EnumProperty(
+        override=OVERRIDABLE,
+        name="Shape", description="What the body collides with (its mass always comes from the mesh)",
+        items=(
+            ("MESH", "Mesh", "The evaluated mesh"),
+            ("CONVEX_HULL", "Convex Hull", "The convex hull of the mesh's vertices: fewer primitives, faster"),
+        ),
+        default="MESH", options=STATIC,
+    )
+    collision_collections: BoolVectorProperty(
+        override=OVERRIDABLE,
+        name="Collections", description="Collision collections: two bodies touch only when they share one",
+        size=20, subtype="LAYER_MEMBER", default=(True,) + (False,) * 19, options=STATIC,
+    )
 
 
 def set_precise(group, **values) -> None:
@@ -309,6 +338,11 @@ class ABDJointProperties(PropertyGroup):
     )
     limit: PointerProperty(override=OVERRIDABLE, type=ABDLimitProperties)
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
+    disable_collisions: BoolProperty(
+        override=OVERRIDABLE,
+        name="Disable Collisions", description="The two bodies of this joint do not touch each other (collide_connected off)",
+        default=True, options=STATIC,
+    )
 
 
 #: Called with the scene whenever its Preview on Playback changes (the preview adds its own,
@@ -377,6 +411,31 @@ class ABDWorldProperties(PropertyGroup):
              "on chains, trees and smaller rigs the CPU is faster"),
         ),
         default="CPU", options=STATIC,
+    )
+    use_contact: BoolProperty(
+        override=OVERRIDABLE,
+        name="Contact", description="Bodies touch instead of passing through each other (needs the ipctk package)",
+        default=False, options=STATIC,
+    )
+    d_hat: FloatProperty(
+        override=OVERRIDABLE,
+        name="Contact Distance (d̂)", description="Surfaces closer than this push apart; bodies rest this close at most",
+        default=1e-3, min=1e-6, soft_max=0.1, precision=4, unit="LENGTH", options=STATIC,
+    )
+    friction: FloatProperty(
+        override=OVERRIDABLE,
+        name="Friction", description="Friction coefficient μ of the bodies without their own",
+        default=0.5, min=0.0, soft_max=2.0, options=STATIC,
+    )
+    use_auto_resistance: BoolProperty(
+        override=OVERRIDABLE,
+        name="Auto Resistance", description="Barrier stiffness κ from the heaviest dynamic body's mass",
+        default=True, options=STATIC,
+    )
+    resistance: FloatProperty(
+        override=OVERRIDABLE,
+        name="Resistance (κ)", description="Barrier stiffness κ in J/m⁴",
+        default=1e9, min=1e-6, precision=0, options=STATIC,
     )
 
 

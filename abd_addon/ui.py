@@ -144,6 +144,38 @@ class PHYSICS_PT_abd_body_soft_transform(_PhysicsPanel, Panel):
         col.prop(soft, "strength_ratio_a")
 
 
+class PHYSICS_PT_abd_body_collision(_PhysicsPanel, Panel):
+    """Contact settings of a body (used when the ABD World's Contact is on)."""
+
+    bl_label = "Collision"
+    bl_parent_id = "PHYSICS_PT_abd_body"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene."""
+        return _body(context) is not None
+
+    def draw_header(self, context):
+        """The enable checkbox in the panel header."""
+        self.layout.prop(context.object.abd_body, "use_collision", text="")
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        layout = self.layout
+        layout.use_property_split = True
+        body = context.object.abd_body
+        layout.active = body.enabled and body.use_collision
+        layout.prop(body, "collision_shape")
+        layout.prop(body, "use_friction")
+        row = layout.row()
+        row.active = body.use_friction
+        row.prop(body, "friction")
+        layout.prop(body, "collision_collections", text="Collections")
+        if not context.scene.abd_world.use_contact:
+            layout.label(text="Contact is off in the ABD World", icon="INFO")
+
+
 class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
     """Joint settings of an Empty (origin = anchor, local Z = axis)."""
 
@@ -173,6 +205,7 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         layout.prop(joint, "strength_ratio")
         if joint.type in AXIS_JOINT_TYPES:
             layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
+        layout.prop(joint, "disable_collisions")
         ob = context.object
         if "abd_distance" in ob.keys() or "abd_angle" in ob.keys():
             key = "abd_distance" if "abd_distance" in ob.keys() else "abd_angle"
@@ -293,6 +326,18 @@ class PHYSICS_PT_abd_world_solver(_PhysicsPanel, Panel):
         draw_solver(self.layout, context)
 
 
+class PHYSICS_PT_abd_world_contact(_PhysicsPanel, Panel):
+    """Contact between bodies (IPC)."""
+
+    bl_label = "Contact"
+    bl_parent_id = "PHYSICS_PT_abd_world"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_contact(self.layout, context.scene)
+
+
 class PHYSICS_PT_abd_bake(_PhysicsPanel, Panel):
     """Bake and Free Bake."""
 
@@ -346,6 +391,23 @@ def draw_solver(layout, context) -> None:
         advice = gpu_advice(context.view_layer)
         if advice is not None:
             layout.label(text=advice, icon="INFO")
+
+
+def draw_contact(layout, scene) -> None:
+    """Draw ``Scene.abd_world``'s contact settings."""
+    layout.use_property_split = True
+    world = scene.abd_world
+    layout.prop(world, "use_contact")
+    col = layout.column()
+    col.active = world.use_contact
+    col.prop(world, "d_hat")
+    col.prop(world, "friction")
+    col.prop(world, "use_auto_resistance")
+    row = col.row()
+    row.active = world.use_contact and not world.use_auto_resistance
+    row.prop(world, "resistance")
+    if world.use_contact and importlib.util.find_spec("ipctk") is None:
+        layout.label(text="The ipctk package is not installed: bakes will stop", icon="ERROR")
 
 
 def draw_bake(layout, scene) -> None:
@@ -409,6 +471,18 @@ class VIEW3D_PT_abd_world_solver(_SidebarPanel, Panel):
         draw_solver(self.layout, context)
 
 
+class VIEW3D_PT_abd_world_contact(_SidebarPanel, Panel):
+    """3D-view sidebar: the contact settings."""
+
+    bl_label = "Contact"
+    bl_parent_id = "VIEW3D_PT_abd_world"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        """Draw the panel's settings."""
+        draw_contact(self.layout, context.scene)
+
+
 class VIEW3D_PT_abd_bake(_SidebarPanel, Panel):
     """3D-view sidebar: Bake, Free Bake, Export Scene File, Apply Trajectory File."""
 
@@ -423,14 +497,17 @@ CLASSES = (
     PHYSICS_PT_abd_body,
     PHYSICS_PT_abd_body_velocity,
     PHYSICS_PT_abd_body_soft_transform,
+    PHYSICS_PT_abd_body_collision,
     PHYSICS_PT_abd_joint,
     PHYSICS_PT_abd_joint_limits,
     PHYSICS_PT_abd_joint_drive,
     PHYSICS_PT_abd_world,
     PHYSICS_PT_abd_world_solver,
+    PHYSICS_PT_abd_world_contact,
     PHYSICS_PT_abd_bake,
     VIEW3D_PT_abd,
     VIEW3D_PT_abd_world,
     VIEW3D_PT_abd_world_solver,
+    VIEW3D_PT_abd_world_contact,
     VIEW3D_PT_abd_bake,
 )

@@ -112,6 +112,16 @@ def build(frames: int) -> None:
     for name in ("panda_leftfinger", "panda_rightfinger"):
         objects[name].color = (0.95, 0.5, 0.1, 1.0)
 
+    # The links collide with each other (contact), except the two links of each joint (their
+    # Disable Collisions) and panda_link5 with panda_link7 and the opened fingers, whose collision
+    # meshes overlap at rest: panda_link5 goes into collision collection 1 only, panda_link7 and
+    # the fingers into 0 and 2, every other link into 0, 1 and 2.
+    scene.abd_world.use_contact = True
+    for ob in objects:
+        if ob.abd_body.enabled:
+            members = {"panda_link5": (1,), "panda_link7": (0, 2), "panda_leftfinger": (0, 2),
+                       "panda_rightfinger": (0, 2)}.get(ob.name, (0, 1, 2))
+            ob.abd_body.collision_collections = [k in members for k in range(20)]
     _blender.setup_stage(frames, camera_location=(1.2, -2.5, 0.5), camera_target=(0.25, 0.15, 0.33), lens=40.0)
     scene.frame_set(1)
 

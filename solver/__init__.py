@@ -165,7 +165,7 @@ def _configure_numba_cache() -> None:
         print(f"abd-joints: the solver's cache folder {folder} cannot be written; using {fallback}"
               + (" (a copy of it)" if _os.path.isdir(folder) else ""), file=sys.stderr)
         folder = fallback
-    numba.core.config.CACHE_DIR = folder
+    numba.core.config.CACHE_DIR = folder  # type: ignore[attr-defined]  # a setting, not in the stubs
 
 
 _configure_numba_cache()

@@ -156,7 +156,7 @@ def _warm_up(args: argparse.Namespace) -> int:
     except SolverError as error:
         _error(f"the warm-up scene failed: {error}")
         return EXIT_SOLVER_FAILED
-    print(f"warm_up=done cache={numba.config.CACHE_DIR}")
+    print(f"warm_up=done cache={numba.config.CACHE_DIR}")  # type: ignore[attr-defined]
     return EXIT_OK
 
 

@@ -126,7 +126,8 @@ def repeated_motion(start, velocity, dt, out):
                 r0, r1 = (j + 1) % 3, (j + 2) % 3
                 c0, c1 = (i + 1) % 3, (i + 2) % 3
                 adjugate[i, j] = previous[r0, c0] * previous[r1, c1] - previous[r0, c1] * previous[r1, c0]
-        determinant = previous[0, 0] * adjugate[0, 0] + previous[0, 1] * adjugate[1, 0] + previous[0, 2] * adjugate[2, 0]
+        determinant = (previous[0, 0] * adjugate[0, 0] + previous[0, 1] * adjugate[1, 0]
+                       + previous[0, 2] * adjugate[2, 0])
         if not (np.isfinite(determinant) and determinant != 0.0):
             for k in range(12):
                 out[b, k] = start[b, k] + dt * velocity[b, k]
@@ -210,7 +211,8 @@ def velocity_q(
     Args:
         transform: (4, 4) pose at frame 0.
         mass_center: (3,) body-local centre of mass c, m.
-        linear_velocity: (3,) m/s. angular_velocity: (3,) rad/s (world axes).
+        linear_velocity: (3,) v, m/s.
+        angular_velocity: (3,) w, rad/s (world axes).
     """
     rotation = transform[0:3, 0:3]
     omega = np.asarray(angular_velocity, dtype=np.float64)

@@ -112,7 +112,8 @@ class ArrayFile:
                     raise ArrayFileError(self.path, f"{where}: .npy format version {version} is not read")
                 header_size = member.tell()
             if dtype.kind not in PLAIN_KINDS or dtype.hasobject or dtype.names is not None:
-                raise ArrayFileError(self.path, f"{where}: dtype {dtype.str} is not a plain numeric, boolean or string type")
+                raise ArrayFileError(
+                    self.path, f"{where}: dtype {dtype.str} is not a plain numeric, boolean or string type")
             size = int(np.prod(shape, dtype=object)) * dtype.itemsize
             if size > info.file_size - header_size:
                 raise ArrayFileError(self.path, f"{where}: its header claims {size} bytes, more than the "

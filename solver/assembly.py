@@ -87,7 +87,7 @@ class Assembly:
             self.block_indices.append(index)
         self.block_count = len(ordered)
 
-    def assemble(self, derivatives: list, element_bodies: list[np.ndarray], blocks: np.ndarray = None):
+    def assemble(self, derivatives: list, element_bodies: list[np.ndarray], blocks: np.ndarray | None = None):
         """Sum per-element gradients and Hessians into the global system.
 
         Args:

@@ -13,12 +13,13 @@ compilation and warm-up".
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class CompileTask:
     """One kernel to compile: ``run()`` calls it (through its term's method) with a run's real
     argument types, so that the compiled specialisation is the one the run uses."""
 
-    kernel: object  # the numba Dispatcher
+    kernel: Any  # the numba Dispatcher
     run: Callable[[], object]
 
     @property
@@ -78,26 +79,28 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
     """The kernels a run of ``model`` calls, each with a call that compiles it.
 
     Args:
-        model: the run's :class:`solver.model.Model`. potential: its
-            :class:`solver.newton.IncrementalPotential`. q: (bodies, 12) a valid state (q0).
+        model: the run's :class:`solver.model.Model`.
+        potential: its :class:`solver.newton.IncrementalPotential`.
+        q: (bodies, 12) a valid state (q0).
 
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
     ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of the module that
-    defines its ``bind``, where it has them, called through the term's methods; the terms with a constant Hessian form it in
-    NumPy); then the scatter of the assembly, the banded scatter and transpose of the linear solver,
-    Newton's starting point, the convergence measure and the joint readouts. The calls have no effect on the run: they
-    read the terms' current parameters and write only scratch arrays.
+    defines its ``bind``, where it has them, called through the term's methods; the terms with a
+    constant Hessian form it in NumPy); then the scatter of the assembly, the banded scatter and
+    transpose of the linear solver, Newton's starting point, the convergence measure and the
+    joint readouts. The calls have no effect on the run: they read the terms' current parameters
+    and write only scratch arrays.
     """
-    tasks = []
+    tasks: list[CompileTask] = []
     for term in potential.terms:
         if not len(term.bodies):
             continue
         module = sys.modules[type(term).bind.__module__]  # the fixed and spherical joints share one
-        tasks.append(CompileTask(module._energy_kernel, lambda term=term: term.energy(q)))
+        tasks.append(CompileTask(module._energy_kernel, functools.partial(term.energy, q)))
         if hasattr(module, "_gradient_hessian_kernel"):  # the constant Hessians are formed in NumPy
-            tasks.append(CompileTask(module._gradient_hessian_kernel, lambda term=term: term.gradient_hessian(q)))
+            tasks.append(CompileTask(module._gradient_hessian_kernel, functools.partial(term.gradient_hessian, q)))
         if hasattr(module, "_gradient_kernel") and hasattr(term, "gradient"):
-            tasks.append(CompileTask(module._gradient_kernel, lambda term=term: term.gradient(q)))
+            tasks.append(CompileTask(module._gradient_kernel, functools.partial(term.gradient, q)))
 
     def zero_derivatives():  # per term, zero element gradients and Hessians (built only when needed)
         return [(np.zeros((len(b), 12 * b.shape[1])), np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])))
@@ -106,7 +109,8 @@ def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
     tasks.append(CompileTask(assembly._scatter,
                              lambda: potential.assembly.assemble(zero_derivatives(), potential.element_bodies)))
     tasks.append(CompileTask(assembly._scatter_gradient,
-                             lambda: potential.assembly.assemble_gradient(zero_derivatives(), potential.element_bodies)))
+                             lambda: potential.assembly.assemble_gradient(zero_derivatives(),
+                                                                          potential.element_bodies)))
     solver = potential.linear_solver
     if solver.method == "banded" and solver.size:
         def identity_blocks():  # the BSR block values of the identity matrix
@@ -161,7 +165,8 @@ def compile_in_parallel(tasks: list[CompileTask], timeout: float = 600.0) -> int
     if processes < 2:
         return 0
     _start_numba()
-    shares, loads = [[] for _ in range(processes)], [0.0] * processes
+    shares: list[list[CompileTask]] = [[] for _ in range(processes)]
+    loads = [0.0] * processes
     for task in sorted(pending, key=lambda task: task.weight, reverse=True):
         least = loads.index(min(loads))
         shares[least].append(task)

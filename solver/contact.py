@@ -92,6 +92,8 @@ class ContactSurface:
         eps_velocity: friction's static/dynamic transition speed, m/s.
         q0: (bodies, 12) frame-0 states.
         names: (bodies,) body names for error messages.
+        collections: per body, the collision collections it is in (two bodies touch only when
+            they share one); None: all in one.
 
     Bodies touching at frame 0 (closer than :data:`TOUCHING_FRACTION` d_hat, distance 0
     included: a box placed on a ground) would start with an infinite or huge barrier. Each
@@ -104,7 +106,8 @@ class ContactSurface:
         ContactUnavailable: ipctk is not installed.
     """
 
-    def __init__(self, meshes, dynamic, mass_centers, excluded_pairs, friction, d_hat, eps_velocity, q0, names):
+    def __init__(self, meshes, dynamic, mass_centers, excluded_pairs, friction, d_hat, eps_velocity, q0, names,
+                 collections=None):
         require_ipctk()
         self.body_count = len(meshes)
         self.d_hat = float(d_hat)
@@ -123,12 +126,14 @@ class ContactSurface:
             offsets.append(offsets[-1] + len(vertices))
         self.offsets = np.array(offsets)
         self.vertex_body = np.repeat(np.array(order, dtype=np.int64), np.diff(self.offsets))
-        self.faces = np.asfortranarray(np.concatenate(triangles).astype(np.int32)) if triangles else np.zeros((0, 3), np.int32)
+        self.faces = (np.asfortranarray(np.concatenate(triangles).astype(np.int32)) if triangles
+                      else np.zeros((0, 3), np.int32))
         self.edges = np.asfortranarray(ipctk.edges(self.faces)) if len(self.faces) else np.zeros((0, 2), np.int32)
         self.dynamic_vertices = int(sum(len(self._local[k]) for k, b in enumerate(order) if dynamic[b]))
         self.friction = np.asarray(friction, dtype=np.float64)
         self._uniform_friction = len(set(self.friction[order].tolist())) <= 1
         self._excluded = [tuple(sorted(pair)) for pair in excluded_pairs]
+        self._collections = [set(c) for c in collections] if collections is not None else None
         self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
         self._broad_phase = ipctk.LBVH()
         # The bodies' DOFs in q order from the full mesh's (ipctk's): full = P q.
@@ -167,6 +172,15 @@ class ContactSurface:
             label = {b: self.body_count + k for k, pair in enumerate(matching) for b in pair}
             labels = np.array([label.get(int(b), int(b)) for b in body], dtype=np.int32)
             combined = combined & ipctk.make_vertex_patches_filter(labels)
+        members = self._collections
+        if members is not None and len({frozenset(members[b]) for b in self.order}) > 1:
+            # Two bodies share collection c when both carry its label; any shared one will do.
+            shared = None
+            for collection in sorted(set().union(*(members[b] for b in self.order))):
+                labels = np.where([collection in members[int(b)] for b in body], -1, body).astype(np.int32)
+                both = ~ipctk.make_vertex_patches_filter(labels)
+                shared = both if shared is None else shared | both
+            combined = combined & shared if shared is not None else combined
         return combined
 
     def positions(self, q: np.ndarray) -> np.ndarray:
@@ -216,11 +230,18 @@ class ContactSurface:
         """Names of two bodies whose surfaces intersect (tested pair by pair over overlapping boxes)."""
         boxes = [(positions[self.offsets[k]:self.offsets[k + 1]].min(axis=0),
                   positions[self.offsets[k]:self.offsets[k + 1]].max(axis=0)) for k in range(len(self.order))]
+        excluded = set(self._excluded)
         for k in range(len(self.order)):
             for m in range(k + 1, len(self.order)):
                 if np.any(boxes[k][1] < boxes[m][0]) or np.any(boxes[m][1] < boxes[k][0]):
                     continue
-                faces = [self.faces[np.all((self.faces >= self.offsets[i]) & (self.faces < self.offsets[i + 1]), axis=1)]
+                if tuple(sorted((self.order[k], self.order[m]))) in excluded or (
+                        self.offsets[k] >= self.dynamic_vertices and self.offsets[m] >= self.dynamic_vertices) or (
+                        self._collections is not None
+                        and not self._collections[self.order[k]] & self._collections[self.order[m]]):
+                    continue  # never touch
+                faces = [self.faces[np.all((self.faces >= self.offsets[i]) & (self.faces < self.offsets[i + 1]),
+                                           axis=1)]
                          for i in (k, m)]
                 sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
                 sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
@@ -318,7 +339,8 @@ class ContactSurface:
         where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_hessian` returns the
         Hessian in these rows (all bodies in body order until this is called)."""
         slot = np.asarray(slot)
-        self._unknown = np.where(np.repeat(slot, 12) >= 0, 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
+        self._unknown = np.where(np.repeat(slot, 12) >= 0,
+                                 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
         """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
@@ -344,7 +366,8 @@ class ContactSurface:
         q_gradient = np.empty(12 * self.body_count)
         q_gradient[self._full_to_q] = self._mesh.to_full_dof(gradient)
         full_hessian = self._mesh.to_full_dof(scipy.sparse.csc_matrix(hessian)).tocoo()
-        rows, columns = self._unknown[self._full_to_q[full_hessian.row]], self._unknown[self._full_to_q[full_hessian.col]]
+        rows = self._unknown[self._full_to_q[full_hessian.row]]
+        columns = self._unknown[self._full_to_q[full_hessian.col]]
         keep = (rows >= 0) & (columns >= 0)
         size = int(self._unknown.max(initial=-1)) + 1
         system = scipy.sparse.csc_matrix((full_hessian.data[keep], (rows[keep], columns[keep])), shape=(size, size))

@@ -25,7 +25,8 @@ from __future__ import annotations
 import numba
 
 #: Decorator for a compiled function that Python calls.
-kernel = numba.njit(cache=True, no_cfunc_wrapper=True)
+# (Numba's type stubs do not list the wrapper options, hence the type: ignore comments.)
+kernel = numba.njit(cache=True, no_cfunc_wrapper=True)  # type: ignore[call-overload]
 
 #: Decorator for a compiled function that only other compiled functions call (never Python).
-helper = numba.njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)
+helper = numba.njit(cache=True, no_cfunc_wrapper=True, no_cpython_wrapper=True)  # type: ignore[call-overload]

@@ -30,7 +30,8 @@ def accumulate_angles(sine, cosine, joint_indices, raw_angle, sin_committed, cos
     for k in range(joint_indices.shape[0]):
         joint = joint_indices[k]
         previous = raw_angle[joint]
-        increment = (np.arctan2(sine[k], cosine[k]) - previous + np.pi) % (2.0 * np.pi) - np.pi  # Python's %: np.remainder
+        # Python's %, as np.remainder: the nearest representative of the turn since the last step.
+        increment = (np.arctan2(sine[k], cosine[k]) - previous + np.pi) % (2.0 * np.pi) - np.pi
         fast = fast or abs(increment) > 0.9 * np.pi
         raw_angle[joint] = previous + increment
         sin_committed[joint] = sine[k]
@@ -48,8 +49,9 @@ class JointState:
     Attributes:
         raw_distance: (joints,) raw prismatic coordinate, m (NaN for revolute joints).
         raw_angle: (joints,) raw accumulated revolute angle, rad (NaN for prismatic joints).
-        sin, cos: (joints,) the unnormalised sin/cos expressions (docs/constitutions/18_revolute_joint.md) at the committed
-            state (revolute joints; NaN otherwise), used by the revolute limit's increment.
+        sin, cos: (joints,) the unnormalised sin/cos expressions
+            (docs/constitutions/18_revolute_joint.md) at the committed state (revolute joints;
+            NaN otherwise), used by the revolute limit's increment.
     """
 
     def __init__(self, joint_count: int, init_distance: np.ndarray, init_angle: np.ndarray):

@@ -81,13 +81,15 @@ def _transpose_band(lower, upper):
             upper[bandwidth - d, j] = lower[d, j - d]
 
 
-def band_order(block_count: int, block_rows: np.ndarray, block_columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def band_order(block_count: int, block_rows: np.ndarray,
+               block_columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """The order of the bodies in which the banded path stores the Newton matrix, and its band.
 
     Args:
         block_count: bodies (block rows) of the matrix.
-        block_rows, block_columns: (blocks,) the block pattern, both triangles (every coupled pair
-            of bodies both ways, and each body with itself).
+        block_rows: (blocks,) block row of each block of the pattern, both triangles (every
+            coupled pair of bodies both ways, and each body with itself).
+        block_columns: (blocks,) its block column.
 
     Returns:
         (order (block_count,): the bodies in band order; position (block_count,): each body's
@@ -174,6 +176,7 @@ class LinearSolver:
         # No stale factor: the band is the lower factor's storage, and a failed splu leaves none.
         self._lu = self._lower_factor = None
         if self.method == "banded":
+            assert self._banded is not None  # made with the banded method
             self._banded.fill(0.0)
             self._scatter_blocks(blocks, self._banded)
             self._factorize_band()
@@ -220,6 +223,7 @@ class LinearSolver:
         if self.size == 0:
             return
         self._lower_factor = None  # the band is the lower factor's storage
+        assert self._banded is not None  # made with the banded method
         np.copyto(self._banded, constant_band)
         for hessian_elements, block_index in elements:
             _scatter_banded(hessian_elements, block_index, self._block_offset, self._block_diagonal, self._banded)

@@ -58,7 +58,8 @@ def mesh_volume(vertices: np.ndarray, triangles: np.ndarray) -> float:
     """Signed volume (m^3) enclosed by a closed triangle mesh; negative if it is inside out.
 
     Args:
-        vertices: (V, 3) float, m. triangles: (T, 3) int.
+        vertices: (V, 3) float, m.
+        triangles: (T, 3) int, counter-clockwise seen from outside.
     """
     x0, x1, x2 = (np.asarray(vertices, dtype=np.float64)[np.asarray(triangles)[:, k]] for k in range(3))
     return float(np.einsum("ij,ij->", x0, np.cross(x1, x2)) / 6.0)
@@ -98,7 +99,9 @@ def override_mass_properties(mass: float, mass_center: np.ndarray, inertia: np.n
     I_O = I_cm + m (|c|^2 I - c c^T), S = tr(I_O)/2 I - I_O, m x_bar = m c.
 
     Args:
-        mass: kg. mass_center: (3,) m. inertia: (3, 3) about the centre of mass, kg m^2.
+        mass: kg.
+        mass_center: (3,) body-local centre of mass c, m.
+        inertia: (3, 3) about the centre of mass, kg m^2.
         volume: rest volume of the body's mesh, m^3 (scales the OrthoPotential).
     """
     c = np.asarray(mass_center, dtype=np.float64)

@@ -1,6 +1,7 @@
 """The numerical model of a validated scene: initial q, masses, joint frames and energy terms.
 
-Joint frames are captured once from the frame-0 poses (docs/constitutions/18_revolute_joint.md, 20_prismatic_joint.md): points
+Joint frames are captured once from the frame-0 poses (docs/constitutions/18_revolute_joint.md,
+20_prismatic_joint.md): points
 by the full inverse transform (x_bar = T^-1 x), directions by the inverse rotation only
 (v_bar = R^-1 v). Both bodies of a joint are anchored at the same world points, so every joint
 starts satisfied and its raw ``distance``/``angle`` start at 0.
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.spatial
 
 from .affine_body import central_inertia_floor, q_from_transform, velocity_q
 from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
@@ -53,6 +55,16 @@ def body_mass(body) -> DyadicMass:
         volume = abs(mesh_volume(body.mesh.vertices, body.mesh.triangles))
         return override_mass_properties(body.mass.mass, body.mass.mass_center, body.mass.inertia, volume)
     return mesh_mass_properties(body.mesh.vertices, body.mesh.triangles, body.mass_density)
+
+
+def _collision_mesh(body) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices (V, 3), triangles (T, 3)) a body collides with: its mesh, or the convex hull of
+    its vertices (SciPy's Qhull) for ``contact.shape == "convex_hull"``."""
+    if body.contact.shape != "convex_hull":
+        return body.mesh.vertices, body.mesh.triangles
+    hull = scipy.spatial.ConvexHull(body.mesh.vertices)
+    used, triangles = np.unique(hull.simplices, return_inverse=True)
+    return body.mesh.vertices[used], triangles.reshape(-1, 3)
 
 
 @dataclass
@@ -146,19 +158,21 @@ class Model:
         settings = scene.settings.contact
         names = {body.name: index for index, body in enumerate(scene.bodies)}
         excluded = [(names[joint.l_body], names[joint.r_body]) for joint in scene.joints if not joint.collide_connected]
-        meshes = [(body.mesh.vertices, body.mesh.triangles) if body.contact.enable else None for body in scene.bodies]
+        meshes = [_collision_mesh(body) if body.contact.enable else None for body in scene.bodies]
         centres = np.array([mass.mass_x_bar / mass.mass for mass in self.masses]).reshape(-1, 3)
         try:
             surface = contact.ContactSurface(
                 meshes, self.dynamic, centres, excluded, [body.contact.friction for body in scene.bodies],
-                settings.d_hat, settings.eps_velocity, self.q0, [body.name for body in scene.bodies])
+                settings.d_hat, settings.eps_velocity, self.q0, [body.name for body in scene.bodies],
+                [body.contact.collections for body in scene.bodies])
         except ValueError as error:
             raise SceneError(f"settings: contact: {error}") from None
         if settings.resistance is not None:
             surface.kappa = settings.resistance
         else:
             heaviest = max([self.masses[i].mass for i in np.flatnonzero(self.dynamic)], default=1.0)
-            surface.kappa = contact.adaptive_kappa(heaviest, float(np.linalg.norm(scene.settings.gravity)), settings.d_hat)
+            surface.kappa = contact.adaptive_kappa(heaviest, float(np.linalg.norm(scene.settings.gravity)),
+                                                   settings.d_hat)
         return surface
 
     def _dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -678,7 +678,7 @@ def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, 
                        settings, mass_inverse: np.ndarray) -> NewtonResult:
     """Minimise the incremental potential with contact from q^t (bodies, 12), updating q in place.
 
-    libuipc's IPC pipeline (reference §2.1): Newton from q^t (an intersection-free start), each
+    libuipc's IPC pipeline (docs/contact.md): Newton from q^t (an intersection-free start), each
     direction from the terms' PSD-modified Hessians plus the contact Hessian (:mod:`solver.contact`:
     barrier and lagged friction, J^T H J), the step capped by CCD at the largest collision-free
     fraction, then halved until the incremental potential (with the barrier and friction)
@@ -696,7 +696,9 @@ def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, 
         potential: the step's :class:`IncrementalPotential` (its per-step parameters set).
         contact: the :class:`solver.contact.ContactSurface`, its step begun at q^t.
         q: (bodies, 12) q^t on entry, the minimiser on return (non-dynamic rows untouched).
-        corners, dt, settings: as :func:`solve_step`.
+        corners: (bodies, 8, 3) body-local bounding-box corners, m (the convergence test's points).
+        dt: the time step, s.
+        settings: the scene's :class:`solver.scene.Settings` (tolerances, iteration caps).
         mass_inverse: (dynamic, 12, 12) the inverse 12x12 mass matrices of the dynamic bodies.
 
     Raises:

@@ -63,6 +63,12 @@ class ContactSettings:
     eps_velocity: float = 0.01
 
 
+#: Collision shapes of a body (``BodyContact.shape``): its mesh, or the convex hull of its vertices.
+CONTACT_SHAPES = ("mesh", "convex_hull")
+#: Collision collections are numbered 0 .. COLLECTION_COUNT - 1 (Blender's rigid bodies have 20).
+COLLECTION_COUNT = 20
+
+
 @dataclass
 class BodyContact:
     """A body's contact settings.
@@ -71,10 +77,16 @@ class BodyContact:
         enable: whether the body touches others (when ``settings.contact.enable``).
         friction: its friction coefficient mu (>= 0), None for ``settings.contact.friction``; a
             pair of bodies uses sqrt(mu_a mu_b).
+        shape: ``"mesh"`` (the body's mesh) or ``"convex_hull"`` (the convex hull of its vertices:
+            fewer primitives, faster); contact only, the mass comes from the mesh.
+        collections: the collision collections (0 .. 19) the body is in; two bodies touch only
+            when they share one (as Blender's rigid bodies' ``collision_collections``).
     """
 
     enable: bool = True
     friction: Optional[float] = None
+    shape: str = "mesh"
+    collections: tuple = (0,)
 
 
 @dataclass
@@ -551,7 +563,16 @@ def _validate_body_contact(contact, where: str, default_friction: float) -> Body
         friction = _number(contact.friction, where, "contact.friction")
         if friction < 0.0:
             raise _fail(where, "contact.friction", f"must be >= 0, got {friction}")
-    return BodyContact(enable=_flag(contact.enable, where, "contact.enable"), friction=friction)
+    if not isinstance(contact.shape, str) or contact.shape not in CONTACT_SHAPES:
+        raise _fail(where, "contact.shape", f"must be one of {list(CONTACT_SHAPES)}, got {contact.shape!r:.60}")
+    if not isinstance(contact.collections, (list, tuple, np.ndarray)) or not all(
+            isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) and 0 <= c < COLLECTION_COUNT
+            for c in contact.collections):
+        raise _fail(where, "contact.collections",
+                    f"must be a list of collection numbers 0 to {COLLECTION_COUNT - 1}, got {contact.collections!r:.60}")
+    collections = tuple(sorted({int(c) for c in contact.collections}))
+    return BodyContact(enable=_flag(contact.enable, where, "contact.enable"), friction=friction, shape=contact.shape,
+                       collections=collections)
 
 
 def _validate_settings(settings) -> Settings:

@@ -51,7 +51,7 @@ _SETTINGS_KEYS = (
     "transrate_tol", "line_search_max_iterations", "device", "contact",
 )
 _CONTACT_KEYS = ("enable", "d_hat", "resistance", "friction", "eps_velocity")
-_BODY_CONTACT_KEYS = ("enable", "friction")
+_BODY_CONTACT_KEYS = ("enable", "friction", "shape", "collections")
 _BODY_KEYS = (
     "name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity", "mass",
     "soft_transform", "animated_transforms", "contact",
@@ -275,7 +275,8 @@ def load_scene(path: Union[str, Path]) -> Scene:
         return scene_from_dict(data)
     name = data["arrays"]
     if not isinstance(name, str) or not name.endswith(".npz") or Path(name).name != name:
-        raise SceneError(f'scene: arrays: must be the name of a .npz file in the scene file\'s folder, got {name!r:.60}')
+        raise SceneError(
+            f"scene: arrays: must be the name of a .npz file in the scene file's folder, got {name!r:.60}")
     arrays_path = Path(path).parent / name
     try:
         with ArrayFile(arrays_path, MAX_ARRAYS_BYTES) as arrays:  # reads the arrays the meshes name
@@ -326,6 +327,7 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             vertices (default :data:`INLINE_VERTEX_LIMIT`), under the names the document gives
             them (``body<index>_vertices``, ``body<index>_triangles``); the caller writes them to
             the arrays file and sets the document's ``"arrays"``.
+        inline_limit: most vertices of a mesh written inline when ``arrays`` is given.
 
     Raises:
         SceneError: if the scene is not valid.
@@ -386,7 +388,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
         if body.animated_transforms is not None:
             entry["animated_transforms"] = _plain(body.animated_transforms)
         if body.contact != BodyContact(friction=settings.contact.friction):
-            entry["contact"] = {"enable": body.contact.enable, "friction": body.contact.friction}
+            entry["contact"] = {"enable": body.contact.enable, "friction": body.contact.friction,
+                                "shape": body.contact.shape, "collections": list(body.contact.collections)}
         document["bodies"].append(entry)
     for joint in scene.joints:
         entry = {

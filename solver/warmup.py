@@ -27,7 +27,7 @@ def warm_up_scene() -> Scene:
     frames = 3
     shifted = np.eye(4)
     shifted[0, 3] = 0.05
-    animated = [np.eye(4) + (shifted - np.eye(4)) * f / frames for f in range(frames + 1)]
+    animated = np.array([np.eye(4) + (shifted - np.eye(4)) * f / frames for f in range(frames + 1)])
     bodies = [
         Body(name="ground", mesh=box_mesh([1.0, 1.0, 0.2], center=(0.0, 0.0, -0.1)), motion="fixed"),
         Body(name="crank", mesh=box_mesh([0.2, 0.2, 0.2], center=(0.0, 0.0, 1.0)), motion="animated",

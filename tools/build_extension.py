@@ -39,7 +39,8 @@ MANIFEST = "blender_manifest.toml"
 #: Binary wheels: one per platform.
 #: SciPy 1.15 is the newest that imports with NumPy 1.24.3, what Blender 4.2 (the manifest's
 #: blender_version_min) ships; 1.16 and later need NumPy >= 1.25 (``numpy.exceptions``).
-WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.15.3", "lxml==6.1.3")
+#: ipctk (contact, solver/contact.py) installs a top-level ``ipc`` folder next to its module.
+WHEEL_REQUIREMENTS = ("numba==0.68.1", "llvmlite==0.50.0", "scipy==1.15.3", "lxml==6.1.3", "ipctk==1.6.1")
 #: Pure-Python wheels (``py3-none-any``): one for every platform. threadpoolctl for the solver;
 #: yourdfpy needs lxml, trimesh,
 #: six and numpy (numpy comes with Blender); trimesh's core needs numpy only, its COLLADA (.dae)

@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO / "examples"
 #: The examples, in the order they run.
-EXAMPLES = ("drawer", "door", "piston", "puppet", "hanging_lamp", "panda")
+EXAMPLES = ("drawer", "door", "piston", "puppet", "chain_drop", "hanging_lamp", "panda")
 #: Rendered frames per example.
 RENDER_FRAMES = 6
 #: Joints in one plot panel above which its legend goes beside the axes, with one entry for all limits.

@@ -207,8 +207,10 @@ def add_mapped_derivatives(jacobian, gradient_F, hessian_F, gradient, hessian):
 
     Args:
         jacobian: (m, d) constant F-Jacobian J_F (sparse entries are skipped).
-        gradient_F: (m,) ∇_F E. hessian_F: (m, m) H_F (projected by the caller if needed).
-        gradient: (d,) output, updated in place. hessian: (d, d) output, updated in place.
+        gradient_F: (m,) ∇_F E.
+        hessian_F: (m, m) H_F (projected by the caller if needed).
+        gradient: (d,) output, updated in place.
+        hessian: (d, d) output, updated in place.
     """
     m, d = jacobian.shape
     add_mapped_derivatives_into(jacobian, gradient_F, hessian_F, gradient, hessian, mapping_scratch(m, d))
@@ -261,7 +263,10 @@ def scalar_function_hessian_F(first, second, gradient_x, hessian_x, exact):
     projected as the *product* f' ∇²x (docs/constitutions/669_prismatic_joint_limit.md), never ∇²x alone.
 
     Args:
-        first, second: f'(x), f''(x). gradient_x: (m,) ∇_F x. hessian_x: (m, m) ∇²_F x.
+        first: f'(x).
+        second: f''(x).
+        gradient_x: (m,) ∇_F x.
+        hessian_x: (m, m) ∇²_F x.
         exact: None (projected) or True (exact), see :func:`exact_argument`.
 
     Returns:

@@ -200,5 +200,6 @@ class DrivingPrismaticJoint:
         n = self.bodies.shape[0]
         stiffness, target = self._parameters()
         gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, exact_argument(project), gradient, hessian)
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, exact_argument(project), gradient,
+                                 hessian)
         return gradient, hessian

@@ -23,7 +23,8 @@ def penalty(x, lower, upper, strength):
 
     Args:
         x: joint coordinate (m for prismatic, rad for revolute).
-        lower, upper: effective bounds l <= u, same unit as x (not checked here: the classes check).
+        lower: effective lower bound l, same unit as x.
+        upper: effective upper bound u >= l, same unit as x (not checked here: the classes check).
         strength: s, energy unit J (the normalised gap is dimensionless when u > l; for u == l,
             s has units J / [x]³).
 

@@ -123,4 +123,6 @@ class Kinetic:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
-        return self.bind().gradient(check_state(q, self.state_rows))
+        gradient = self.bind().gradient
+        assert gradient is not None  # this term has a gradient-only kernel
+        return gradient(check_state(q, self.state_rows))

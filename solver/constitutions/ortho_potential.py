@@ -319,7 +319,8 @@ class OrthoPotential:
             return out
 
         def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, bodies, scale, inertia_floor, exact, self.curvature_projection, gradient, hessian)
+            _gradient_hessian_kernel(q, bodies, scale, inertia_floor, exact, self.curvature_projection, gradient,
+                                     hessian)
 
         return BoundTerm(energy, gradient, gradient_hessian)
 
@@ -339,4 +340,6 @@ class OrthoPotential:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Per-element gradient (n, 12) alone, as in :meth:`gradient_hessian`."""
-        return self.bind().gradient(check_state(q, self.state_rows))
+        gradient = self.bind().gradient
+        assert gradient is not None  # this term has a gradient-only kernel
+        return gradient(check_state(q, self.state_rows))

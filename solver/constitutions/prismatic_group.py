@@ -91,7 +91,8 @@ def _energy_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, d
     for e in range(bodies.shape[0]):
         i, j = bodies[e, 0], bodies[e, 1]
         axis_F_into(q, i, j, anchor_i, anchor_j, frame_i, frame_j, e, F)
-        total += cross_terms_energy_F(F, stiffness[e]) + frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness[e], no_gradient)
+        total += (cross_terms_energy_F(F, stiffness[e])
+                  + frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness[e], no_gradient))
         if drive_stiffness[e] != 0.0:
             total += driving_energy_F(F, drive_stiffness[e], drive_target[e])
         if limited[e]:
@@ -159,12 +160,15 @@ class PrismaticJointGroup:
         self.limit_rows = self._rows(limit_rows, limit, "limit", n)
         self.limited = np.zeros(n, dtype=np.bool_)
         self.limited[self.limit_rows] = True
-        self._every_joint = (np.array_equal(self.driving_rows, np.arange(n)), np.array_equal(self.limit_rows, np.arange(n)))
+        self._every_joint = (np.array_equal(self.driving_rows, np.arange(n)),
+                             np.array_equal(self.limit_rows, np.arange(n)))
 
     def _rows(self, rows, extra, name: str, n: int) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-        if rows.shape[0] != extra.bodies.shape[0] or np.any((rows < 0) | (rows >= n)) or len(set(rows.tolist())) != rows.size:
-            raise ValueError(f"{name}_rows: expected {extra.bodies.shape[0]} distinct rows in [0, {n}), got {rows.tolist()}")
+        if (rows.shape[0] != extra.bodies.shape[0] or np.any((rows < 0) | (rows >= n))
+                or len(set(rows.tolist())) != rows.size):
+            raise ValueError(
+                f"{name}_rows: expected {extra.bodies.shape[0]} distinct rows in [0, {n}), got {rows.tolist()}")
         if not np.array_equal(extra.bodies, self.bodies[rows]) or not np.array_equal(
             extra._jacobian, self.joint._axis_jacobian[rows]
         ):
@@ -182,8 +186,10 @@ class PrismaticJointGroup:
         """
         n, joint = self.bodies.shape[0], self.joint
         stiffness = as_float_view(joint.stiffness, (n,), "stiffness")
-        parameters = ((stiffness,) + self._per_joint(self.driving._parameters(), self.driving_rows, self._every_joint[0])
-                      + (self.limited,) + self._per_joint(self.limit._parameters(), self.limit_rows, self._every_joint[1]))
+        parameters = ((stiffness,)
+                      + self._per_joint(self.driving._parameters(), self.driving_rows, self._every_joint[0])
+                      + (self.limited,)
+                      + self._per_joint(self.limit._parameters(), self.limit_rows, self._every_joint[1]))
         structured = (self.bodies, joint.anchor_i, joint.anchor_j, joint.frame_i, joint.frame_j) + parameters
         dense = (self.bodies, joint._axis_jacobian, joint._frame_jacobian) + parameters
         exact = exact_argument(project)
@@ -218,7 +224,9 @@ class PrismaticJointGroup:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Per-joint gradient (n, 24) alone, as in :meth:`gradient_hessian`."""
-        return self.bind().gradient(check_state(q, self.state_rows))
+        gradient = self.bind().gradient
+        assert gradient is not None  # this term has a gradient-only kernel
+        return gradient(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-joint gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first: the sum of the

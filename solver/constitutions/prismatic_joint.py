@@ -319,7 +319,8 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
         q_element = gather_dofs(q, bodies[e])
         gradient[e, :] = 0.0
         hessian[e, :, :] = 0.0
-        gradient_F, hessian_F = cross_terms_derivatives_F(apply_jacobian(axis_jacobian[e], q_element), stiffness[e], exact)
+        gradient_F, hessian_F = cross_terms_derivatives_F(apply_jacobian(axis_jacobian[e], q_element), stiffness[e],
+                                                          exact)
         add_mapped_derivatives(axis_jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
         add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 
@@ -374,7 +375,8 @@ class PrismaticJoint:
         stiffness = as_float_view(self.stiffness, (n,), "stiffness")
         gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(
-            q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, exact_argument(project), gradient, hessian
+            q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, exact_argument(project), gradient,
+            hessian
         )
         return gradient, hessian
 

@@ -35,7 +35,9 @@ from ._kernels import (
     state_rows,
 )
 from .joint_limit_penalty import penalty
-from .prismatic_joint import add_distance_gradient_F, build_axis_jacobians, distance_F, distance_gradient_F, distance_kernel
+from .prismatic_joint import (
+    add_distance_gradient_F, build_axis_jacobians, distance_F, distance_gradient_F, distance_kernel,
+)
 
 
 @kernel
@@ -192,11 +194,13 @@ class PrismaticJointLimit:
         q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), exact_argument(project), gradient, hessian)
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), exact_argument(project), gradient,
+                                 hessian)
         return gradient, hessian
 
     def distance(self, q: np.ndarray) -> np.ndarray:
         """The limited coordinate x = d(q) (n,), m."""
         q = check_state(q, self.state_rows)
         # The kernel reads the tangents as row 0 of (n, 1, 3) frames.
-        return distance_kernel(q, self.bodies, self.anchor_i, self.anchor_j, self.tangent_i[:, None], self.tangent_j[:, None])
+        return distance_kernel(q, self.bodies, self.anchor_i, self.anchor_j, self.tangent_i[:, None],
+                               self.tangent_j[:, None])

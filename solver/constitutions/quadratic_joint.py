@@ -1,10 +1,11 @@
 """Kernels of a joint whose energy is quadratic in q: E = K/2 |J_F q_e|², with a constant F-Jacobian.
 
 The Fixed Joint (UID 25, :mod:`.fixed_joint`) and the Spherical Joint (UID 26,
-:mod:`.spherical_joint`) are of this form (docs/constitutions/25_fixed_joint.md, 26_spherical_joint.md): F holds differences of the two bodies'
-images of the same anchor point and, for the fixed joint, of the same three directions, each
-linear in q. So ∇_q E = J_Fᵀ (K F) and the Hessian K J_Fᵀ J_F is exact, PSD and constant (the
-Newton loop assembles it once per run). Not a constitution: the base of those two.
+:mod:`.spherical_joint`) are of this form (docs/constitutions/25_fixed_joint.md,
+26_spherical_joint.md): F holds differences of the two bodies' images of the same anchor point
+and, for the fixed joint, of the same three directions, each linear in q. So ∇_q E = J_Fᵀ (K F)
+and the Hessian K J_Fᵀ J_F is exact, PSD and constant (the Newton loop assembles it once per
+run). Not a constitution: the base of those two.
 
 Both also report the rotation of body j relative to body i since frame 0 as a rotation vector
 (:meth:`QuadraticJoint.rotation_vector`), from each body's images of the three world axes as they
@@ -123,7 +124,9 @@ class QuadraticJoint:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient J_Fᵀ (K F) (n, 24) alone (the Hessian is constant)."""
-        return self.bind().gradient(check_state(q, self.state_rows))
+        gradient = self.bind().gradient
+        assert gradient is not None  # this term has a gradient-only kernel
+        return gradient(check_state(q, self.state_rows))
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first; exact and

@@ -234,7 +234,9 @@ class RevoluteJoint:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient Jᵀ (K F) (n, 24) alone (the Hessian K JᵀJ is constant)."""
-        return self.bind().gradient(check_state(q, self.state_rows))
+        gradient = self.bind().gradient
+        assert gradient is not None  # this term has a gradient-only kernel
+        return gradient(check_state(q, self.state_rows))
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""

@@ -16,8 +16,9 @@ the seed wins). Not dt²-scaled; ``strength`` is used raw.
 F = [n_i; b_i; n_j; b_j] (12), linear in q. δ differs from atan2(sinθ, cosθ) by a locally constant
 angle (the step-start one, up to 2π), so with s = sinθ, c = cosθ, ρ² = s² + c²,
 v = c ∇s − s ∇c, w = s ∇s + c ∇c:  ∇x = v/ρ²,  ∇²x = (c ∇²s − s ∇²c)/ρ² − (v wᵀ + w vᵀ)/ρ⁴.
-H_F = f'' ∇x ∇xᵀ + P(f' ∇²x), P = PSD projection when requested. ρ² > 0 unless the frames are degenerate (e.g. bodies collapsed to rank < 2 in the
-plane ⟂ t̂); the derivatives are undefined there.
+H_F = f'' ∇x ∇xᵀ + P(f' ∇²x), P = PSD projection when requested. ρ² > 0 unless the frames are
+degenerate (e.g. bodies collapsed to rank < 2 in the plane ⟂ t̂); the derivatives are undefined
+there.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def _energy_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, 
 
 
 @kernel
-def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, exact, gradient, hessian):
+def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, angle_t, sin_t, cos_t, exact, gradient,
+                             hessian):
     # Reused by every element (a per-element allocation, view or array expression is also a
     # function more for Numba to compile).
     scratch = mapping_scratch(jacobian.shape[1], jacobian.shape[2])

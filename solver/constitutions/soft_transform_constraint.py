@@ -126,4 +126,6 @@ class SoftTransformConstraint:
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient active·M̃ δq (n, 12) alone (the Hessian M̃ is constant within a frame)."""
-        return self.bind().gradient(check_state(q, self.state_rows))
+        gradient = self.bind().gradient
+        assert gradient is not None  # this term has a gradient-only kernel
+        return gradient(check_state(q, self.state_rows))

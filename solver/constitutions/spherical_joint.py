@@ -41,5 +41,6 @@ class SphericalJoint(QuadraticJoint):
 
     def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j):
         n = np.shape(bodies)[0]
-        jacobian = point_rows(as_float_array(anchor_i, (n, 3), "anchor_i"), as_float_array(anchor_j, (n, 3), "anchor_j"))
+        jacobian = point_rows(as_float_array(anchor_i, (n, 3), "anchor_i"),
+                              as_float_array(anchor_j, (n, 3), "anchor_j"))
         super().__init__(bodies, jacobian, frame_i, frame_j)

@@ -38,6 +38,7 @@ def joint_motion(joint_type: str, axis: np.ndarray, q: float) -> np.ndarray:
 
 
 def box_trimesh(extents, transform=None):
+    """A trimesh box of ``extents`` (3,) m, each at least :data:`MIN_BOX_EDGE`, placed by ``transform`` (4, 4)."""
     import trimesh
 
     return trimesh.creation.box(extents=np.maximum(np.asarray(extents, dtype=np.float64), MIN_BOX_EDGE),

@@ -1,4 +1,7 @@
-"""The URDF importer: a parsed robot (yourdfpy) mapped onto a :class:`~solver.scene.Scene` (the mapping: docs/urdf.md)."""
+"""The URDF importer: a parsed robot (yourdfpy) mapped onto a :class:`~solver.scene.Scene`.
+
+The mapping is documented in docs/urdf.md.
+"""
 
 from __future__ import annotations
 
@@ -51,31 +54,11 @@ def scene_from_urdf(
     strength_ratio: float = DEFAULT_STRENGTH_RATIO,
     limit_strength: float = DEFAULT_LIMIT_STRENGTH,
 ) -> Scene:
-    """Import a URDF file as a :class:`Scene` (the mapping: docs/urdf.md).
-
-    Args:
-        path: the ``.urdf`` file. Relative mesh paths and ``package://pkg/...`` URIs are resolved
-            against the file's directory and its parents.
-        fixed_base: fix the root body even when it has mass (a massless root is always fixed).
-        joint_positions: initial joint coordinates by joint name: rad (revolute, continuous) or
-            m (prismatic); others start at 0.
-        joint_velocities: initial joint velocities by joint name: rad/s or m/s; others 0. They
-            become the initial linear (centre of mass) and angular (world axes) velocities of
-            the child bodies, propagated down the tree.
-        settings: time stepping; default ``Settings()``.
-        strength_ratio: gamma of every joint (K = gamma (m_i + m_j)).
-        limit_strength: base strength (J) of every joint limit, scaled by max(1, window width)^3
-            (:func:`scaled_limit_strength`).
+    """Import a URDF file as a :class:`Scene` (the mapping: docs/urdf.md): :func:`import_urdf`'s
+    ``scene``, without the display meshes. Arguments and errors as :func:`import_urdf`'s.
 
     Returns:
         The scene: bodies in breadth-first order from the root, joints in file order.
-
-    Raises:
-        UrdfError: unreadable file, malformed XML or URDF (missing/duplicate links or joints, a
-            joint naming an undefined link, a link with two parents, a cycle, several roots), an
-            unsupported joint type (``planar``), a zero joint axis, a missing or unreadable mesh
-            file, a negative mass, or ``joint_positions``/``joint_velocities`` naming no movable
-            joint. The message starts with the file name and names the element.
     """
     return import_urdf(
         path, fixed_base=fixed_base, joint_positions=joint_positions, joint_velocities=joint_velocities,
@@ -102,8 +85,18 @@ def import_urdf(
     (object space), with colours, for display.
 
     Args:
-        path, fixed_base, joint_positions, joint_velocities, settings, strength_ratio,
-        limit_strength: as in :func:`scene_from_urdf`.
+        path: the ``.urdf`` file. Relative mesh paths and ``package://pkg/...`` URIs are resolved
+            against the file's directory and its parents.
+        fixed_base: fix the root body even when it has mass (a massless root is always fixed).
+        joint_positions: initial joint coordinates by joint name: rad (revolute, continuous) or
+            m (prismatic); others start at 0.
+        joint_velocities: initial joint velocities by joint name: rad/s or m/s; others 0. They
+            become the initial linear (centre of mass) and angular (world axes) velocities of
+            the child bodies, propagated down the tree.
+        settings: time stepping; default ``Settings()``.
+        strength_ratio: gamma of every joint (K = gamma (m_i + m_j)).
+        limit_strength: base strength (J) of every joint limit, scaled by max(1, window width)^3
+            (:func:`scaled_limit_strength`).
         load_visuals: also load the ``<visual>`` meshes of every link for display (they may be
             large); when False, ``UrdfBody.visuals`` are empty.
 
@@ -111,12 +104,15 @@ def import_urdf(
         :class:`UrdfImport`.
 
     Raises:
-        UrdfError: as in :func:`scene_from_urdf`.
+        UrdfError: unreadable file, malformed XML or URDF (missing/duplicate links or joints, a
+            joint naming an undefined link, a link with two parents, a cycle, several roots), an
+            unsupported joint type (``planar``), a zero joint axis, a missing or unreadable mesh
+            file, a negative mass, or ``joint_positions``/``joint_velocities`` naming no movable
+            joint. The message starts with the file name and names the element.
     """
     importer = _Importer(Path(path), fixed_base=bool(fixed_base), strength_ratio=float(strength_ratio),
                          limit_strength=float(limit_strength), load_visuals=bool(load_visuals))
     return importer.run(joint_positions or {}, joint_velocities or {}, settings if settings is not None else Settings())
-
 
 
 @dataclass
@@ -159,7 +155,7 @@ class _Importer:
         self.warnings.append(text)
         # Attribute the warning to the first caller outside this module.
         level, frame = 1, sys._getframe(0)
-        while frame is not None and frame.f_code.co_filename == __file__:
+        while frame.f_code.co_filename == __file__ and frame.f_back is not None:
             level, frame = level + 1, frame.f_back
         warnings.warn(text, UrdfWarning, stacklevel=level)
 
@@ -276,16 +272,16 @@ class _Importer:
     # -- the tree ------------------------------------------------------------------------------
 
     def build_tree(self, robot) -> None:
-        self.links = {}
+        self.links: dict = {}
         for link in robot.links:
             if link.name in self.links:
                 raise self.error(f"link {link.name!r} is defined twice")
             self.links[link.name] = link
         if not self.links:
             raise self.error("the robot has no <link>")
-        self.joints = {}
-        self.parent_joint = {}
-        self.children = {name: [] for name in self.links}
+        self.joints: dict = {}
+        self.parent_joint: dict = {}
+        self.children: dict = {name: [] for name in self.links}
         for joint in robot.joints:
             where = f"joint {joint.name!r}"
             if joint.name in self.joints:
@@ -382,15 +378,15 @@ class _Importer:
             joint = self.parent_joint[name]
             parent = joint.parent
             origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, dtype=np.float64)
-            axis = self.axes.get(joint.name)
+            joint_axis = self.axes.get(joint.name)  # None for a fixed or floating joint
             q = self.q.get(joint.name, 0.0)
             frame = self.world[parent] @ origin
-            self.world[name] = frame @ joint_motion(joint.type, axis, q) if axis is not None else frame
+            self.world[name] = frame @ joint_motion(joint.type, joint_axis, q) if joint_axis is not None else frame
             omega, velocity = self.omega[parent].copy(), self.velocity[parent].copy()
             offset = self.world[name][:3, 3] - self.world[parent][:3, 3]
             velocity += np.cross(omega, offset)
-            if axis is not None:
-                world_axis = frame[:3, :3] @ axis
+            if joint_axis is not None:
+                world_axis = frame[:3, :3] @ joint_axis
                 if joint.type == "prismatic":
                     velocity += self.qd[joint.name] * world_axis
                 else:
@@ -404,8 +400,8 @@ class _Importer:
                 lower, upper = self.limit_of[joint.name] = self._limits(joint)
                 q = self.q[joint.name]
                 if lower is not None and not lower - 1e-9 <= q <= upper + 1e-9:
-                    self.warn(f"joint {joint.name!r}: initial position {q:g} is outside its limits [{lower:g}, {upper:g}]; "
-                              "the limit will push it back")
+                    self.warn(f"joint {joint.name!r}: initial position {q:g} is outside its limits "
+                              f"[{lower:g}, {upper:g}]; the limit will push it back")
 
     def _limits(self, joint) -> tuple:
         """(lower, upper) of a revolute/prismatic joint, or (None, None) when unlimited (warned)."""
@@ -436,7 +432,7 @@ class _Importer:
     # -- groups, mass and shape -----------------------------------------------------------------
 
     def build_groups(self) -> None:
-        self.group_of = {}
+        self.group_of: dict = {}
         self.groups: list[_Group] = []
         for name in self.order:
             joint = self.parent_joint.get(name)
@@ -502,6 +498,7 @@ class _Importer:
         total = np.zeros((3, 3))
         for name, mass, center, inertia in group.part_masses:
             if not np.all(np.isfinite(inertia)):
+                assert unit_inertia is not None, "the shapes' inertias are needed for this group"
                 inertia = unit_inertia[name] * mass
             d = center - group.center
             total += inertia + mass * (d @ d * np.eye(3) - np.outer(d, d))
@@ -509,7 +506,9 @@ class _Importer:
 
     def build_shapes(self) -> None:
         for group in self.groups:
-            parts, sources, link_parts = [], set(), {}
+            parts: list = []
+            sources: set = set()
+            link_parts: dict = {}
             for name in group.links:
                 link = self.links[name]
                 elements, kind = (link.collisions, "collision") if link.collisions else (link.visuals, "visual")
@@ -721,6 +720,7 @@ class _Importer:
         lightest = min((g.mass for g in self.groups if not g.massless), default=None)
         bodies, infos = [], []
         for group in self.groups:
+            assert group.mesh is not None, "build_shapes gives every group its mesh"
             volume = abs(mesh_volume(group.mesh.vertices, group.mesh.triangles))
             is_root = group is root_group
             motion = "fixed" if is_root and root_fixed else "dynamic"

@@ -37,7 +37,8 @@ def revolute_limit(lower: float, upper: float, init_angle: float, strength: floa
     """#670 limit keeping the reported angle q = raw + init_angle in [lower, upper] (rad).
 
     The solver bounds the raw angle by ``limit.lower + init_angle`` and ``limit.upper +
-    init_angle`` (docs/constitutions/670_revolute_joint_limit.md), so q in [lower, upper] needs ``limit = [lower - 2 init, upper - 2 init]``.
+    init_angle`` (docs/constitutions/670_revolute_joint_limit.md), so q in [lower, upper] needs
+    ``limit = [lower - 2 init, upper - 2 init]``.
     """
     return Limit(lower=lower - 2.0 * init_angle, upper=upper - 2.0 * init_angle, strength=strength)
 
@@ -45,6 +46,7 @@ def revolute_limit(lower: float, upper: float, init_angle: float, strength: floa
 def prismatic_limit(lower: float, upper: float, init_distance: float, strength: float) -> Limit:
     """#669 limit keeping the reported distance q = raw + init_distance in [lower, upper] (m).
 
-    The solver bounds the raw distance by ``limit.lower``/``limit.upper`` directly (docs/constitutions/669_prismatic_joint_limit.md).
+    The solver bounds the raw distance by ``limit.lower``/``limit.upper`` directly
+    (docs/constitutions/669_prismatic_joint_limit.md).
     """
     return Limit(lower=lower - init_distance, upper=upper - init_distance, strength=strength)

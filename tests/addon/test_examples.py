@@ -266,3 +266,24 @@ def test_hanging_lamp_converted_from_rigid_bodies_swings_and_its_sign_stops_at_i
     assert hinge["limit"]["use"] and hinge["limit"]["upper"] == pytest.approx(math.radians(30.0))
     np.testing.assert_allclose(angle[-10:], math.radians(30.0), atol=math.radians(1.0))
     assert angle.max() < math.radians(31.0)
+
+
+@pytest.fixture(scope="module")
+def chain_drop(tmp_path_factory):
+    pytest.importorskip("ipctk")
+    return bake_example("chain_drop", 36, tmp_path_factory)
+
+
+def test_chain_drop_lands_on_the_floor_without_passing_through(chain_drop):
+    """The links (0.08 m thick) and crates (0.2 m) never sink into the floor (top at z = 0) and
+    end lying on it; the top crate ends on the middle one."""
+    z = {name: np.asarray(values)[:, 2] for name, values in chain_drop["locations"].items()}
+    links = [name for name in z if name.startswith("Link")]
+    assert len(links) == 5
+    for name in links:  # a link's centre is at least its half thickness above the floor
+        assert z[name].min() > 0.04 - 1e-3 * 0.5
+    for name in ("Crate0", "Crate1", "Crate2"):
+        assert z[name].min() > 0.1 - 1e-3 * 0.5
+    assert z["Crate0"][-1] == pytest.approx(0.1, abs=2e-3) and z["Crate1"][-1] == pytest.approx(0.1, abs=2e-3)
+    assert z["Crate2"][-1] == pytest.approx(0.3, abs=4e-3)  # stacked on Crate1
+    assert z[links[-1]][-1] < 0.05  # the chain's free end lies on the floor

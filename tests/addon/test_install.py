@@ -46,7 +46,7 @@ class BundledOnly:
 
     def find_spec(self, name, path=None, target=None):
         if path is None and name in ("numba", "llvmlite", "scipy", "threadpoolctl", "yourdfpy", "trimesh", "lxml", "six",
-                                     "collada", "dateutil", "tzdata"):
+                                     "collada", "dateutil", "tzdata", "ipctk"):
             spec = importlib.machinery.PathFinder.find_spec(name, [site])
             if spec is None:
                 raise ModuleNotFoundError(f"{name} is not in the extension's site-packages", name=name)
@@ -61,7 +61,7 @@ name = "bl_ext.user_default.abd_joints"
 result["enabled"] = name in bpy.context.preferences.addons
 result["registered"] = all(hasattr(bpy.types, n) for n in ("ABD_OT_bake", "PHYSICS_PT_abd_joint")) \
     and "abd_body" in bpy.types.Object.bl_rna.properties
-BUNDLED = ("numba", "llvmlite", "scipy", "threadpoolctl.py", "lxml", "trimesh", "yourdfpy", "six.py")
+BUNDLED = ("numba", "llvmlite", "scipy", "threadpoolctl.py", "lxml", "trimesh", "yourdfpy", "six.py", "ipc")
 result["bundled"] = sorted(n for n in os.listdir(site) if n in BUNDLED) if os.path.isdir(site) else []
 # A tiny bake through the operator: one falling cube, two frames.
 bpy.ops.wm.read_homefile(app_template="")
@@ -117,7 +117,7 @@ def test_zip_contents(built_zip):
     assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
     wheels = [n for n in names if n.startswith("wheels/")]
     assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == [
-        "llvmlite", "lxml", "numba", "pycollada", "python_dateutil", "scipy", "six", "threadpoolctl", "trimesh", "tzdata",
+        "ipctk", "llvmlite", "lxml", "numba", "pycollada", "python_dateutil", "scipy", "six", "threadpoolctl", "trimesh", "tzdata",
         "yourdfpy"]
     assert all("x86_64" in n or n.endswith("-none-any.whl") for n in wheels)
     assert not [n for n in names if n.startswith(("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/"))]
@@ -170,7 +170,7 @@ def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
     assert result["install"] == ["FINISHED"]
     assert result["enabled"] and result["registered"]
     # The wheels were unpacked for the extension (the URDF importer's too).
-    assert result["bundled"] == ["llvmlite", "lxml", "numba", "scipy", "six.py", "threadpoolctl.py", "trimesh", "yourdfpy"]
+    assert result["bundled"] == ["ipc", "llvmlite", "lxml", "numba", "scipy", "six.py", "threadpoolctl.py", "trimesh", "yourdfpy"]
     assert result["urdf"] == ["FINISHED"] and result["urdf_objects"] == 5  # cartpole: 3 bodies, 2 joints
     assert all(path.startswith(env["BLENDER_USER_RESOURCES"]) for path in result["urdf_packages"] + result["solver_packages"])
     assert result["numba_cache"].startswith(env["BLENDER_USER_RESOURCES"])

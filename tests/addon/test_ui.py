@@ -238,14 +238,16 @@ def test_the_sidebar_reaches_every_world_and_bake_setting(addon):
     world = bpy.context.scene.abd_world
     world.use_scene_frame_range, world.use_scene_gravity = False, False
     sidebar = [call for panel in (addon.ui.VIEW3D_PT_abd, addon.ui.VIEW3D_PT_abd_world,
-                                  addon.ui.VIEW3D_PT_abd_world_solver, addon.ui.VIEW3D_PT_abd_bake)
+                                  addon.ui.VIEW3D_PT_abd_world_solver, addon.ui.VIEW3D_PT_abd_world_contact,
+                                  addon.ui.VIEW3D_PT_abd_bake)
                for call in draw_panel(panel, bpy.context)]
     settings = {prop.identifier for prop in world.bl_rna.properties if prop.identifier not in ("rna_type", "name")}
     assert settings <= {call[1] for call in sidebar if call[0] == "prop"}
     buttons = {call[1] for call in sidebar if call[0] == "operator"}
     assert {"abd.bake", "abd.bake_free", "abd.export_scene", "abd.apply_trajectory"} <= buttons
     assert all(getattr(addon.ui, name).bl_category == "ABD" for name in
-               ("VIEW3D_PT_abd", "VIEW3D_PT_abd_world", "VIEW3D_PT_abd_world_solver", "VIEW3D_PT_abd_bake"))
+               ("VIEW3D_PT_abd", "VIEW3D_PT_abd_world", "VIEW3D_PT_abd_world_solver", "VIEW3D_PT_abd_world_contact",
+                "VIEW3D_PT_abd_bake"))
 
 
 def test_both_connect_buttons_offer_every_joint_type(addon):

@@ -271,7 +271,7 @@ def test_contact_keys_round_trip_and_default_off():
     document = scene_to_dict(scene)
     assert document["settings"]["contact"] == {"enable": True, "d_hat": 2e-3, "resistance": 1e9, "friction": 0.7,
                                                "eps_velocity": 0.01}
-    assert document["bodies"][1]["contact"] == {"enable": True, "friction": 0.3}
+    assert document["bodies"][1]["contact"] == {"enable": True, "friction": 0.3, "shape": "mesh", "collections": [0]}
     assert "contact" not in document["bodies"][0]  # the settings' friction
     again = scene_from_dict(document)
     assert again.settings.contact == validate_scene(scene).settings.contact
@@ -282,4 +282,47 @@ def test_contact_keys_round_trip_and_default_off():
     assert validate_scene(Scene(settings=Settings(), bodies=[box("a", 0.2)])).settings.contact.enable is False
     document["settings"]["contact"]["d_hat"] = -1.0
     with pytest.raises(SceneError, match="contact.d_hat"):
+        scene_from_dict(document)
+
+
+def test_collision_collections_choose_which_bodies_touch():
+    """Two bodies touch only when they share a collision collection (Blender's rigid bodies' rule)."""
+    apart = box("apart", 0.2, (-0.5, 0.0, 0.3), contact=BodyContact(collections=(1,)))
+    shared = box("shared", 0.2, (0.5, 0.0, 0.3), contact=BodyContact(collections=(0, 1)))
+    scene = contact_scene([ground(), apart, shared], frame_count=12)
+    trajectory = run(scene)
+    assert lowest_point(trajectory, scene, 1)[-1] < -0.1  # fell through the ground (collection 0)
+    assert 0.0 < lowest_point(trajectory, scene, 2)[-1] < D_HAT  # landed on it
+
+
+def test_convex_hull_shape_fills_the_gaps_of_a_body():
+    """A dumbbell (two 0.1 m cubes 0.3 m apart, one body) is a fixed obstacle; a 5 cm box dropped
+    onto its middle falls through the gap against the mesh and lands on the hull's top face."""
+    left, right = box_mesh([0.1, 0.1, 0.1], center=(-0.2, 0.0, 0.0)), box_mesh([0.1, 0.1, 0.1], center=(0.2, 0.0, 0.0))
+    dumbbell_mesh = type(left)(vertices=np.vstack([left.vertices, right.vertices]),
+                               triangles=np.vstack([left.triangles, right.triangles + len(left.vertices)]))
+    for shape, lands_on_top in (("mesh", False), ("convex_hull", True)):
+        dumbbell = Body(name="dumbbell", mesh=dumbbell_mesh, transform=pose(translation=(0.0, 0.0, 0.5)), motion="fixed",
+                        contact=BodyContact(shape=shape))
+        scene = contact_scene([dumbbell, box("drop", 0.05, (0.0, 0.0, 0.7))], frame_count=12)
+        trajectory = run(scene)
+        lowest = lowest_point(trajectory, scene, 1)[-1]
+        if lands_on_top:
+            assert 0.55 < lowest < 0.55 + D_HAT
+        else:
+            assert lowest < 0.3
+
+
+@pytest.mark.parametrize("contact, message", [
+    ({"shape": "sphere"}, "contact.shape: must be one of"),
+    ({"collections": [20]}, "contact.collections: must be a list of collection numbers 0 to 19"),
+    ({"collections": [True]}, "contact.collections"),
+    ({"friction": -0.1}, "contact.friction: must be >= 0"),
+    ({"enable": 1}, "contact.enable: must be true or false"),
+])
+def test_bad_body_contact_is_refused_naming_the_body(contact, message):
+    scene = contact_scene([box("a", 0.2)], frame_count=1)
+    document = scene_to_dict(scene)
+    document["bodies"][0]["contact"] = contact
+    with pytest.raises(SceneError, match=f"body 'a': {message}"):
         scene_from_dict(document)
