@@ -2,7 +2,9 @@
 
 Every rigid body of the scene's rigid body world becomes an affine body: Active -> Dynamic with
 Blender's mass, Passive -> Fixed, or Animated where Blender's *Animated* option is on (or an
-Active body's *Dynamic* is off). Every rigid-body constraint whose kind has a joint becomes a new
+Active body's *Dynamic* is off); its collision collections and friction carry over, and a
+Convex Hull collision shape (any other shape collides as the mesh). A joint's *Disable
+Collisions* is its constraint's. Every rigid-body constraint whose kind has a joint becomes a new
 joint Empty at the constraint's place, between the same two objects (Object 1 is the parent):
 
 ==================  ====================================================================
@@ -165,6 +167,9 @@ def convert_rigid_bodies(context) -> Conversion:
             rigid_body.kinematic = True  # Bullet leaves the original to the bake
         else:
             body.motion = "ANIMATED" if rigid_body.kinematic or rigid_body.type == "ACTIVE" else "FIXED"
+        body.collision_collections = tuple(rigid_body.collision_collections)
+        body.use_friction, body.friction = True, rigid_body.friction
+        body.collision_shape = "CONVEX_HULL" if rigid_body.collision_shape == "CONVEX_HULL" else "MESH"
         store_groups(ob)
         result.bodies.append(ob)
     converted = set(bodies)
@@ -206,6 +211,7 @@ def _new_joint(context, ob, plan: JointPlan):
     joint.enabled = True
     joint.type = plan.type
     joint.l_body, joint.r_body = constraint.object1, constraint.object2
+    joint.disable_collisions = constraint.disable_collisions
     if plan.limit is not None:
         joint.limit.use = True
         if plan.type == "REVOLUTE":

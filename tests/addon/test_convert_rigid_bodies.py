@@ -96,6 +96,10 @@ def test_every_constraint_type_converts_to_its_joint_axis_and_limit(addon):
         child = rigid_box(f"Child{k}", (3.0 * k + 0.5, 0.0, 0.0))
         pairs.append((parent, child, connect(parent, child, kind, rotation, **settings)))
     child0_mass = pairs[0][1].rigid_body.mass = 3.5
+    pairs[0][1].rigid_body.friction, pairs[0][1].rigid_body.collision_shape = 0.8, "CONVEX_HULL"
+    pairs[0][1].rigid_body.collision_collections[3] = True
+    pairs[1][2].rigid_body_constraint.disable_collisions = False
+    pairs[1][1].rigid_body.collision_shape = "BOX"
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}
     turned = np.array(pairs[0][2].matrix_world.to_3x3())
     for (kind, settings, joint_type, axis, limit), (parent, child, constraint_ob) in zip(CASES, pairs):
@@ -114,6 +118,11 @@ def test_every_constraint_type_converts_to_its_joint_axis_and_limit(addon):
         assert (parent.abd_body.motion, child.abd_body.motion) == ("FIXED", "DYNAMIC")
         assert child.rigid_body.kinematic and child.rigid_body.type == "ACTIVE"  # Bullet leaves it to the bake
     assert pairs[0][1].abd_body.mass_mode == "MASS" and pairs[0][1].abd_body.mass == pytest.approx(child0_mass)
+    body = pairs[0][1].abd_body
+    assert (body.use_friction, body.collision_shape) == (True, "CONVEX_HULL")
+    assert body.friction == pytest.approx(0.8) and tuple(body.collision_collections)[:4] == (True, False, False, True)
+    assert pairs[1][1].abd_body.collision_shape == "MESH"  # a Box collides as the mesh
+    assert converted(pairs[0][2]).abd_joint.disable_collisions and not converted(pairs[1][2]).abd_joint.disable_collisions
     job = addon.bake.BakeJob(bpy.context.scene)
     job.prepare()  # the converted rig exports: no active rigid body left in Bullet's way
     types = sorted(joint.type for joint in job.export.scene.joints)
