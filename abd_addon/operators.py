@@ -456,20 +456,23 @@ class ABD_OT_bake(Operator):
             return not self._cancel
 
         try:
-            # The solver's first compilation may still be running in the background (warmup):
-            # wait for it and load its cache instead of compiling the same kernels a second time.
-            self._preparing = warmup.running()
-            while warmup.running():
-                if self._cancel:
-                    from ..solver.simulation import SimulationCancelled
+            from ..solver.simulation import Simulation, SimulationCancelled
 
+            # The solver's first compilation may still be running in the background (warmup):
+            # wait until it has written the kernels this rig calls, and load them, instead of
+            # compiling them a second time.
+            run = self._run_state or Simulation(self._job.export.scene, compile_now=False)
+            self._preparing = warmup.running() and run.pending_kernels() > 0
+            while warmup.running() and run.pending_kernels():
+                if self._cancel:
                     raise SimulationCancelled("cancelled while the solver was being compiled")
                 try:
                     warmup.wait(0.1)
                 except subprocess.TimeoutExpired:
                     pass
             self._preparing = False
-            self._job.simulate(progress, self._run_state)
+            run.compile()
+            self._job.simulate(progress, run)
         except BaseException as error:  # noqa: BLE001 - handed to the main thread
             self._error = error
 

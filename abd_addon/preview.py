@@ -10,7 +10,8 @@ its last hold the last pose.
 - **The cache is freed** by any change that the bake reads: a setting of ABD World, of a body or
   of a joint, an object of the rig moved (also while a later frame shows it: its moved
   transform becomes its own), an F-curve or driver of the rig (a keyed aim), a body's mesh. Each
-  frame change compares a fingerprint of those (:func:`fingerprint`) with the cache's.
+  frame change after a depsgraph update (every frame change in the ``bpy`` module, which reports
+  none) compares a fingerprint of those (:func:`fingerprint`) with the cache's.
 - **Nothing is left behind**: the poses are written to the objects' transform properties, and
   their own values are kept here and written back whenever something reads or stores the
   objects (``save_pre``; the Bake, Export and Apply Trajectory operators through
@@ -34,15 +35,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from types import SimpleNamespace
 from typing import Optional
 
 import bpy
 import numpy as np
+from bpy.types import ID, PropertyGroup
+from mathutils import Matrix
 
 from . import warmup
-from .bake import action_fcurves, baked_objects, fcurve_keys, local_matrices, object_keys, slot_identifier, world_matrices
-from .export import TRANSFORM_PATHS, TRANSFORM_PROPERTIES, Export, RigError, collect_rig, export_scene, frame_range
+from .bake import action_fcurves, fcurve_keys, local_matrices, slot_identifier
+from .export import (
+    TRANSFORM_PATHS, TRANSFORM_PROPERTIES, Export, RigError, collect_rig, export_scene, frame_range, rigid_transforms,
+)
 from .properties import PREVIEW_TOGGLED
 
 #: ABD World properties that do not change the simulation (left out of :func:`fingerprint`).
@@ -56,6 +60,7 @@ class _Cache:
     export: Export
     run: object  # solver.simulation.Simulation
     fingerprint: tuple
+    offsets: dict  # _offsets(export, run)
 
 
 @dataclasses.dataclass
@@ -73,6 +78,9 @@ class _State:
         suspended: how many :func:`suspended` blocks are open (the preview then writes nothing).
         runs: how many runs were started (a new one after each freeing of the cache).
         timer: whether a timer is simulating missing frames.
+        changed: whether something may have changed since the fingerprint was last compared:
+            set by every depsgraph update outside a frame change (an edit, a move, a key), and
+            always where none are reported (the ``bpy`` module).
     """
 
     own: dict = dataclasses.field(default_factory=dict)
@@ -84,6 +92,7 @@ class _State:
     suspended: int = 0
     runs: int = 0
     timer: bool = False
+    changed: bool = True
 
 
 #: Per scene (``Scene.name_full``), its :class:`_State`.
@@ -140,7 +149,8 @@ def _animated_transform(ob: bpy.types.Object) -> bool:
 
 def _objects(current: _State) -> list:
     """(name, object) of every object the preview wrote to that still exists."""
-    return [(name, bpy.data.objects.get(name)) for name in current.written if bpy.data.objects.get(name) is not None]
+    found = ((name, bpy.data.objects.get(name)) for name in current.written)
+    return [(name, ob) for name, ob in found if ob is not None]
 
 
 def _put_back(current: _State) -> None:
@@ -165,20 +175,38 @@ def _hide_written(current: _State) -> None:
             _set_transform(ob, current.own[name])
 
 
-def _write_pose(current: _State, export: Export, run, index: int) -> None:
-    """Write the run's frame ``index`` onto the keyed objects (as the bake would key it)."""
-    transforms = np.stack([run.transforms(0), run.transforms(index)])
-    stub = SimpleNamespace(body_names=[body.name for body in export.scene.bodies], transforms=transforms)
-    worlds = world_matrices(export, stub)
-    local = local_matrices(dataclasses.replace(
-        export, parent_matrix={name: matrices[[0, index]] for name, matrices in export.parent_matrix.items()}), worlds)
+def _offsets(export: Export, run) -> dict:
+    """Per keyed object (by name): the index of the body it follows and the (4, 4) matrix that
+    takes that body's rigid pose to the object's world matrix, as :func:`.bake.world_matrices`
+    composes them: a body's stretch P (world = [R P | p]), or a joint Empty's pose relative to
+    its parent body at the first frame (world(f) = T_l(f) T_l(0)^-1 W(0))."""
+    index = {body.name: k for k, body in enumerate(export.scene.bodies)}
+    first = rigid_transforms(run.transforms(0))
+    offsets = {}
     for ob in export.keyed_objects():
         name = ob.name_full
-        keys = object_keys(ob, local[name][1:])
+        if ob in export.joints:
+            body = index[ob.abd_joint.l_body.name_full]
+            offsets[name] = (body, np.linalg.solve(first[body], export.joint_matrix[name]))
+        else:
+            stretch = np.eye(4)
+            stretch[:3, :3] = export.stretch[name]
+            offsets[name] = (index[name], stretch)
+    return offsets
+
+
+def _write_pose(current: _State, cache: _Cache, index: int) -> None:
+    """Write the run's frame ``index`` onto the keyed objects, as the bake would key it (in
+    parent space, Blender decomposing ``matrix_basis`` by the object's rotation mode and deltas)."""
+    export = cache.export
+    rigid = rigid_transforms(cache.run.transforms(index))
+    worlds = {name: (rigid[body] @ offset)[None] for name, (body, offset) in cache.offsets.items()}
+    parented = {name: matrices[index:index + 1] for name, matrices in export.parent_matrix.items()}
+    local = local_matrices(dataclasses.replace(export, parent_matrix=parented), worlds)
+    for ob in export.keyed_objects():
+        name = ob.name_full
         current.own.setdefault(name, _transform(ob))
-        ob.location = keys.location[0]
-        setattr(ob, keys.rotation_path, keys.rotation[0])
-        ob.scale = keys.scale[0]
+        ob.matrix_basis = Matrix(local[name][0].tolist())
         written = current.written[name] = _transform(ob)
         current.history.setdefault(name, set()).add(hash(written))
 
@@ -192,14 +220,18 @@ def _show_own(current: _State, name: str) -> None:
     current.written.pop(name, None)
 
 
-def _adopt_changes(current: _State) -> None:
+def _adopt_changes(current: _State) -> bool:
     """Take what changed on an object since the preview wrote to it as its own transform: the
-    user moved it (or, where it has transform animation, Blender evaluated it)."""
+    user moved it (or, where it has transform animation, Blender evaluated it); return whether
+    one did."""
+    changed = False
     for name, ob in _objects(current):
         transform = _transform(ob)
         if transform != current.written[name]:
             current.own[name] = transform
             current.written[name] = transform
+            changed = True
+    return changed
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,19 +239,31 @@ def _adopt_changes(current: _State) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+_IDENTIFIERS: dict = {}
+
+
+def _identifiers(group) -> tuple:
+    """The names of a PropertyGroup type's properties that :func:`_values` reads (once per type:
+    listing RNA properties from Python is slow)."""
+    kind = type(group)
+    if kind not in _IDENTIFIERS:
+        _IDENTIFIERS[kind] = tuple(prop.identifier for prop in group.bl_rna.properties
+                                   if prop.identifier not in ("rna_type", "name") + NOT_SIMULATED)
+    return _IDENTIFIERS[kind]
+
+
 def _values(group, path: str, animated: set) -> tuple:
     """The values of a PropertyGroup's properties (nested groups recursively, IDs by name) but
     those whose data path (``path`` + name) is in ``animated``: they change from frame to frame,
     and their F-curves and drivers are compared instead (:func:`_animation`)."""
     values = []
-    for prop in group.bl_rna.properties:
-        name = prop.identifier
-        if name in ("rna_type", "name") or name in NOT_SIMULATED or f"{path}.{name}" in animated:
+    for name in _identifiers(group):
+        if animated and f"{path}.{name}" in animated:
             continue
         value = getattr(group, name)
-        if isinstance(value, bpy.types.PropertyGroup):
+        if isinstance(value, PropertyGroup):
             value = _values(value, f"{path}.{name}", animated)
-        elif isinstance(value, bpy.types.ID):
+        elif isinstance(value, ID):
             value = value.name_full
         elif hasattr(value, "__len__") and not isinstance(value, str):
             value = tuple(value)
@@ -316,12 +360,15 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     from ..solver.scene import SceneError
     from ..solver.simulation import Simulation, SolverError
 
-    _adopt_changes(current)
+    moved = _adopt_changes(current)
+    if current.cache is not None and not moved and not current.changed:
+        return current.cache
     try:
         print_ = fingerprint(scene, view_layer, current.own)
     except RigError as error:
         _release(current, f"Preview: {error}")
         return None
+    current.changed = bpy.app.background  # no depsgraph updates are reported there: compare every time
     if current.cache is not None and current.cache.fingerprint == print_:
         return current.cache
     if current.failed == print_:
@@ -329,20 +376,36 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     _release(current)
     if not build:
         return None
-    if warmup.running():  # the background compilation: the preview loads its result when done
-        current.message = "Preview: compiling the solver (first use only)"
-        return None
     try:
         with suspended(scene):  # the export's own frame changes show nothing
             export = export_scene(scene, bpy.context.evaluated_depsgraph_get())
-        run = Simulation(export.scene)
+        run = Simulation(export.scene, compile_now=False)
     except (RigError, SceneError, SolverError) as error:
         current.failed, current.message = print_, f"Preview: {error}"
         return None
     current.failed, current.message = None, ""
     current.runs += 1
-    current.cache = _Cache(export=export, run=run, fingerprint=print_)
+    current.cache = _Cache(export=export, run=run, fingerprint=print_, offsets=_offsets(export, run))
     return current.cache
+
+
+#: What the panel says while the preview waits for the background compilation.
+COMPILING = "Preview: compiling the solver (first use only)"
+
+
+def _compiled(current: _State, run) -> bool:
+    """Whether ``run``'s kernels are ready: loaded, or in the on-disk cache. While the add-on's
+    background warm-up is still compiling some of them the preview waits (it starts as soon as
+    the kernels of its own rig are written, before the warm-up ends); with no warm-up running
+    they are compiled here."""
+    if run.pending_kernels():
+        if warmup.running():
+            current.message = COMPILING
+            return False
+        run.compile()
+    if current.message == COMPILING:
+        current.message = ""
+    return True
 
 
 def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = None, build: bool = True) -> bool:
@@ -364,6 +427,8 @@ def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = N
     if cache is None:
         return False
     export, run = cache.export, cache.run
+    if not _compiled(current, run):
+        return False
     index = min(frame, export.frame_end) - export.frame_start
     if index <= 0:
         for name in list(current.written):
@@ -377,7 +442,7 @@ def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = N
         current.failed = cache.fingerprint
         _release(current, f"Preview: {error}")
         return False
-    _write_pose(current, export, run, min(index, run.frames_done))
+    _write_pose(current, cache, min(index, run.frames_done))
     return run.frames_done >= index
 
 
@@ -399,7 +464,7 @@ def _continue(scene_name: str):
     if step_toward(scene, scene.frame_current, _frame_seconds(scene)) or current.cache is None:
         current.timer = False
         return None
-    return 0.0
+    return 0.25 if current.message == COMPILING else 0.0
 
 
 def _needs_work(scene: bpy.types.Scene, current: _State, frame: int) -> bool:
@@ -438,6 +503,14 @@ def on_frame_change_post(scene, _depsgraph=None) -> None:
         if _animated_transform(ob) and _transform(ob) != current.written[name]:
             current.own[name] = _transform(ob)
             _set_transform(ob, current.written[name])
+
+
+@bpy.app.handlers.persistent
+def on_depsgraph_update_post(scene, _depsgraph=None) -> None:
+    """``depsgraph_update_post`` (an edit, a move, a key; not a frame change): compare the
+    fingerprint at the next frame change (:attr:`_State.changed`)."""
+    for current in _states.values():
+        current.changed = True
 
 
 @bpy.app.handlers.persistent
@@ -480,6 +553,7 @@ def on_load_pre(*_arguments) -> None:
 HANDLERS = (
     ("frame_change_pre", on_frame_change_pre),
     ("frame_change_post", on_frame_change_post),
+    ("depsgraph_update_post", on_depsgraph_update_post),
     ("save_pre", on_save_pre),
     ("save_post", on_save_post),
     ("undo_post", on_undo_post),

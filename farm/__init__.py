@@ -8,6 +8,6 @@
 - ``flamenco/abd_bake.js``: a Flamenco 3 job type.
 
 None of them imports ``bpy`` in the process that submits the work: every bake runs
-``python -m abd_addon.batch`` (every solve ``abd-solver run``) in a fresh process on a worker. README.md, "Baking on a farm",
-says which to pick and how to prepare the workers.
+``python -m abd_addon.batch`` (every solve ``abd-solver run``) in a fresh process on a worker.
+README.md, "Baking on a farm", says which to pick and how to prepare the workers.
 """

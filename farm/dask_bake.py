@@ -92,7 +92,8 @@ class WarmUp(WorkerPlugin):
     def __init__(self, python: str, repository: str = REPOSITORY):
         self.python, self.repository, self.outcome = python, repository, None
 
-    async def setup(self, worker):  # async: the worker's event loop keeps serving meanwhile
+    async def setup(self, worker):
+        """Run the warm-up in a subprocess, awaited (the worker's event loop keeps serving meanwhile)."""
         started = time.perf_counter()
         try:
             process = await asyncio.create_subprocess_exec(

@@ -85,12 +85,15 @@ class Simulation:
         scene: the validated :class:`Scene`.
         frames_done: frames finished (0 to ``frame_count``); frame 0 is the initial state.
 
+    The constructor compiles (or loads) the kernels the run calls (:meth:`compile`) unless
+    ``compile_now`` is False.
+
     Raises (constructor):
         SceneError: the scene is invalid.
         SolverError: the settings' device cannot be used.
     """
 
-    def __init__(self, scene: Scene):
+    def __init__(self, scene: Scene, compile_now: bool = True):
         self.scene = scene = validate_scene(scene)
         settings = scene.settings
         try:
@@ -101,8 +104,9 @@ class Simulation:
             self._potential = IncrementalPotential(model.terms, model.slot, settings.device)
         except DeviceUnavailable as error:
             raise SolverError(str(error)) from error
-        # The first run on a machine compiles the kernels it needs: over several cores where possible.
-        compile_in_parallel(compile_tasks(model, self._potential, model.q0))
+        self._compile_tasks = compile_tasks(model, self._potential, model.q0)
+        if compile_now:
+            self.compile()
         self._stepper = stepper = _Stepper(scene, model)
         frames, steps = settings.frame_count, settings.frame_count * settings.substeps
         self._transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
@@ -122,6 +126,28 @@ class Simulation:
         self._rotation[0] = stepper.joints.rotation(model, stepper.q)
         self.frames_done = 0
         self._step = 0  # time steps done
+
+    def _culprit(self, error: Exception) -> str:
+        """`` at body '<name>' (...)`` where ``error`` comes from a singular Newton system that
+        names the block of its first failed pivot (:class:`solver.linear_solver.SingularSystem`),
+        else ""."""
+        block = getattr(error.__cause__, "block", None)
+        if block is None:
+            return ""
+        (body,) = np.flatnonzero(self._potential.slot == block)
+        return (f" at body {self.scene.bodies[body].name!r} (a mass or inertia too small beside its kappa or its "
+                "joints' strength makes the system singular)")
+
+    def pending_kernels(self) -> int:
+        """How many of the compiled kernels the run calls are neither loaded in this process nor in
+        the on-disk cache (those the first step would compile, one after the other)."""
+        return sum(task.pending() for task in self._compile_tasks)
+
+    def compile(self) -> None:
+        """Compile the kernels the run calls that are not cached, over several cores where
+        possible (:func:`solver.compilation.compile_in_parallel`), or load them; the constructor
+        does it unless told not to (a caller that first waits for a compilation elsewhere)."""
+        compile_in_parallel(self._compile_tasks)
 
     @property
     def frame_count(self) -> int:
@@ -158,7 +184,7 @@ class Simulation:
         # BLAS on one thread while stepping: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of
         # at most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and
         # nothing else of a step calls a multi-threaded BLAS routine. Restored on the way out.
-        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             taken = 0
             while self.frames_done < target:
                 self._step_once()
@@ -182,7 +208,7 @@ class Simulation:
         try:
             result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
         except (NewtonFailure, DeviceUnavailable) as error:
-            raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+            raise SolverError(f"frame {frame}, step {substep}: {error}{self._culprit(error)}") from error
         self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
         self._converged[step], self._residual[step] = result.converged, result.residual
         self._step += 1
@@ -213,7 +239,7 @@ class Simulation:
                 returned False (the frames done so far are kept, and a later call goes on).
         """
         frames = self.frame_count
-        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             while not self.finished:
                 frame = self.frames_done
                 while self.frames_done == frame:
@@ -247,6 +273,19 @@ class Simulation:
             frame_rate=float(scene.settings.frame_rate),
             substeps=int(scene.settings.substeps),
         )
+
+
+_blas_controller: Optional[threadpoolctl.ThreadpoolController] = None
+
+
+def _one_blas_thread():
+    """A context that limits BLAS to one thread and restores it on exit; the libraries are
+    looked up once per process (``threadpool_limits`` looks them up at every call, which cost
+    more than a time step where a caller advances a run a frame at a time)."""
+    global _blas_controller
+    if _blas_controller is None:
+        _blas_controller = threadpoolctl.ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 class _Stepper:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from importlib import import_module
 
 import bpy
 import numpy as np
@@ -406,9 +407,11 @@ def _fake_warm_up(addon, monkeypatch, seconds: float):
     return process
 
 
-def test_modal_bake_waits_for_the_background_warm_up(addon, monkeypatch):
+def test_modal_bake_waits_for_the_background_warm_up_while_its_kernels_are_not_cached(addon, monkeypatch):
     base, slider, joint = slider_rig(frame_end=12)
     export, trajectory, rigid = reference(addon)
+    simulation = import_module(addon.__name__.rpartition(".")[0] + ".solver.simulation").Simulation
+    monkeypatch.setattr(simulation, "pending_kernels", lambda run: 1)  # not written by the warm-up yet
     process = _fake_warm_up(addon, monkeypatch, 1.0)
     fake, context = _modal_operator(addon)
     assert _run_modal(fake, context) == {"FINISHED"}
@@ -417,9 +420,26 @@ def test_modal_bake_waits_for_the_background_warm_up(addon, monkeypatch):
     assert_body_follows(slider, export, trajectory, rigid, (1, 6, 12))
 
 
+def test_modal_bake_does_not_wait_for_the_warm_up_once_its_kernels_are_cached(addon, monkeypatch):
+    base, slider, joint = slider_rig(frame_end=12)
+    export, trajectory, rigid = reference(addon)
+    process = _fake_warm_up(addon, monkeypatch, 60.0)
+    try:
+        fake, context = _modal_operator(addon)
+        assert _run_modal(fake, context) == {"FINISHED"}  # this suite's cache holds every kernel
+        assert process.poll() is None  # the warm-up still runs
+    finally:
+        process.kill()
+        process.wait()
+    assert not any(text and "compiling the solver" in text for text in context.workspace.status)
+    assert_body_follows(slider, export, trajectory, rigid, (1, 6, 12))
+
+
 def test_modal_bake_escape_during_the_warm_up_cancels_and_changes_nothing(addon, monkeypatch):
     slider_rig(frame_end=12)
     before = scene_snapshot()
+    simulation = import_module(addon.__name__.rpartition(".")[0] + ".solver.simulation").Simulation
+    monkeypatch.setattr(simulation, "pending_kernels", lambda run: 1)  # not written by the warm-up yet
     process = _fake_warm_up(addon, monkeypatch, 30.0)
     try:
         fake, context = _modal_operator(addon)

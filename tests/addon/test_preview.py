@@ -191,3 +191,52 @@ def test_an_invalid_rig_shows_nothing_and_says_why(preview):
     scene.frame_set(4)
     assert preview.state(scene).cache is None
     assert "Lower" in preview.status(scene)
+
+
+def test_the_preview_waits_for_the_background_compilation_only_for_its_own_kernels(preview, addon, monkeypatch):
+    """While the add-on's background warm-up runs, the preview starts as soon as the kernels its
+    rig calls are in the cache (they are here), and says it is compiling while some are not."""
+    import subprocess
+    import sys
+
+    _, arm, _ = hinge_rig(frame_end=6)
+    rest = tuple(arm.location)
+    scene = bpy.context.scene
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        monkeypatch.setattr(addon.warmup, "_process", process)
+        scene.frame_set(3)
+        state = preview.state(scene)
+        assert state.cache.run.frames_done == 2 and state.message == ""
+        simulation = type(state.cache.run)
+        monkeypatch.setattr(simulation, "pending_kernels", lambda run: 1)
+        scene.abd_world.substeps = 5  # a new run, whose kernels are "not cached yet"
+        scene.frame_set(4)
+        assert state.message == preview.COMPILING and state.cache.run.frames_done == 0
+        assert tuple(arm.location) == rest
+        assert "compiling" in preview.status(scene)
+    finally:
+        process.kill()
+        process.wait()
+    monkeypatch.setattr(simulation, "compile", lambda run: None)
+    scene.frame_set(5)  # the warm-up has ended
+    assert state.message == "" and state.cache.run.frames_done == 4
+
+
+def test_after_undo_a_recorded_preview_pose_goes_back_to_the_objects_own(preview):
+    """An undo step pushed while a later frame was previewed recorded the previewed pose as the
+    object's transform; after undo (the handler, driven directly: the bpy module keeps no undo
+    history) the object gets its own transform back, and a transform the undo really restored
+    (not one the preview wrote) is kept."""
+    base, arm, joint = hinge_rig(frame_end=10)
+    own = tuple(arm.location), tuple(arm.rotation_euler)
+    scene = bpy.context.scene
+    step_frames(range(1, 6))
+    recorded = tuple(arm.location), tuple(arm.rotation_euler)  # frame 5's pose, as an undo step held it
+    scene.frame_set(8)
+    arm.location, arm.rotation_euler = recorded
+    joint.location = (0.0, 1.0, 0.0)  # a transform of its own that the undo restored
+    preview.on_undo_post()
+    assert (tuple(arm.location), tuple(arm.rotation_euler)) == own
+    assert tuple(joint.location) == (0.0, 1.0, 0.0)
+    assert preview.state(scene).cache is None

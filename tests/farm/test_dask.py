@@ -21,6 +21,8 @@ def cluster():
 
 
 def test_cluster_bakes_each_file_in_a_task_like_the_one_process_batch(cluster, shots, one_process, tmp_path):
+    """bake_on_cluster: results in input order, the broken file named, each worker warmed once, no bpy here,
+    and the baked keys of the one-process batch."""
     out = tmp_path / "baked"
     seen = []
     with Client(cluster) as client:
@@ -61,13 +63,17 @@ def test_command_line_scheduler_option(cluster, shots, tmp_path):
 
 
 def test_scheduler_that_cannot_be_reached_is_named(shots, tmp_path):
+    """An unreachable scheduler: exit status 1, naming its address (after a 2 s connect timeout)."""
     result = run(sys.executable, "-m", "abd_addon.batch", shots / "drawer.blend", "--out-dir", tmp_path,
-                 "--scheduler", "tcp://127.0.0.1:1", env=dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"))
+                 "--scheduler", "tcp://127.0.0.1:1",
+                 env=dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"))
     assert result.returncode == 1
     assert "error: cannot bake on the Dask cluster at tcp://127.0.0.1:1" in result.stderr, result.stderr[-2000:]
 
 
 def test_scheduler_refuses_options_for_one_file_and_inputs_with_one_name(tmp_path):
+    """--out with --scheduler is a bad argument (exit 2); check_inputs refuses it and same-named inputs,
+    and makes paths absolute."""
     result = run(sys.executable, "-m", "abd_addon.batch", tmp_path / "a.blend", "--out", tmp_path / "b.blend",
                  "--scheduler", "tcp://127.0.0.1:1")
     assert result.returncode == 2 and "--scheduler bakes each file as a task of its own" in result.stderr

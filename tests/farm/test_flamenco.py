@@ -27,15 +27,18 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js (node) is not inst
 
 
 def compile_job(**settings) -> subprocess.CompletedProcess:
+    """The stand-in's run of compileJob on a job with these settings."""
     return subprocess.run([NODE, STAND_IN, SCRIPT, json.dumps(settings)], capture_output=True, text=True, timeout=60)
 
 
 def test_job_type_script_is_valid_javascript():
+    """node --check parses the script."""
     result = subprocess.run([NODE, "--check", SCRIPT], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
 
 def test_compile_job_makes_one_exec_task_per_file_and_its_commands_bake(shots, tmp_path):
+    """Three files: three blender tasks, each one exec command of the batch bake, which bakes two of them."""
     out = tmp_path / "baked"
     files = [str(shots / name) for name in NAMES]
     result = compile_job(blendfiles=" ; ".join(files), out_dir=str(out), python=sys.executable, abd_joints=str(ROOT))
@@ -62,7 +65,9 @@ def test_compile_job_makes_one_exec_task_per_file_and_its_commands_bake(shots, t
     assert sorted(path.name for path in out.iterdir()) == ["door.blend", "drawer.blend"]
 
 
-@pytest.mark.parametrize("files, message", [(" ; ", "no .blend file"), ("a/x.blend;b/x.blend", "two .blend files are named x.blend")])
+@pytest.mark.parametrize("files, message", [(" ; ", "no .blend file"),
+                                            ("a/x.blend;b/x.blend", "two .blend files are named x.blend")])
 def test_compile_job_refuses_no_files_and_two_files_with_one_name(files, message):
+    """compileJob throws, naming the problem, for no file or two files of one name."""
     result = compile_job(blendfiles=files, out_dir="/baked")
     assert result.returncode == 1 and message in json.loads(result.stdout)["error"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,11 +18,13 @@ SOLVE_TEMPLATE = ROOT / "farm" / "openjd" / "abd_solve.template.yaml"
 OPENJD = Path(sys.executable).with_name("openjd")
 
 
-def openjd(*args) -> "subprocess.CompletedProcess":  # noqa: F821
+def openjd(*args) -> subprocess.CompletedProcess:
+    """The Open Job Description CLI of this venv (or the PATH's) with ``args``."""
     return run(OPENJD if OPENJD.exists() else shutil.which("openjd"), *args)
 
 
 def test_template_bakes_each_file_in_a_task(shots, one_process, tmp_path):
+    """Two files: one warm-up, two tasks, the baked keys of the one-process batch."""
     assert openjd("check", TEMPLATE).returncode == 0
     out = tmp_path / "baked"
     parameters = {"BlendFiles": [str(shots / "drawer.blend"), str(shots / "door.blend")], "OutDir": str(out),
@@ -35,6 +38,7 @@ def test_template_bakes_each_file_in_a_task(shots, one_process, tmp_path):
 
 
 def test_a_broken_file_fails_its_task(shots, tmp_path):
+    """A file that cannot be opened fails its task and the run, and nothing is saved for it."""
     parameters = {"BlendFiles": [str(shots / "broken.blend")], "OutDir": str(tmp_path / "baked"),
                   "AbdJoints": str(ROOT), "Python": sys.executable}
     result = openjd("run", TEMPLATE, "--job-param", json.dumps(parameters))
@@ -62,6 +66,7 @@ def test_solve_template_solves_exported_scene_files_for_the_round_trip(shots, on
     log = result.stdout + result.stderr
     assert result.returncode == 0 and "Chunks run: 2" in log, log[-3000:]
     assert sorted(path.name for path in results.iterdir()) == ["door.npz", "drawer.npz"]
-    applied = run(sys.executable, "-m", "abd_addon.batch", *blends, "--out-dir", baked, "--from-trajectory-dir", results)
+    applied = run(sys.executable, "-m", "abd_addon.batch", *blends, "--out-dir", baked,
+                  "--from-trajectory-dir", results)
     assert applied.returncode == 0, applied.stderr[-2000:]
     assert_same_keys(baked_keys(baked / "drawer.blend", baked / "door.blend"), one_process)
