@@ -16,7 +16,7 @@ from .scene import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 #: per time step, the names included.
 MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
 #: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
-OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "contact_distance", "contact_count")
+OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "rotation", "contact_distance", "contact_count")
 
 
 @dataclass

@@ -1041,9 +1041,10 @@ def test_trajectory_round_trips_and_files_from_before_its_newer_fields_still_loa
     assert loaded.fast_rotation_warning().startswith("in 1 of 12 time steps")
     with np.load(tmp_path / "new.npz") as data:
         np.savez(tmp_path / "old.npz", **{key: data[key] for key in data.files
-                                          if key not in ("fast_rotation", "residual", "scene_digest")})
+                                          if key not in ("fast_rotation", "residual", "scene_digest", "rotation")})
     old = Trajectory.load(tmp_path / "old.npz")
     assert old.fast_rotation.shape == (12,) and not old.fast_rotation.any()
+    assert old.rotation.shape == (4, len(scene.joints), 3) and np.isnan(old.rotation).all()
     assert old.residual.shape == (12,) and np.isnan(old.residual).all() and old.scene_digest == ""
 
 
