@@ -58,11 +58,12 @@ def file_result(blend: str, status: int | None, stdout: str = "", stderr: str = 
     """What one file's batch bake gave: ``file``, ``ok`` (exit status 0), ``status`` (the exit
     status; None when the task itself failed), ``summary`` (the batch's ``key=value`` line as a
     dict of strings; None on failure), ``error`` (the batch's ``error:`` lines joined, else the
-    end of its stderr; None on success) and ``warnings`` (its ``warning:`` lines)."""
+    file, its exit status and the end of its stderr; None on success) and ``warnings`` (its ``warning:`` lines)."""
     lines = stderr.splitlines()
     errors = [line[len("error: "):] for line in lines if line.startswith("error: ")]
-    if status != 0 and not errors:
-        errors = [" / ".join(line.strip() for line in lines[-3:] if line.strip()) or f"exit status {status}"]
+    if status != 0 and not errors:  # no error line of the batch's (it crashed, or was killed): name the file
+        end = " / ".join(line.strip() for line in lines[-3:] if line.strip())
+        errors = [f"{blend}: exit status {status}" + (f": {end}" if end else "")]
     summaries = [line for line in stdout.splitlines() if line.startswith("file=")]
     return {
         "file": blend,
@@ -131,7 +132,12 @@ def check_inputs(blends: list, options: list) -> tuple:
         raise ValueError(f"two inputs are named {twice[0]}: their outputs would be written to the same path")
     absolute = []
     for k, option in enumerate(options):
-        absolute.append(os.path.abspath(option) if k and options[k - 1] in PATH_OPTIONS else option)
+        flag, equals, value = option.partition("=")
+        if equals and flag in PATH_OPTIONS:  # --out-dir=DIR
+            option = f"{flag}={os.path.abspath(value)}"
+        elif k and options[k - 1] in PATH_OPTIONS:  # --out-dir DIR
+            option = os.path.abspath(option)
+        absolute.append(option)
     return [os.path.abspath(blend) for blend in blends], absolute
 
 

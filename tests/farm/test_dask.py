@@ -84,3 +84,16 @@ def test_scheduler_refuses_options_for_one_file_and_inputs_with_one_name(tmp_pat
     blends, options = dask_bake.check_inputs(["shot.blend"], ["--out-dir", "baked", "--device", "cpu"])
     assert blends == [os.path.abspath("shot.blend")]
     assert options == ["--out-dir", os.path.abspath("baked"), "--device", "cpu"]
+    blends, options = dask_bake.check_inputs(["shot.blend"], ["--out-dir=baked", "--trajectory-dir=results"])
+    assert options == [f"--out-dir={os.path.abspath('baked')}", f"--trajectory-dir={os.path.abspath('results')}"]
+
+
+def test_file_result_names_the_file_of_a_bake_without_an_error_line():
+    """A batch killed or crashed before its ``error:`` line: the error names the file and the exit
+    status; the batch's own error line is passed on as it is."""
+    killed = dask_bake.file_result("/shots/a.blend", -9, stderr="/shots/a.blend: frame 3/12\n")
+    assert killed["error"] == "/shots/a.blend: exit status -9: /shots/a.blend: frame 3/12" and not killed["ok"]
+    silent = dask_bake.file_result("/shots/a.blend", 139)
+    assert silent["error"] == "/shots/a.blend: exit status 139"
+    refused = dask_bake.file_result("/shots/a.blend", 1, stderr="error: /shots/a.blend: cannot open: bad\n")
+    assert refused["error"] == "/shots/a.blend: cannot open: bad" and refused["summary"] is None
