@@ -486,7 +486,7 @@ def main(argv=None) -> int:
                 _print_summary(batch.export_file(blend, scene_path, scene_name=args.scene))
             except Exception as error:  # noqa: BLE001 - one line for this file, then the next file
                 failures += 1
-                _print_error(error)
+                _print_error(error, blend)
         for blend, out, trajectory_path, source in plan:
             try:
                 _print_summary(batch.bake_file(blend, out, progress=args.progress,
@@ -495,7 +495,7 @@ def main(argv=None) -> int:
                                                scene_name=args.scene, from_trajectory=source))
             except Exception as error:  # noqa: BLE001 - one line for this file, then the next file
                 failures += 1
-                _print_error(error)
+                _print_error(error, blend)
     except Exception as error:  # noqa: BLE001 - the add-on or the warm-up failed: one line, exit 1
         _print_error(error)
         return 1
@@ -534,10 +534,13 @@ def _print_summary(summary: dict) -> None:
     print(" ".join(f"{key}={value}" for key, value in summary.items()), flush=True)
 
 
-def _print_error(error: Exception) -> None:
-    """``error: <reason>`` on stderr: a :class:`BatchError`'s message, or any other's type and message."""
+def _print_error(error: Exception, blend: str | None = None) -> None:
+    """``error: <reason>`` on stderr: a :class:`BatchError`'s message (which names its file), or any
+    other's type and message, after the file ``blend`` it came from where one is given."""
     name = type(error).__name__
     message = str(error) if name == "BatchError" else f"{name}: {error}"
+    if blend is not None and name != "BatchError":
+        message = f"{blend}: {message}"
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 

@@ -504,3 +504,12 @@ def test_the_batch_leaves_no_session_folder_behind(tmp_path):
     result = run_batch(tmp_path, source, "--export-scene-dir", tmp_path / "farm", TMPDIR=str(temporary))
     assert result.returncode == 0, result.stderr
     assert not list(temporary.glob("blender_*"))
+
+
+def test_an_unexpected_error_of_one_file_names_that_file(addon, capsys):
+    """One file's error line names the file: a BatchError's message already does, any other is prefixed."""
+    batch = addon.batch
+    batch._print_error(KeyError("matrix_world"), "/shots/a.blend")
+    batch._print_error(batch.BatchError("/shots/b.blend: no such file"), "/shots/b.blend")
+    assert capsys.readouterr().err.splitlines() == ["error: /shots/a.blend: KeyError: 'matrix_world'",
+                                                    "error: /shots/b.blend: no such file"]
