@@ -2,8 +2,8 @@
 //
 // Flamenco 3 job type "ABD Joints Bake": bake the ABD Joints rigs of .blend files, one task per
 // file. Each task runs the batch bake of its file in a new process on a Worker (Flamenco's
-// `exec` command: `PYTHON -P ABD_JOINTS/abd_addon/batch.py FILE --out-dir OUT_DIR --device
-// DEVICE`), which exits non-zero with a one-line reason when the file fails, so Flamenco marks
+// `exec` command, parameters `exe` and `args`: `PYTHON -P ABD_JOINTS/abd_addon/batch.py FILE
+// --out-dir OUT_DIR --device DEVICE`), which exits non-zero with a one-line reason when the file fails, so Flamenco marks
 // that task failed (and retries it as configured) while the other files are baked.
 //
 // Install: copy this file into the `scripts` folder next to the flamenco-manager executable and

@@ -11,7 +11,9 @@
 //
 // What it does not prove: that Flamenco's own JavaScript engine (goja) and Manager accept the
 // script (a stand-in is not the Manager: other globals, variable expansion of "{abd_python}",
-// settings checks), nor that a Flamenco Worker's `exec` command takes these parameters.
+// settings checks), nor that a Worker runs the command. The `exec` command's parameters are not
+// checked here either: they follow the Flamenco Worker's source, which reads `exe` (a string)
+// and `args` (a list of strings) for `exec` (internal/worker/command_exec.go).
 "use strict";
 const fs = require("fs");
 const vm = require("vm");

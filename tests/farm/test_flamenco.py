@@ -4,9 +4,10 @@ task per file of a three-file job; the command lines it makes, run as a Worker's
 them (the executable and its arguments, no shell), bake two files and fail on the broken one.
 
 A stand-in is not Flamenco: this does not show that Flamenco's own JavaScript engine and Manager
-accept the script, nor that a Worker's ``exec`` command takes these parameter names (they are
-those of Flamenco's manual); it shows the script's syntax, the tasks it authors, and that their
-commands bake.
+accept the script, nor that a Worker runs its commands (the parameter names ``exe`` and ``args``
+are those the Flamenco Worker's ``exec`` command reads in its source,
+``internal/worker/command_exec.go``; the manual's table calls the command ``exec`` too); it shows
+the script's syntax, the tasks it authors, and that their commands bake.
 """
 
 from __future__ import annotations
