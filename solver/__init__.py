@@ -145,8 +145,8 @@ def _configure_numba_cache() -> None:
     and as ``bl_ext.<repo>.abd_joints.solver`` need separate folders: the package's own name, and
     the digest of its sources (:func:`source_stamp`), name the last path element. The digest is
     needed because Numba checks a cached kernel against its own source file only, not against
-    the helpers it inlined from other modules: after an update that changed only those, the old
-    machine code ran. Where that folder cannot be written (a read-only render-farm image warmed
+    the helpers it inlined from other modules: after an update that changes only those, Numba
+    would load the old machine code. Where that folder cannot be written (a read-only render-farm image warmed
     up ahead), a per-user temporary folder is used, filled with a copy of what the read-only one
     holds, with a warning on stderr: Numba loads only from a folder it can write. That folder is
     private (:func:`_private_temporary_folder`): Numba unpickles its index files, so a folder

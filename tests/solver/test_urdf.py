@@ -338,11 +338,9 @@ def _short(scene, frames=1):
 # inertias, axes, signs, anchors: any of those would give an O(1) error that does not shrink).
 # The joint penalties (K = 100 (m_i + m_j), acting as K/dt^2) open by ~ g dt^2 / 100 ~ 4e-7 m,
 # far below these tolerances. Newton tolerances are tightened to 1e-3 so that the solve is not
-# the limiting error. Measured at dt = 1/480 s (PyBullet 3.2.7):
-#   cartpole, 2 s: cart 2.7e-4 m (of a 1.09 m travel), pole 6.9e-3 rad (of a 2.7 rad swing);
-#   pendulum5, 0.5 s: 4.5e-3 .. 1.26e-2 rad per joint (of 0.19 .. 0.95 rad swings),
-# halving to 2.3e-3 .. 6.4e-3 rad at dt = 1/960 s. The tolerances below are ~3x the measured
-# errors: tight enough that a wrong inertia, centre of mass or sign fails them by far.
+# the limiting error. The tolerances below are about 3x the errors measured at dt = 1/480 s
+# (docs/performance.md, "URDF robots against PyBullet"): tight enough that a wrong inertia, centre
+# of mass or sign fails them by far.
 
 FRAME_RATE = 48.0
 
@@ -373,15 +371,15 @@ def test_cartpole_agrees_with_pybullet_over_two_seconds():
     # Something happens: the pole falls over (it is an inverted pendulum) and the cart moves.
     assert np.ptp(pole_reference) > 2.0 and np.ptp(cart_reference) > 0.8
     assert pole[0] == pytest.approx(0.3) and cart[0] == pytest.approx(0.0)
-    assert np.abs(cart - cart_reference).max() < 1e-3  # m; measured 2.7e-4
-    assert np.abs(pole - pole_reference).max() < 2e-2  # rad; measured 6.9e-3
+    assert np.abs(cart - cart_reference).max() < 1e-3  # m
+    assert np.abs(pole - pole_reference).max() < 2e-2  # rad
 
 
 def test_pendulum5_agrees_with_pybullet_over_half_a_second():
     series = side_by_side(PENDULUM5, 0.5, 10)
     assert np.ptp(series["joint0"][1]) > 0.9  # the chain falls from horizontal
     errors = {name: np.abs(ours - reference).max() for name, (ours, reference) in series.items()}
-    assert max(errors.values()) < 3e-2, errors  # rad; measured 1.26e-2 at most
+    assert max(errors.values()) < 3e-2, errors  # rad
 
 
 def test_pendulum_difference_is_first_order_in_dt():
@@ -956,9 +954,8 @@ def test_command_line_writes_a_loadable_scene(tmp_path, capsys):
     assert capsys.readouterr().err.count("warning: model.urdf: link") == 8
 
 
-def test_python_m_solver_import_urdf(tmp_path, capsys):
-    """The subcommand registered in ``python -m solver``."""
-
+def test_command_line_fixed_base_and_time_settings(tmp_path, capsys):
+    """``import-urdf`` with --fixed-base, --q and the time-stepping options."""
     out = tmp_path / "pendulum5.json"
     assert solver_main(["import-urdf", str(PENDULUM5), "--out", str(out), "--fixed-base", "--q", "joint0=-0.5",
                         "--frame-rate", "48", "--substeps", "5", "--frame-count", "3"]) == 0
@@ -980,12 +977,9 @@ def test_import_urdf_refuses_to_write_over_the_urdf(tmp_path, capsys):
 def test_panda_falling_limp_stays_near_a_tightly_converged_run():
     """The Panda (fixed base) falls limp from its zero pose, panda_joint4 resting against its
     upper limit: over 12 frames (120 steps) its joint angles stay within 3e-4 rad of a run at
-    tolerances 1e-7. Measured: 4.3e-5 rad; 7.3e-3 rad when every step's Newton solve starts from
-    the explicit prediction, limits or not (it carries the resting joint across and along the
-    cubic penalty, where Newton closes an overshoot only linearly and a direction under the
-    tolerance leaves an error about its size, step after step: solver.simulation's
-    _Stepper.start_newton); 3.2e-3 rad with libuipc's start at q^t and a first direction
-    accepted without chord steps."""
+    tolerances 1e-7 (starting each step's Newton solve from the explicit prediction would carry the
+    resting joint across the cubic penalty, where Newton closes an overshoot only linearly;
+    docs/performance.md, "URDF robots against PyBullet", gives the errors)."""
     def panda(tolerance=None):
         scene = quiet_import(PANDA, fixed_base=True).scene
         scene.settings.frame_count = 12
@@ -1004,8 +998,8 @@ def test_panda_falling_limp_stays_near_a_tightly_converged_run():
 
 def test_a_robot_at_rest_takes_one_newton_iteration_per_step():
     """The cartpole standing still: each step's first Newton direction is far inside the strict
-    chord test and is accepted alone (confirming it by a chord step made every step cost two
-    iterations for nothing), and the robot stays put."""
+    chord test and is accepted alone (confirming it by a chord step would make every step cost
+    two iterations), and the robot stays put."""
     scene = quiet_scene(CARTPOLE, fixed_base=True)
     scene.settings.frame_count = 24
     trajectory = simulate(scene)
@@ -1018,10 +1012,9 @@ def test_panda_fingers_driven_closed_onto_their_limit_stay_near_a_tightly_conver
     """The Panda's fingers, open (0.04 m), driven closed onto their lower limit by an aim keyed per
     frame, which moves over each frame's substeps (the arm falls limp meanwhile, resting on its
     limits): over 24 frames every body stays within 1e-4 m of a run at tolerances 1e-7. Newton
-    converges only linearly against the cubic limit penalties there, and its test accepted a
-    last direction up to the tolerance, an error about its size in the same direction step after
-    step: 9.0e-4 m (1.8e-3 m at a tenth of the tolerance) until such steps confirmed every
-    accepted direction by chord steps (measured 5.5e-6 m on the demo's Panda)."""
+    converges only linearly against the cubic limit penalties there: a last direction accepted
+    up to the tolerance would leave an error about its size in the same direction step after
+    step, so each accepted direction is confirmed by chord steps."""
     fingers = ("panda_finger_joint1", "panda_finger_joint2")
 
     def panda(tolerance=None):
