@@ -184,25 +184,10 @@ def test_the_cache_folder_changes_with_any_solver_source(tmp_path):
 def test_an_unwritable_cache_folder_is_copied_to_a_temporary_one(tmp_path, monkeypatch, capsys):
     """A warmed-up cache on a read-only file system: Numba loads only from a folder it can write,
     so its contents are copied to a per-user temporary folder, with a warning."""
-    import os
-
-    import numba.core.config
-
-    import solver
-
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
-    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(numba.core.config, "CACHE_DIR", numba.core.config.CACHE_DIR)  # restored afterwards
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "temp"))
     (tmp_path / "temp").mkdir()
-    read_only = tmp_path / "numba" / f"solver-{solver.source_stamp()}"
-    (read_only / "kernels").mkdir(parents=True)
-    (read_only / "kernels" / "entry.nbi").write_text("warmed")
-    monkeypatch.setattr(solver, "_writable", lambda folder: os.path.realpath(folder) != os.path.realpath(read_only))
-    solver._configure_numba_cache()
-    used = numba.core.config.CACHE_DIR
-    assert used.startswith(str(tmp_path / "temp")) and used.endswith(read_only.name)
-    assert (tmp_path / "temp").joinpath(os.path.relpath(used, tmp_path / "temp"), "kernels", "entry.nbi").read_text() == "warmed"
+    read_only, used = _fall_back(tmp_path, monkeypatch)
+    assert str(used).startswith(str(tmp_path / "temp")) and used.name == read_only.name
+    assert (used / "kernels" / "entry.nbi").read_text() == "warmed"
     assert f"cache folder {read_only} cannot be written; using {used} (a copy of it)" in capsys.readouterr().err
 
 
