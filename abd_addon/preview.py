@@ -71,6 +71,7 @@ class _State:
         own: per object name, its own transform (:func:`_transform`) while the preview shows
             another pose on it.
         written: per object name, the transform the preview last wrote (as read back).
+        uids: per object name, its ``session_uid`` (to find it again after a rename).
         history: per object name, hashes of every transform the preview wrote (for undo).
         cache: the run, or None (freed, or not made yet).
         failed: the fingerprint of a rig whose export or run failed (not tried again until it
@@ -85,6 +86,7 @@ class _State:
 
     own: dict = dataclasses.field(default_factory=dict)
     written: dict = dataclasses.field(default_factory=dict)
+    uids: dict = dataclasses.field(default_factory=dict)
     history: dict = dataclasses.field(default_factory=dict)
     cache: Optional[_Cache] = None
     failed: Optional[tuple] = None
@@ -148,9 +150,19 @@ def _animated_transform(ob: bpy.types.Object) -> bool:
 
 
 def _objects(current: _State) -> list:
-    """(name, object) of every object the preview wrote to that still exists."""
-    found = ((name, bpy.data.objects.get(name)) for name in current.written)
-    return [(name, ob) for name, ob in found if ob is not None]
+    """(name, object) of every object the preview wrote to that still exists: by the name it had
+    then, or where it was renamed since, by its session identifier."""
+    found, missing = [], []
+    for name in current.written:
+        ob = bpy.data.objects.get(name)
+        if ob is not None and ob.session_uid == current.uids.get(name, ob.session_uid):
+            found.append((name, ob))
+        else:
+            missing.append(name)
+    if missing:
+        by_uid = {ob.session_uid: ob for ob in bpy.data.objects}
+        found += [(name, by_uid[current.uids[name]]) for name in missing if current.uids.get(name) in by_uid]
+    return found
 
 
 def _put_back(current: _State) -> None:
@@ -160,6 +172,7 @@ def _put_back(current: _State) -> None:
             _set_transform(ob, current.own[name])
     current.own.clear()
     current.written.clear()
+    current.uids.clear()
 
 
 def _show_written(current: _State) -> None:
@@ -206,18 +219,10 @@ def _write_pose(current: _State, cache: _Cache, index: int) -> None:
     for ob in export.keyed_objects():
         name = ob.name_full
         current.own.setdefault(name, _transform(ob))
+        current.uids[name] = ob.session_uid
         ob.matrix_basis = Matrix(local[name][0].tolist())
         written = current.written[name] = _transform(ob)
         current.history.setdefault(name, set()).add(hash(written))
-
-
-def _show_own(current: _State, name: str) -> None:
-    """Put back the own transform of one object the preview wrote to."""
-    ob = bpy.data.objects.get(name)
-    if ob is not None and name in current.written and _transform(ob) == current.written[name]:
-        _set_transform(ob, current.own[name])
-    current.own.pop(name, None)
-    current.written.pop(name, None)
 
 
 def _adopt_changes(current: _State) -> bool:
@@ -333,8 +338,10 @@ def fingerprint(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer, own: di
 
 
 def _view_layer(scene: bpy.types.Scene) -> bpy.types.ViewLayer:
-    """The view layer a bake of ``scene`` would export: the context's."""
-    return bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
+    """The view layer a bake of ``scene`` would export: the context's (the scene's first where
+    the context has none of this scene's, as while rendering)."""
+    layer = bpy.context.view_layer if bpy.context.scene == scene else None
+    return layer if layer is not None else scene.view_layers[0]
 
 
 def _active(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer) -> bool:
@@ -431,8 +438,7 @@ def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = N
         return False
     index = min(frame, export.frame_end) - export.frame_start
     if index <= 0:
-        for name in list(current.written):
-            _show_own(current, name)
+        _put_back(current)
         return True
     from ..solver.simulation import SolverError
 
@@ -534,12 +540,12 @@ def on_undo_post(*_arguments) -> None:
     object's transform; such a pose is put back to the object's own. Every cache is freed (undo
     rebuilds the objects it read)."""
     for current in _states.values():
-        for name in list(current.written):
-            ob = bpy.data.objects.get(name)
-            if ob is not None and hash(_transform(ob)) in current.history.get(name, ()):
+        for name, ob in _objects(current):
+            if hash(_transform(ob)) in current.history.get(name, ()):
                 _set_transform(ob, current.own[name])
         current.own.clear()
         current.written.clear()
+        current.uids.clear()
         current.cache = None
 
 

@@ -240,3 +240,13 @@ def test_after_undo_a_recorded_preview_pose_goes_back_to_the_objects_own(preview
     assert (tuple(arm.location), tuple(arm.rotation_euler)) == own
     assert tuple(joint.location) == (0.0, 1.0, 0.0)
     assert preview.state(scene).cache is None
+
+
+def test_a_body_renamed_while_previewed_gets_its_own_transform_back(preview):
+    base, arm, joint = hinge_rig(frame_end=10)
+    own = tuple(arm.location), tuple(arm.rotation_euler)
+    scene = bpy.context.scene
+    step_frames(range(1, 6))
+    arm.name = "Boom"
+    scene.frame_set(1)
+    assert (tuple(arm.location), tuple(arm.rotation_euler)) == own
