@@ -328,7 +328,8 @@ def fingerprint(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer, own: di
                if ob.abd_body.soft_transform.target_object is not None]
     render = scene.render
     return (_values(scene.abd_world, "abd_world", _animated_paths(scene)), _animation(scene), frame_range(scene),
-            render.fps, render.fps_base, render.frame_map_old, render.frame_map_new, scene.use_gravity, tuple(scene.gravity),
+            render.fps, render.fps_base, render.frame_map_old, render.frame_map_new, scene.use_gravity,
+            tuple(scene.gravity),
             tuple(_object(ob, own) for ob in bodies + joints + targets))
 
 
