@@ -376,12 +376,12 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     except RigError as error:
         _release(current, f"Preview: {error}")
         return None
-    current.changed = bpy.app.background  # no depsgraph updates are reported there: compare every time
+    current.changed = not _interactive()  # no depsgraph updates are reported there: compare every time
     if current.cache is not None and current.cache.fingerprint == print_:
         return current.cache
     if current.failed == print_:
         return None
-    _release(current)
+    _release(current)  # and the message of an earlier failure: this rig is another
     if not build:
         return None
     try:
@@ -453,10 +453,16 @@ def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = N
     return run.frames_done >= index
 
 
+def _interactive() -> bool:
+    """Whether this is a session with an event loop (timers run, depsgraph updates are reported):
+    not ``blender -b``, not the ``bpy`` module."""
+    return not bpy.app.background
+
+
 def _frame_seconds(scene: bpy.types.Scene) -> Optional[float]:
     """How long a frame change may simulate: one frame's time interactively, unbounded without
     an event loop (``blender -b``, the ``bpy`` module: no timer would finish the work)."""
-    if bpy.app.background:
+    if not _interactive():
         return None
     return scene.render.fps_base / max(scene.render.fps, 1)
 
@@ -491,7 +497,7 @@ def on_frame_change_pre(scene, _depsgraph=None) -> None:
     whatever follows the objects sees the pose)."""
     if not scene.abd_world.use_preview and scene.name_full not in _states:
         return
-    interactive = not bpy.app.background
+    interactive = _interactive()
     done = step_toward(scene, scene.frame_current, _frame_seconds(scene), build=not interactive)
     current = state(scene)
     if interactive and not done and not current.timer and _needs_work(scene, current, scene.frame_current):
@@ -583,7 +589,7 @@ def toggled(scene: bpy.types.Scene) -> None:
     """ABD World > Preview on Playback changed: turned off, the objects get their own transforms
     back; turned on, the current frame is shown."""
     if scene.abd_world.use_preview:
-        step_toward(scene, scene.frame_current, _frame_seconds(scene), build=bpy.app.background)
+        step_toward(scene, scene.frame_current, _frame_seconds(scene), build=not _interactive())
     elif scene.name_full in _states:
         _release(_states[scene.name_full])
 
