@@ -5,9 +5,9 @@ extension) and reaches the solver by relative import (``from .. import solver``)
 
 :func:`register` is the one place that registers every module's ``CLASSES`` tuple, in order
 (PropertyGroups first), then the ``PointerProperty`` slots on ``Object``/``Scene``, then the
-File > Import menu entry and the viewport overlay handler, and (in an interactive session) the
-playback preview's handlers (:mod:`.preview`) and the background compilation of the solver
-(:mod:`.warmup`); :func:`unregister` undoes all of it in reverse.
+File > Import and Object > Rigid Body menu entries and the viewport overlay handler, and (in an
+interactive session) the playback preview's handlers (:mod:`.preview`) and the background
+compilation of the solver (:mod:`.warmup`); :func:`unregister` undoes all of it in reverse.
 
 Submodules are imported inside :func:`register`, not at import time, so that
 ``python -m abd_addon.batch`` can start from this package without the extension around it.
@@ -27,18 +27,19 @@ def register() -> None:
     import bpy
 
     configure_numba_cache()
-    from . import operators, overlay, preview, properties, ui, urdf_import, warmup
+    from . import convert, operators, overlay, preview, properties, ui, urdf_import, warmup
 
     if not bpy.app.background:  # an artist's session: compile the solver before the first Bake
         warmup.start(extension_package(), extension_root())
 
-    for module in (properties, operators, urdf_import, ui):
+    for module in (properties, operators, urdf_import, convert, ui):
         for cls in module.CLASSES:
             bpy.utils.register_class(cls)
             _registered.append(cls)
     for owner, name, group in properties.POINTERS:
         setattr(owner, name, bpy.props.PointerProperty(type=group, override=properties.OVERRIDABLE))
     urdf_import.register_menu()
+    convert.register_menu()
     overlay.register()
     if not bpy.app.background:  # no playback without an event loop; tests install it themselves
         preview.register()
@@ -48,10 +49,11 @@ def unregister() -> None:
     """Undo :func:`register`, in reverse order."""
     import bpy
 
-    from . import overlay, preview, properties, urdf_import
+    from . import convert, overlay, preview, properties, urdf_import
 
     preview.unregister()
     overlay.unregister()
+    convert.unregister_menu()
     urdf_import.unregister_menu()
     for owner, name, _group in reversed(properties.POINTERS):
         if hasattr(owner, name):

@@ -25,11 +25,14 @@ once; a file that fails is reported and the others are still baked. Prints one s
 baked (or exported) file on stdout. Exit status: 0 when every file was baked (or exported), 1
 when any file cannot be opened, its rig is invalid, the solver fails, a time step did not converge
 (unless ``--allow-unconverged``) or a trajectory file to bake from is unreadable or for another
-rig, each with a one-line reason on stderr; 2 on bad arguments (nothing is baked then). ``--warm-up`` bakes nothing: it compiles the
+rig, each with a one-line reason on stderr; 2 on bad arguments (nothing is baked then); 130 when
+stopped by Ctrl+C (SIGINT), the file being baked then left unsaved (those before it are saved
+whole, and no temporary file is left). ``--warm-up`` bakes nothing: it compiles the
 solver's Numba kernels into the cache that later bakes of this entry point load (once per
 machine and solver version, e.g. in a render-farm image; a first bake otherwise compiles the
 kernels its scene needs, several seconds). The process ends with
-``os._exit`` after unregistering, so the bpy 4.5 exit deadlock cannot hang it. ``--scheduler``
+``os._exit`` after unregistering and removing Blender's session folder, so the bpy 4.5 exit
+deadlock cannot hang it. ``--scheduler``
 bakes each file as a task on that Dask cluster instead (``farm/dask_bake.py`` of the repository;
 this process then imports no ``bpy``), with the same output and exit status.
 
@@ -53,6 +56,7 @@ import argparse
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -63,6 +67,30 @@ STANDALONE_PACKAGE = "abd_joints"
 
 class BatchError(RuntimeError):
     """A batch bake failed; the message says why (file, object, solver)."""
+
+
+#: Exit status of a batch stopped by Ctrl+C (SIGINT), as a shell reports a process it interrupted.
+EXIT_INTERRUPTED = 130
+_interrupted = False
+
+
+def _on_interrupt(signum, frame) -> None:
+    """SIGINT handler of :func:`main`: record it, and raise KeyboardInterrupt where Python runs."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def _stop_if_interrupted() -> None:
+    """Raise KeyboardInterrupt if :func:`_on_interrupt` ran: a Ctrl+C while Blender was running
+    Python for itself (a file-load or frame-change handler) raised there, where Blender catches
+    and prints the exception and carries on; called after each Blender call that can run one.
+
+    Raises:
+        KeyboardInterrupt: SIGINT arrived since :func:`main` started.
+    """
+    if _interrupted:
+        raise KeyboardInterrupt
 
 
 def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unconverged: bool = False,
@@ -112,6 +140,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     job = bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
     try:
         job.prepare()
+        _stop_if_interrupted()
         if device is not None:
             job.export.scene.settings.device = device
         if from_trajectory is not None:
@@ -124,6 +153,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         job.apply()
     except solver_errors() as error:
         raise BatchError(f"{blend_path}: bake failed: {error}") from None
+    _stop_if_interrupted()  # before anything is saved
     if active is not None:
         window.scene = active
     trajectory = job.trajectory
@@ -140,6 +170,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
             blend_files.save_whole(str(out_path))
         except OSError as error:
             raise BatchError(f"{out_path}: cannot save: {error}") from None
+        _stop_if_interrupted()  # the .blend is whole; its trajectory is not moved into place
         if written is not None:
             try:
                 move_into_place(written, npz_file_name(trajectory_path))
@@ -219,6 +250,7 @@ def _open(blend_path: str, scene_name: str | None):
         bpy.ops.wm.open_mainfile(filepath=str(blend_path), load_ui=True, use_scripts=False)
     except Exception as error:  # noqa: BLE001 - a broken or foreign file
         raise BatchError(f"{blend_path}: cannot open: {error}") from None
+    _stop_if_interrupted()
     window = bpy.context.window
     active = window.scene if window is not None else None
     if scene_name is not None:
@@ -433,6 +465,7 @@ def main(argv=None) -> int:
         print(f"error: the bpy module is not available: {error}", file=sys.stderr)
         return 1
     addon, failures = None, 0
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         addon = load_addon()
         if args.warm_up:
@@ -441,6 +474,9 @@ def main(argv=None) -> int:
                 addon.extension_package(), addon.extension_root())
             _print_summary({"warm_up": "done", "cache": cache, "seconds": f"{time.perf_counter() - start:.1f}"})
         batch = importlib.import_module(addon.__name__ + ".batch")
+        # That module (this file loaded under the add-on's package) bakes, and checks its own flag.
+        signal.signal(signal.SIGINT, batch._on_interrupt)
+        _stop_if_interrupted()
         problem = batch.output_problem(plan, exports)  # before anything is opened or baked
         if problem is not None:
             print(f"{parser.prog}: error: {problem}", file=sys.stderr)
@@ -463,6 +499,9 @@ def main(argv=None) -> int:
     except Exception as error:  # noqa: BLE001 - the add-on or the warm-up failed: one line, exit 1
         _print_error(error)
         return 1
+    except KeyboardInterrupt:  # the file being baked is not saved; those before it are whole
+        print(f"{parser.prog}: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     finally:
         if addon is not None and addon.__name__.startswith(STANDALONE_PACKAGE + "."):
             try:
@@ -502,8 +541,21 @@ def _print_error(error: Exception) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
+def _remove_session_folder() -> None:
+    """Remove this Blender session's temporary folder (``bpy.app.tempdir``, a new ``blender_*``
+    folder in the temporary directory): Blender removes it when it exits, which ``os._exit``
+    skips. Does nothing where bpy is not loaded."""
+    import shutil
+
+    bpy = sys.modules.get("bpy")
+    folder = getattr(getattr(bpy, "app", None), "tempdir", "")
+    if folder and os.path.basename(os.path.normpath(folder)).startswith("blender_"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 if __name__ == "__main__":
     status = main()
+    _remove_session_folder()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -437,6 +437,7 @@ class VIEW3D_PT_abd(Panel):
         col.operator("abd.body_add", icon="ADD")
         col.operator("abd.body_remove", icon="REMOVE")
         layout.operator_menu_enum("abd.connect", "type", text="Connect", icon="CONSTRAINT")
+        layout.operator("abd.convert_rigid_bodies", icon="RIGID_BODY")
 
 
 class _SidebarPanel:

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..solver import source_stamp
+from ..solver import cache_base, source_stamp
 
 #: Child-process code that imports the extension root under its real package name (argv[1], the
 #: folder argv[2]) after stubbing its parent packages; its ``__init__`` imports nothing at import
@@ -56,18 +56,15 @@ importlib.import_module(package + ".abd_addon.warmup").warm_up_here(package, Pat
 _process: Optional[subprocess.Popen] = None
 
 
-def cache_base() -> Path:
-    """The folder that holds the solver's Numba cache (as ``solver._configure_numba_cache`` chooses it)."""
-    explicit = os.environ.get("NUMBA_CACHE_DIR") or os.environ.get("ABD_JOINTS_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    home_cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(home_cache) / "abd_joints"
+def marker_folder() -> Path:
+    """The folder of the warm-up markers: Numba's own cache folder where ``NUMBA_CACHE_DIR`` is set,
+    else the solver's (:func:`solver.cache_base`)."""
+    return Path(os.environ.get("NUMBA_CACHE_DIR") or cache_base())
 
 
 def marker_path(package: str, root: Path) -> Path:
     """The marker of a finished warm-up of the solver under ``package`` at ``root``."""
-    return cache_base() / f"warm-{package}-{source_stamp(str(root / 'solver'))}"
+    return marker_folder() / f"warm-{package}-{source_stamp(str(root / 'solver'))}"
 
 
 def start(package: str, root: Path) -> Optional[subprocess.Popen]:

@@ -272,7 +272,7 @@ def setup_stage(frames: int, camera_location, camera_target, *, substeps: int = 
 # Reading a baked file back (the demo's plots and tests/addon/test_examples.py)
 # ------------------------------------------------------------------------------------------
 
-#: Readout custom property of each joint type (written by the bake on the joint Empty).
+#: Readout custom property of each joint type that has one (written by the bake on the joint Empty).
 READOUTS = {"PRISMATIC": "abd_distance", "REVOLUTE": "abd_angle"}
 
 
@@ -299,8 +299,8 @@ def read_bake(scene=None) -> dict:
     """What a baked scene shows, frame by frame, as plain data (JSON-ready).
 
     Keys: ``frames`` (list of frame numbers); ``bodies``: name -> {motion, soft_target};
-    ``joints``: name -> {type, l_body, r_body, readout, values (from the readout F-curve; None
-    if there is none), limit: {use, lower, upper} (the joint's limit settings, m or rad), init
+    ``joints``: name -> {type, l_body, r_body, readout (None for a fixed or ball joint), values
+    (from the readout F-curve; None if there is none), limit: {use, lower, upper} (the joint's limit settings, m or rad), init
     (``init_distance`` / ``init_angle``), bounds: [lower, upper] of the readout the limit keeps
     (the settings shifted by the solver's conventions: the prismatic limit bounds the raw distance
     ``abd_distance - init``, so bounds = limit + init; the revolute limit bounds the raw angle by
@@ -340,8 +340,8 @@ def read_bake(scene=None) -> dict:
     }
     for ob in joints:
         joint = ob.abd_joint
-        readout = READOUTS[joint.type]
-        fcurve = readout_fcurve(ob, f'["{readout}"]')
+        readout = READOUTS.get(joint.type)  # fixed and ball joints have none
+        fcurve = readout_fcurve(ob, f'["{readout}"]') if readout else None
         limit = joint.limit
         angular = joint.type == "REVOLUTE"
         data["joints"][ob.name] = {

@@ -8,9 +8,10 @@ The mechanism lies in the XZ plane; every revolute axis is world +Y:
 
 - ``Block`` (fixed) carries the crank on ``CrankBearing`` at C = (0, 0, 0.8) and the piston on
   the prismatic joint ``PistonSlide`` (local Z along world +X, at the piston pin);
-- ``Crank`` (radius r = 0.25 m) has its origin at C and a keyframed rotation about Y (two full
-  turns over the animation, linear). Its soft transform follows that animation (its own
-  animation is the target), which is what turns it;
+- ``Crank`` (radius r = 0.25 m) has its origin at C and is turned by a motor: ``CrankBearing``'s
+  drive in velocity mode, at the speed that makes two full turns over the animation (a Driving
+  Revolute Joint, #19, aiming each time step at the angle where the step starts plus dt times
+  the speed);
 - ``Rod`` (length l = 0.8 m) joins the crank pin (``CrankPin``) to the piston pin (``PistonPin``).
 
 Four joints close a loop (over-constrained; the penalty joints agree because the rig is built
@@ -64,16 +65,15 @@ def build(frames: int) -> None:
     _blender.connect(rod, piston, "REVOLUTE", pivot=piston_pin, axis="Y", name="PistonPin")
     _blender.connect(block, piston, "PRISMATIC", pivot=piston_pin, axis="X", name="PistonSlide")
 
-    # Turn the crank: keyed rotation about +Y (clockwise seen from the camera at -Y: the pin
-    # first moves towards +X), followed by its soft transform.
-    soft = crank.abd_body.soft_transform
-    soft.is_constrained = True
-    soft.target = "ANIMATION"
-    soft.strength_ratio_p, soft.strength_ratio_a = 100.0, 100.0
-    _blender.key_values(crank, "rotation_euler", [(1, 0.0), (frames, TURNS * 2.0 * math.pi)], index=1,
-                        interpolation="LINEAR")
-
     _blender.setup_stage(frames, camera_location=(0.45, -4.0, 1.1), camera_target=(0.45, 0.0, 0.8), lens=60.0)
+
+    # Turn the crank with a motor on its bearing: a positive angle about +Y (clockwise seen from
+    # the camera at -Y: the pin first moves towards +X), TURNS turns from frame 1 to ``frames``.
+    render = bpy.context.scene.render
+    seconds = (frames - 1) * render.fps_base / render.fps
+    drive = bpy.data.objects["CrankBearing"].abd_joint.drive
+    drive.is_constrained, drive.mode = True, "VELOCITY"
+    drive.aim_velocity = TURNS * 2.0 * math.pi / seconds
 
 
 if __name__ == "__main__":

@@ -126,6 +126,15 @@ def _copy_without_links(source: str, destination: str) -> None:
             continue
 
 
+def cache_base() -> str:
+    """The folder that holds the solver's compiled kernels (in ``numba/``) and the add-on's warm-up
+    markers: ``$ABD_JOINTS_CACHE_DIR``, else ``abd_joints`` in the user cache folder
+    (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
+    return _os.environ.get("ABD_JOINTS_CACHE_DIR") or _os.path.join(
+        _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "abd_joints"
+    )
+
+
 def _configure_numba_cache() -> None:
     """Give Numba's on-disk cache a writable folder of this package and solver version.
 
@@ -149,10 +158,7 @@ def _configure_numba_cache() -> None:
         return
     import numba.core.config
 
-    base = _os.environ.get("ABD_JOINTS_CACHE_DIR") or _os.path.join(
-        _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "abd_joints"
-    )
-    folder = _os.path.join(base, "numba", f"{__name__}-{source_stamp()}")
+    folder = _os.path.join(cache_base(), "numba", f"{__name__}-{source_stamp()}")
     if not _writable(folder):
         import sys
 

@@ -10,7 +10,8 @@ Commands:
     Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid, the
     trajectory file cannot be written (checked before simulating): ``error: <message>`` on stderr,
     or a bad command line); 1 when the solver fails (``SolverError``) or a time step did not
-    converge (the trajectory is still saved, and the first step that failed is printed).
+    converge (the trajectory is still saved, and the first step that failed is printed); 130
+    when stopped by Ctrl+C (SIGINT), with no trajectory file written.
 
 ``warm-up``
     Compile every solver kernel into the on-disk cache that later ``run`` commands of this
@@ -35,6 +36,8 @@ from typing import Callable, Optional, Sequence
 EXIT_OK = 0
 EXIT_SOLVER_FAILED = 1
 EXIT_BAD_INPUT = 2
+#: Ctrl+C (SIGINT), as a shell reports a process it interrupted.
+EXIT_INTERRUPTED = 130
 
 
 def _error(message: str) -> None:
@@ -112,9 +115,6 @@ def _run(args: argparse.Namespace) -> int:
         _error("out of memory: this machine cannot hold the run; lower frame_count or substeps, "
                "or split the scene")
         return EXIT_SOLVER_FAILED
-    except KeyboardInterrupt:
-        _error("interrupted")
-        return 130
     trajectory.scene_digest = scene_digest(scene)  # what Blender's Apply Trajectory File checks
 
     try:  # whole or not at all: a failed write leaves an earlier file at out as it was
@@ -197,7 +197,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argparse itself exits with status 2 on a bad command line.
     """
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:  # outputs are written whole or not at all: nothing is half-written
+        _error("interrupted")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Reading NumPy ``.npz`` files that may come from anyone: bounded memory, no hang, the file named.
+"""NumPy ``.npz`` files: reading ones that may come from anyone (bounded memory, no hang, the
+file named), and writing them so that a failed write leaves no half-closed archive behind.
 
 ``np.load`` of an ``.npz`` reads a member whole when it is asked for, allocating what the
 member's ``.npy`` header claims. :class:`ArrayFile` opens the archive instead and reads a member
@@ -7,6 +8,10 @@ after checking its header: a plain numeric, boolean or string dtype (never a pic
 and a size that fits both what the archive says the member holds and the reader's byte budget
 across all the members it reads. It refuses a path that is not a regular file (a FIFO would
 block the reader forever) before reading anything from it.
+
+:func:`save_npz` writes what ``np.savez_compressed`` writes, but closes the archive when a write
+fails (a full disk): NumPy's left it open, and its ``__del__`` later printed an ignored
+exception about the stream its caller had closed.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import stat
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Union
+from typing import BinaryIO, Union
 
 import numpy as np
 
@@ -55,6 +60,21 @@ def open_regular_file(path: Union[str, Path]):
     except BaseException:
         os.close(descriptor)
         raise
+
+
+def save_npz(target: Union[str, Path, BinaryIO], arrays: dict) -> None:
+    """Write ``arrays`` (name: array) to ``target`` (a path, or a binary stream) as a compressed
+    ``.npz`` (the format of ``np.savez_compressed``: one ``<name>.npy`` member per array, no
+    pickles).
+
+    Raises:
+        OSError: the write failed (the archive is closed all the same).
+        ValueError: an array of objects.
+    """
+    with zipfile.ZipFile(target, mode="w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
 
 class ArrayFile:

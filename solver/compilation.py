@@ -35,11 +35,13 @@ MAX_PROCESSES = 3
 #: Relative first-compilation cost of the kernels, in seconds of a 2-core machine (nested helpers
 #: included, the first kernel to use a helper paying for it), for splitting the kernels between
 #: processes; only their ratios matter (docs/performance.md, "First compilation and warm-up").
-#: The two largest weigh the same so that a rig with both puts them in different processes.
+#: The largest weigh the same so that a rig with several puts them in different processes (the
+#: revolute drive's Hessian uses the revolute limit's helpers: whichever compiles first pays most).
 #: Kernels not listed weigh :data:`DEFAULT_WEIGHT`.
 COMPILE_WEIGHTS = {
     "prismatic_group._gradient_hessian_kernel": 3.2,
     "revolute_joint_limit._gradient_hessian_kernel": 3.2,
+    "driving_revolute_joint._gradient_hessian_kernel": 3.2,
     "ortho_potential._gradient_hessian_kernel": 1.1,
     "prismatic_group._energy_kernel": 0.65,
     "prismatic_group._gradient_kernel": 0.39,

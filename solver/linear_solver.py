@@ -16,6 +16,8 @@ contributes its (positive definite) mass matrix, and every other term is PSD-pro
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import scipy.linalg.lapack
 import scipy.sparse
@@ -26,7 +28,15 @@ from .jit import kernel
 
 
 class SingularSystem(RuntimeError):
-    """The Newton system could not be factorised (not positive definite or singular)."""
+    """The Newton system could not be factorised (not positive definite or singular).
+
+    ``block`` is the 12x12 block (a dynamic body's slot, :class:`solver.assembly.Assembly`) of
+    the first pivot that failed, where the factorisation tells it (the banded Cholesky), else None.
+    """
+
+    def __init__(self, message: str, block: Optional[int] = None):
+        super().__init__(message)
+        self.block = block
 
 
 @kernel
@@ -244,7 +254,8 @@ class LinearSolver:
         factor, info = scipy.linalg.lapack.dpbtrf(self._banded, lower=1, overwrite_ab=1)
         if info != 0:
             self._solves = 0
-            raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbtrf info {info})")
+            raise SingularSystem(f"the Newton system is not positive definite (LAPACK dpbtrf info {info})",
+                                 block=int(self.order[(info - 1) // 12]) if info > 0 else None)
         self._lower_factor, self._moved = factor, False
         if self._solves != 1:
             self._move_factor()

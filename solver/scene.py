@@ -21,6 +21,8 @@ value to frame ``f``'s over those substeps, as Blender interpolates an animated 
 
 from __future__ import annotations
 
+import unicodedata
+import weakref
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -319,6 +321,11 @@ MAX_LINE_SEARCH_ITERATIONS = 100
 #: Largest accepted magnitude of any number in a scene (SI units). Larger values are unit
 #: errors and would overflow the solver's arithmetic (products of several such numbers).
 MAX_MAGNITUDE = 1e12
+#: Largest relative stretch of a dynamic body under its own weight that its kappa may allow
+#: (:func:`_check_rigid`): a softer OrthoPotential does not give a rigid body.
+MAX_STRETCH = 0.01
+#: Longest accepted body or joint name, in characters (Blender's own names have at most 255 bytes).
+MAX_NAME_LENGTH = 1000
 #: Smallest accepted value of a quantity that must be positive (densities, kappa, mass,
 #: frame_rate, tolerances).
 MIN_POSITIVE = 1e-12
@@ -329,6 +336,12 @@ ZERO_VOLUME = 1e-12
 #: Generalized winding number of the rest of a mesh above which a point of an inside-out part of
 #: it is enclosed by the rest (1 inside a closed outward shell, 0 outside): the part is a cavity.
 INSIDE_WINDING = 0.5
+#: Most (inward part's point, other part's bounding box) pairs the inside-out check of one mesh
+#: compares (a bound on its time and memory, reached only where boxes hold many points).
+MAX_PART_PAIRS = 10_000_000
+#: Most triangles' solid angles the inside-out check of one mesh sums, over all its inward
+#: parts (a bound on its time, reached only where those parts lie in many other parts' boxes).
+MAX_WINDING_TRIANGLES = 20_000_000
 #: A joint axis shorter than this times max(1, |position0|, |position1|) (m) has zero length.
 ZERO_AXIS = 1e-9
 #: Relative tolerance of symmetry of an inertia tensor (largest entry of I - I^T over largest |I|).
@@ -614,9 +627,30 @@ def _validate_settings(settings) -> Settings:
     )
 
 
+#: The meshes :func:`_validate_mesh` returned, by id: (a weak reference to the mesh, its vertices
+#: and triangles arrays, which it made read-only). A run validates its scene more than once
+#: (loading, its digest, the simulation); a mesh checked before is returned as it is.
+_VALIDATED_MESHES: dict = {}
+
+
 def _validate_mesh(mesh, where: str) -> Mesh:
     if not isinstance(mesh, Mesh):
         raise _fail(where, "mesh", f"must be a Mesh, got {_type_name(mesh)}")
+    known = _VALIDATED_MESHES.get(id(mesh))
+    if (known is not None and known[0]() is mesh and mesh.vertices is known[1] and mesh.triangles is known[2]
+            and not mesh.vertices.flags.writeable and not mesh.triangles.flags.writeable):
+        return mesh
+    checked = _check_mesh(mesh, where)
+    checked.vertices.setflags(write=False)
+    checked.triangles.setflags(write=False)
+    key = id(checked)
+    _VALIDATED_MESHES[key] = (weakref.ref(checked, lambda _, key=key: _VALIDATED_MESHES.pop(key, None)),
+                              checked.vertices, checked.triangles)
+    return checked
+
+
+def _check_mesh(mesh: Mesh, where: str) -> Mesh:
+    """A new mesh of float64 vertices and int64 triangles, checked (docs/scene_format.md)."""
     vertices = _float_array(mesh.vertices, where, "mesh.vertices")
     if vertices.ndim != 2 or vertices.shape[1] != 3:
         raise _fail(where, "mesh.vertices", f"must have shape (V, 3), got {vertices.shape}")
@@ -709,7 +743,10 @@ def mesh_inside_out_problem(vertices: np.ndarray, triangles: np.ndarray) -> Opti
     is a cavity (a hollow ball's inner shell) when the rest of the mesh encloses it, which the
     generalized winding number of the other parts' triangles at one of its vertices tells
     (about 1 inside a closed outward shell, 0 outside; the vertex is one no other part uses,
-    where there is one). Anywhere else the part would count as negative mass.
+    where there is one). Anywhere else the part would count as negative mass. Each part is
+    closed, so its winding number is 0 outside its bounding box: only the parts whose box holds
+    the vertex are summed (:func:`_solid_angles`), which keeps the check of many cavities apart
+    from each other near-linear in the triangles.
 
     Args:
         vertices: (V, 3) float, m.
@@ -717,10 +754,12 @@ def mesh_inside_out_problem(vertices: np.ndarray, triangles: np.ndarray) -> Opti
 
     Returns:
         A message naming the first inside-out part not enclosed by the others (its triangle
-        count, a triangle of it and its signed volume) and how to fix it, or None.
+        count, a triangle of it and its signed volume) and how to fix it; or one saying that
+        the check would exceed :data:`MAX_PART_PAIRS` or :data:`MAX_WINDING_TRIANGLES`; or None.
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
 
     vertices = np.asarray(vertices, dtype=np.float64)
     triangles = np.asarray(triangles, dtype=np.int64)
@@ -738,37 +777,82 @@ def mesh_inside_out_problem(vertices: np.ndarray, triangles: np.ndarray) -> Opti
     corners = vertices[triangles]  # (T, 3, 3)
     tetra_volumes = np.einsum("ta,ta->t", corners[:, 0], np.cross(corners[:, 1], corners[:, 2])) / 6.0
     volumes = np.bincount(labels, weights=tetra_volumes, minlength=parts)
-    for part in np.flatnonzero(volumes < -ZERO_VOLUME):
-        members = labels == part
-        own = np.zeros(len(vertices), dtype=bool)
-        own[triangles[members]] = True
-        shared = np.zeros(len(vertices), dtype=bool)
-        shared[triangles[~members]] = True
-        candidates = np.flatnonzero(own & ~shared)
-        point = vertices[candidates[0] if candidates.size else triangles[members][0, 0]]
-        if _winding_number(point, corners[~members]) < INSIDE_WINDING:
-            first = int(np.argmax(members))
-            return (f"has an inside-out part: the {int(members.sum())} triangles connected to triangle {first} "
-                    f"face inwards (signed volume {volumes[part]:.6g} m^3 < 0) but are not enclosed in the solid "
-                    "of the rest of the mesh, as a cavity is, so they would count as negative mass; make that "
-                    "part's normals point outwards (Blender: Edit Mode, select it, Mesh > Normals > Recalculate "
-                    "Outside) or flip the winding of its triangles")
+    inward = np.flatnonzero(volumes < -ZERO_VOLUME)
+    if inward.size == 0:
+        return None
+    # The parts' triangles in order of part, and each part's bounding box.
+    order = np.argsort(labels, kind="stable")
+    sizes = np.bincount(labels, minlength=parts)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    lower = np.minimum.reduceat(corners.min(axis=1)[order], starts)
+    upper = np.maximum.reduceat(corners.max(axis=1)[order], starts)
+    # Each inward part's point: its smallest vertex that no other part uses, else its first
+    # triangle's first vertex.
+    used = np.unique(heads * parts + np.repeat(labels, 3))  # (vertex, part) pairs, by vertex
+    used_vertex, used_part = used // parts, used % parts
+    own = np.bincount(used_vertex, minlength=len(vertices))[used_vertex] == 1
+    owners, first_own = np.unique(used_part[own], return_index=True)
+    points = vertices[triangles[order[starts[inward]], 0]]
+    has_own = np.isin(inward, owners)
+    points[has_own] = vertices[used_vertex[own][first_own[np.searchsorted(owners, inward[has_own])]]]
+    # The (point, other part) pairs where the part's box holds the point: a k-d tree of the
+    # points gives those in the cube around each box, of which those in the box are kept.
+    tree = cKDTree(points)
+    centers, radii = (lower + upper) / 2.0, (upper - lower).max(axis=1) / 2.0 * (1.0 + 1e-9) + 1e-300
+    counts = tree.query_ball_point(centers, radii, p=np.inf, return_length=True)
+    if int(counts.sum()) > MAX_PART_PAIRS:
+        return (f"has {inward.size} inward-facing parts among {parts} separate parts whose check as cavities "
+                f"would compare {int(counts.sum())} pairs of a part and another part's bounding box, more than the "
+                f"{MAX_PART_PAIRS} a mesh may ask for; join or remove parts, or split the body")
+    found = tree.query_ball_point(centers, radii, p=np.inf)
+    pair_parts = np.repeat(np.arange(parts), counts)
+    pair_points = np.concatenate([np.asarray(points_found, dtype=np.int64) for points_found in found])
+    keep = np.all((lower[pair_parts] <= points[pair_points]) & (points[pair_points] <= upper[pair_parts]), axis=1)
+    keep &= pair_parts != inward[pair_points]  # not the part itself
+    pair_points, pair_parts = pair_points[keep], pair_parts[keep]
+    lengths = sizes[pair_parts]
+    work = int(lengths.sum())
+    if work > MAX_WINDING_TRIANGLES:
+        return (f"has {inward.size} inward-facing parts whose check as cavities would sum {work} solid angles "
+                f"(their points lie in the bounding boxes of many parts), more than the {MAX_WINDING_TRIANGLES} "
+                "a mesh may ask for; join or remove parts, or split the body")
+    # Each pair's triangles (rows of the part-ordered corners), and the winding numbers.
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    rows = np.repeat(starts[pair_parts] - offsets, lengths) + np.arange(work)
+    owners = np.repeat(pair_points, lengths)
+    ordered_corners = corners[order]
+    winding = np.zeros(len(points))
+    for begin in range(0, work, 1_000_000):
+        block = slice(begin, begin + 1_000_000)
+        winding += np.bincount(owners[block], minlength=len(points),
+                               weights=_solid_angles(points[owners[block]], ordered_corners[rows[block]]))
+    winding /= 4.0 * np.pi
+    outside = np.flatnonzero(winding < INSIDE_WINDING)
+    if outside.size:
+        part = inward[outside[0]]
+        first = int(order[starts[part]])
+        return (f"has an inside-out part: the {int(sizes[part])} triangles connected to triangle {first} "
+                f"face inwards (signed volume {volumes[part]:.6g} m^3 < 0) but are not enclosed in the solid "
+                "of the rest of the mesh, as a cavity is, so they would count as negative mass; make that "
+                "part's normals point outwards (Blender: Edit Mode, select it, Mesh > Normals > Recalculate "
+                "Outside) or flip the winding of its triangles")
     return None
 
 
-def _winding_number(point: np.ndarray, corners: np.ndarray) -> float:
-    """Generalized winding number at ``point`` (3,) of the triangles ``corners`` (T, 3, 3), m.
+def _solid_angles(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """Signed solid angles (sr) of the triangles ``corners`` (N, 3, 3) seen from ``points`` (N, 3), m.
 
-    The sum of the triangles' signed solid angles (Van Oosterom and Strackee's formula) over 4 pi:
-    1 inside a closed surface with outward normals, -1 inside an inward one, 0 outside, and in
-    between near an open or self-intersecting surface (Jacobson, Kavan and Sorkine-Hornung 2013).
+    Van Oosterom and Strackee's formula; over 4 pi, their sum over a surface is its generalized
+    winding number at the point: 1 inside a closed surface with outward normals, -1 inside an
+    inward one, 0 outside, and in between near an open or self-intersecting surface (Jacobson,
+    Kavan and Sorkine-Hornung 2013).
     """
-    a, b, c = (corners[:, k] - point for k in range(3))
+    a, b, c = (corners[:, k] - points for k in range(3))
     length_a, length_b, length_c = (np.linalg.norm(x, axis=1) for x in (a, b, c))
     numerator = np.einsum("ta,ta->t", a, np.cross(b, c))
     denominator = (length_a * length_b * length_c + np.einsum("ta,ta->t", a, b) * length_c
                    + np.einsum("ta,ta->t", a, c) * length_b + np.einsum("ta,ta->t", b, c) * length_a)
-    return float(np.arctan2(numerator, denominator).sum() / (2.0 * np.pi))
+    return 2.0 * np.arctan2(numerator, denominator)
 
 
 def _check_closed(triangles: np.ndarray, where: str) -> None:
@@ -844,11 +928,47 @@ def _validate_soft_transform(soft, transform: np.ndarray, frames: int, where: st
     return SoftTransform(strength_ratio=strength, aim_transform=aim, is_constrained=constrained)
 
 
-def _validate_body(body, index: int, frames: int, default_friction: float = 0.5) -> Body:
+def _check_name(name, where: str) -> None:
+    """Raise :class:`SceneError` (naming ``where``, ``body #i``) unless ``name`` is a non-empty
+    string of at most :data:`MAX_NAME_LENGTH` characters with no control character (a NUL
+    would cut it short in the trajectory file's names, a line break split an error line)."""
+    if not isinstance(name, str) or not name:
+        raise SceneError(f"{where}: name: must be a non-empty string, got {name!r:.60}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise SceneError(f"{where}: name: {len(name)} characters, more than the {MAX_NAME_LENGTH} a name may have "
+                         f"(it starts {name[:40]!r})")
+    control = next((character for character in name if unicodedata.category(character) == "Cc"), None)
+    if control is not None:
+        raise SceneError(f"{where}: name: must not contain control characters, got {control!r} in {name!r:.60}")
+
+
+def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str) -> None:
+    """Raise :class:`SceneError` when ``kappa`` (Pa) is too soft for the body to stay rigid under
+    its own weight (``gravity``, m/s^2): hanging from a joint at one end, its stretch would
+    exceed :data:`MAX_STRETCH` (docs/scene_format.md, "kappa").
+
+    The weight m g at distance L/2 (L the mesh's largest extent) stretches A = I + eps n n^T
+    against the OrthoPotential kappa V |A A^T - I|^2 ~ 4 kappa V eps^2 (V the mesh volume, m the
+    body's mass, ``mass`` where it is given, else density V); their sum is least at
+    eps = m g L / (16 kappa V), so kappa >= m g L / (16 V MAX_STRETCH).
+    """
+    from .mass import mesh_volume  # local import keeps scene.py free of numerics at import time
+
+    volume = mesh_volume(mesh.vertices, mesh.triangles)
+    extent = float(np.ptp(mesh.vertices, axis=0).max())
+    weight = (mass if mass is not None else density * volume) * gravity
+    stretch = weight * extent / (16.0 * kappa * volume)
+    if stretch > MAX_STRETCH:
+        bound = weight * extent / (16.0 * volume * MAX_STRETCH)
+        raise _fail(where, "kappa", f"{kappa:g} Pa cannot keep the body rigid: hanging from one end under "
+                                    f"gravity it would stretch by about {stretch:.3g} (m g L / (16 kappa V)), more than "
+                                    f"{MAX_STRETCH:g}; need kappa >= {bound:.3g} Pa (default 1e8)")
+
+
+def _validate_body(body, index: int, frames: int, gravity: float, default_friction: float = 0.5) -> Body:
     if not isinstance(body, Body):
         raise SceneError(f"body #{index}: must be a Body, got {_type_name(body)}")
-    if not isinstance(body.name, str) or not body.name:
-        raise SceneError(f"body #{index}: name: must be a non-empty string, got {body.name!r:.60}")
+    _check_name(body.name, f"body #{index}")
     where = f"body {body.name!r}"
     mesh = _validate_mesh(body.mesh, where)
     transform = _fixed_array(body.transform, (4, 4), where, "transform")
@@ -862,6 +982,8 @@ def _validate_body(body, index: int, frames: int, default_friction: float = 0.5)
     linear_velocity = _fixed_array(body.linear_velocity, (3,), where, "linear_velocity")
     angular_velocity = _fixed_array(body.angular_velocity, (3,), where, "angular_velocity")
     mass = _validate_mass(body.mass, mesh, density, where)
+    if body.motion == "dynamic":
+        _check_rigid(mesh, mass.mass if mass is not None else None, density, kappa, gravity, where)
     soft = _validate_soft_transform(body.soft_transform, transform, frames, where)
     animated = None
     if body.motion == "animated":
@@ -936,8 +1058,7 @@ def _validate_driving(driving, kind: str, frames: int, where: str) -> Optional[D
 def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
     if not isinstance(joint, Joint):
         raise SceneError(f"joint #{index}: must be a Joint, got {_type_name(joint)}")
-    if not isinstance(joint.name, str) or not joint.name:
-        raise SceneError(f"joint #{index}: name: must be a non-empty string, got {joint.name!r:.60}")
+    _check_name(joint.name, f"joint #{index}")
     where = f"joint {joint.name!r}"
     if not isinstance(joint.type, str) or joint.type not in JOINT_TYPES:
         raise _fail(where, "type", f"must be one of {', '.join(map(repr, JOINT_TYPES))}, got {joint.type!r:.60}")
@@ -946,7 +1067,7 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         if not isinstance(name, str):
             raise _fail(where, side, f"must be a body name (string), got {_type_name(name)}")
         if name not in bodies:
-            raise _fail(where, side, f"no body named {name!r}")
+            raise _fail(where, side, f"no body named {name!r:.80}")
     if joint.l_body == joint.r_body:
         raise _fail(where, "r_body", f"a joint needs two different bodies, but both are {joint.l_body!r}")
     position0 = position1 = position = None
@@ -1010,7 +1131,10 @@ def validate_scene(scene: Scene) -> Scene:
       it was None); flags as float64 0.0 / 1.0;
     - ``animated_transforms`` (F+1, 4, 4) for animated bodies, None otherwise.
 
-    Validating an already validated scene returns an equal scene.
+    Validating an already validated scene returns an equal scene. Its meshes' arrays are
+    read-only, and a mesh this function returned is kept as it is, not checked again: a run
+    validates its scene when it is loaded, digested and simulated, and a mesh's checks are
+    the costly part.
 
     Args:
         scene: the scene to check.
@@ -1044,7 +1168,7 @@ def validate_scene(scene: Scene) -> Scene:
     bodies: list[Body] = []
     seen: dict = {}
     for index, body in enumerate(scene.bodies):
-        checked = _validate_body(body, index, frames, settings.contact.friction)
+        checked = _validate_body(body, index, frames, float(np.linalg.norm(settings.gravity)), settings.contact.friction)
         if checked.name in seen:
             raise SceneError(
                 f"body {checked.name!r}: name: duplicate body name (bodies #{seen[checked.name]} and #{index})"

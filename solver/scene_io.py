@@ -26,7 +26,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .array_files import ArrayFile, ArrayFileError
+from .array_files import ArrayFile, ArrayFileError, save_npz
 from .output_files import move_into_place, write_aside
 from .scene import (
     AXIS_JOINT_TYPES, JOINT_TYPES, Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh,
@@ -505,7 +505,7 @@ def save_scene(scene: Scene, path: Union[str, Path]) -> Path | None:
     text = _document_text(document).encode("utf-8")
     written_arrays = None
     if arrays_path is not None:  # a stream: savez would append ".npz" to a name
-        written_arrays = write_aside(arrays_path, lambda stream: np.savez_compressed(stream, **arrays))
+        written_arrays = write_aside(arrays_path, lambda stream: save_npz(stream, arrays))
     try:
         written = write_aside(path, lambda stream: stream.write(text))
     except BaseException:

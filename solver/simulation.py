@@ -127,6 +127,17 @@ class Simulation:
         self.frames_done = 0
         self._step = 0  # time steps done
 
+    def _culprit(self, error: Exception) -> str:
+        """`` at body '<name>' (...)`` where ``error`` comes from a singular Newton system that
+        names the block of its first failed pivot (:class:`solver.linear_solver.SingularSystem`),
+        else ""."""
+        block = getattr(error.__cause__, "block", None)
+        if block is None:
+            return ""
+        (body,) = np.flatnonzero(self._potential.slot == block)
+        return (f" at body {self.scene.bodies[body].name!r} (a mass or inertia too small beside its kappa or its "
+                "joints' strength makes the system singular)")
+
     def pending_kernels(self) -> int:
         """How many of the compiled kernels the run calls are neither loaded in this process nor in
         the on-disk cache (those the first step would compile, one after the other)."""
@@ -197,7 +208,7 @@ class Simulation:
         try:
             result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
         except (NewtonFailure, DeviceUnavailable) as error:
-            raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+            raise SolverError(f"frame {frame}, step {substep}: {error}{self._culprit(error)}") from error
         self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
         self._converged[step], self._residual[step] = result.converged, result.residual
         self._step += 1

@@ -8,7 +8,7 @@ from typing import Optional, Union
 
 import numpy as np
 
-from .array_files import ArrayFile
+from .array_files import ArrayFile, save_npz
 from .scene import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 
 #: The most bytes :meth:`Trajectory.load` reads from a file: the largest trajectory a scene
@@ -16,7 +16,7 @@ from .scene import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 #: per time step, the names included.
 MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
 #: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
-OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "contact_distance", "contact_count")
+OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "rotation", "contact_distance", "contact_count")
 
 
 @dataclass
@@ -110,8 +110,14 @@ class Trajectory:
 
     def save(self, path) -> None:
         """Write every field to a compressed ``.npz`` file at ``path`` (a str or Path, to which
-        NumPy appends ``.npz`` when missing: :func:`npz_file_name`; or a binary file object)."""
-        np.savez_compressed(path, **{f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
+        ``.npz`` is appended when missing: :func:`npz_file_name`; or a binary file object), as
+        ``np.savez_compressed`` would (:func:`solver.array_files.save_npz`).
+
+        Raises:
+            OSError: the write failed (a full disk).
+        """
+        target = npz_file_name(path) if isinstance(path, (str, Path)) else path
+        save_npz(target, {f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "Trajectory":

@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = REPO / "examples"
 #: The examples, in the order they run.
-EXAMPLES = ("drawer", "door", "piston", "puppet", "chain_drop", "panda")
+EXAMPLES = ("drawer", "door", "piston", "puppet", "chain_drop", "hanging_lamp", "panda")
 #: Rendered frames per example.
 RENDER_FRAMES = 6
 #: Joints in one plot panel above which its legend goes beside the axes, with one entry for all limits.
@@ -279,15 +279,17 @@ def run_example(name: str, out: Path, frames, log: Path) -> dict:
 
 def print_table(rows: list, failures: dict) -> None:
     """The summary table (failed examples get one line with the reason's first line)."""
-    header = f"{'example':<8} {'bodies':>6} {'joints':>6} {'frames':>6} {'wall s':>7} {'bake s':>7} {'Newton it/step':>14}  converged"
+    width = max([len("example")] + [len(name) for name in EXAMPLES])
+    header = (f"{'example':<{width}} {'bodies':>6} {'joints':>6} {'frames':>6} {'wall s':>7} {'bake s':>7} "
+              f"{'Newton it/step':>14}  converged")
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['example']:<8} {row['bodies']:>6} {row['joints']:>6} {row['frames']:>6} {row['wall_s']:>7.1f} "
+        print(f"{row['example']:<{width}} {row['bodies']:>6} {row['joints']:>6} {row['frames']:>6} {row['wall_s']:>7.1f} "
               f"{row['bake_s']:>7.1f} {row['newton']:>14.2f}  {'yes' if row['converged'] else 'NO'}")
     for name, reason in failures.items():
         lines = [line.strip() for line in reason.splitlines() if line.strip()] or ["(no message)"]
-        print(f"{name:<8} FAILED: {lines[0]}" + (f" ... {lines[-1]}" if len(lines) > 1 else ""))
+        print(f"{name:<{width}} FAILED: {lines[0]}" + (f" ... {lines[-1]}" if len(lines) > 1 else ""))
 
 
 def main(argv=None) -> int:

@@ -445,3 +445,62 @@ def test_the_batch_runs_no_script_of_the_file_even_with_auto_run_on(addon, tmp_p
         bpy.app.driver_namespace.pop("untrusted", None)
     assert not ran_text.exists() and not ran_driver.exists()
     assert not (tmp_path / "out.blend").exists()
+
+
+#: The batch command with a file-load handler that signals when Blender is opening a file and
+#: then waits, so that a SIGINT sent then arrives while Blender runs Python for itself.
+_BATCH_WITH_A_SLOW_LOAD = """
+import pathlib, runpy, sys, time
+import bpy
+marker = pathlib.Path(sys.argv[1])
+@bpy.app.handlers.persistent
+def opening(*arguments):
+    marker.write_text("opening")
+    time.sleep(120)
+bpy.app.handlers.load_pre.append(opening)
+sys.argv = ["abd_addon.batch", *sys.argv[2:]]
+runpy.run_module("abd_addon.batch", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_while_the_batch_opens_a_file_stops_it_with_130(tmp_path):
+    """A Ctrl+C while Blender opened a file raised in a handler Blender runs, which Blender caught
+    and printed: the batch went on, baked and saved, and exited 0. It stops now, with exit status
+    130, and writes nothing."""
+    import signal
+    import time
+
+    slider_rig(frame_end=4)
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    marker, out = tmp_path / "opening", tmp_path / "out.blend"
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "batch_user"))
+    process = subprocess.Popen([sys.executable, "-c", _BATCH_WITH_A_SLOW_LOAD, str(marker), str(source), "--out", str(out),
+                                "--trajectory", str(tmp_path / "result.npz")],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not marker.exists():
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130, stdout + stderr
+    assert stderr.strip().endswith("python -m abd_addon.batch: interrupted"), stderr
+    assert sorted(path.name for path in tmp_path.iterdir() if path.is_file()) == ["opening", "rig.blend"]
+
+
+def test_the_batch_leaves_no_session_folder_behind(tmp_path):
+    """Every batch process left an empty ``blender_*`` folder in the temporary directory (Blender
+    removes its session folder at exit, which the batch's os._exit skipped)."""
+    slider_rig(frame_end=2)
+    source = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    result = run_batch(tmp_path, source, "--export-scene-dir", tmp_path / "farm", TMPDIR=str(temporary))
+    assert result.returncode == 0, result.stderr
+    assert not list(temporary.glob("blender_*"))

@@ -94,6 +94,11 @@ def puppet(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def hanging_lamp(tmp_path_factory):
+    return bake_example("hanging_lamp", 36, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
 def panda(tmp_path_factory):
     # 2 s: the fingers close during the first second; the shoulder (panda_joint2) reaches its
     # limit near frame 29, panda_joint4 and panda_joint6 theirs near frame 35.
@@ -143,7 +148,7 @@ def test_piston_slides_back_and_forth_as_the_crank_turns(piston):
     slide = readout(piston, "PistonSlide")
     crank = readout(piston, "CrankBearing")
     assert piston["summary"]["bodies"] == "4" and piston["summary"]["joints"] == "4"
-    # The crank makes its two keyed turns (its soft transform follows the keyed rotation).
+    # The crank makes its two turns (the bearing's motor turns it at two turns per animation).
     assert crank[-1] == pytest.approx(2 * 2 * math.pi, abs=0.05)
     # The slider distance oscillates: an interior local maximum and an interior local minimum.
     inner = slide[1:-1]
@@ -237,6 +242,30 @@ def test_panda_falls_limp_within_its_limits_and_closes_its_fingers(panda):
     gap = np.linalg.norm(left - right, axis=1)
     assert gap[0] == pytest.approx(0.08, abs=1e-3)
     assert gap[-10:].max() < 0.004
+
+
+def test_hanging_lamp_converted_from_rigid_bodies_swings_and_its_sign_stops_at_its_limit(hanging_lamp):
+    """Built as a Blender rigid-body rig and converted: three ball joints, a weld and a hinge."""
+    joints = hanging_lamp["joints"]
+    assert sorted(record["type"] for record in joints.values()) == ["BALL", "BALL", "BALL", "FIXED", "REVOLUTE"]
+    assert hanging_lamp["bodies"]["Ceiling"]["motion"] == "FIXED"
+    assert all(hanging_lamp["bodies"][name]["motion"] == "DYNAMIC" for name in ("Link1", "Link2", "Link3", "Shade", "Sign"))
+    # The chain swings down from level: its last link ends far below the ceiling; the links' centres,
+    # 0.2 m either side of the ball joint between them, never come more than 0.4 m apart (they
+    # would if the joint let go), and bend (come closer) as it swings.
+    last, before = (np.asarray(hanging_lamp["locations"][name]) for name in ("Link3", "Link2"))
+    assert last[0, 2] == pytest.approx(2.0) and last[:, 2].min() < 1.2
+    apart = np.linalg.norm(last - before, axis=1)
+    assert apart.max() < 0.4 + 1e-3 and apart.min() < 0.39
+    # The shade stays welded 0.2 m from the last link's centre.
+    shade = np.asarray(hanging_lamp["locations"]["Shade"])
+    np.testing.assert_allclose(np.linalg.norm(shade - last, axis=1), 0.2, atol=1e-3)
+    # The sign tips down and its hinge's limit (converted from the HINGE's -30..30 degrees) stops it.
+    (hinge,) = [record for record in joints.values() if record["type"] == "REVOLUTE"]
+    angle = np.asarray(hinge["values"])
+    assert hinge["limit"]["use"] and hinge["limit"]["upper"] == pytest.approx(math.radians(30.0))
+    np.testing.assert_allclose(angle[-10:], math.radians(30.0), atol=math.radians(1.0))
+    assert angle.max() < math.radians(31.0)
 
 
 @pytest.fixture(scope="module")

@@ -1098,3 +1098,43 @@ def test_a_fast_spinning_body_at_one_step_per_frame_stays_near_a_tightly_converg
     trajectory, reference = simulate(scene()), simulate(tightly_converged(scene()))
     assert trajectory.all_converged and reference.all_converged
     assert np.abs(trajectory.transforms[:, 0, :3, :] - reference.transforms[:, 0, :3, :]).max() < 1e-4
+
+
+def test_kappa_below_the_rigidity_bound_is_refused_and_the_bound_is_the_stretch_it_gives():
+    """A 1 m arm of 10 kg (0.1 x 0.1 m section) hanging from a hinge at its top end stretches by
+    eps = m g L / (16 kappa V) (its weight at L/2 against the OrthoPotential 4 kappa V eps^2): with
+    kappa = 1e-12 it stretched without bound (|A^T A - I| = 4.2e3) and the run succeeded. A kappa
+    that lets it stretch by more than 1% is refused, naming the body and the least kappa; at four
+    times that bound the simulated stretch is the predicted 0.25%."""
+    import scenes
+
+    from solver.scene import SceneError
+    from solver.scene_io import scene_from_dict
+
+    bound = 10.0 * 9.81 * 1.0 / (16.0 * 0.01 * 0.01)  # m g L / (16 V MAX_STRETCH), Pa
+    for kappa in (1e-12, 0.99 * bound):
+        with pytest.raises(SceneError) as caught:
+            scene_from_dict(scenes.revolute_pendulum_scene(arm_fields={"kappa": kappa}))
+        message = str(caught.value)
+        assert message.startswith(f"body 'arm': kappa: {kappa:g} Pa cannot keep the body rigid")
+        assert f"need kappa >= {bound:.3g} Pa" in message
+    trajectory = simulate(scene_from_dict(scenes.revolute_pendulum_scene(arm_fields={"kappa": 4.0 * bound})))
+    stretch = np.linalg.norm(trajectory.transforms[-1, 1, :3, 2]) - 1.0  # along the arm, at rest
+    assert stretch == pytest.approx(0.01 / 4.0, rel=0.05)
+
+
+def test_a_singular_newton_system_names_the_body():
+    """A spinning box of 1e-12 kg beside two ordinary ones: its inertia is far too small beside its
+    OrthoPotential, and the banded Cholesky fails on its block. The error named no body; it
+    names that one now."""
+    import scenes
+
+    from solver.scene_io import scene_from_dict
+    from solver.simulation import SolverError
+
+    tiny = {"mass": 1e-12, "mass_center": [0.0, 0.0, 0.0], "inertia": (1e-12 * np.eye(3)).tolist()}
+    document = scenes.scene([scenes.box_body("heavy", 1.0, position=(3.0, 0.0, 0.0)),
+                             scenes.box_body("speck", 1.0, mass=tiny, angular_velocity=[0.0, 0.0, 1.0]),
+                             scenes.box_body("other", 1.0, position=(-3.0, 0.0, 0.0))], frame_count=4)
+    with pytest.raises(SolverError, match="the Newton system is not positive definite .* at body 'speck'"):
+        simulate(scene_from_dict(document))

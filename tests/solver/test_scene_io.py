@@ -775,6 +775,67 @@ def test_cavities_are_allowed_and_an_inside_out_part_in_a_hollow_is_refused():
         scene_from_dict(document)
 
 
+def _hollow_box(cavities: int) -> Mesh:
+    """A 2 m box holding ``cavities`` inward box shells on a grid, apart from each other."""
+    side = math.ceil(cavities ** (1.0 / 3.0))
+    pitch = 1.8 / side
+    outer = scenes.box_mesh(2.0)
+    vertices, triangles = [np.array(outer["vertices"], dtype=float)], [np.array(outer["triangles"])]
+    for k in range(cavities):
+        center = (np.array([k % side, (k // side) % side, k // side**2]) + 0.5) * pitch - 0.9
+        cavity = scenes.box_mesh(0.5 * pitch, center=tuple(center))
+        vertices.append(np.array(cavity["vertices"], dtype=float))
+        triangles.append(np.array(cavity["triangles"])[:, ::-1] + 8 * (k + 1))
+    return Mesh(vertices=np.concatenate(vertices), triangles=np.concatenate(triangles))
+
+
+def test_many_cavities_are_checked_near_linearly_and_once_per_run(tmp_path, monkeypatch):
+    """Each inward part got a winding number over every other triangle (2000 cavities: 13 s), and
+    a run checked its meshes three times (loading, digest, simulation). The winding number is now
+    summed over the parts whose bounding box holds the point only (here the outer box's 12
+    triangles per cavity), and a mesh validated once is not checked again."""
+    from solver import scene as scene_module
+
+    counted = []
+    solid_angles = scene_module._solid_angles
+    monkeypatch.setattr(scene_module, "_solid_angles",
+                        lambda points, corners: counted.append(len(corners)) or solid_angles(points, corners))
+    checks = []
+    inside_out = scene_module.mesh_inside_out_problem
+    monkeypatch.setattr(scene_module, "mesh_inside_out_problem",
+                        lambda *arguments: checks.append(1) or inside_out(*arguments))
+    cavities = 300
+    scene = Scene(settings=Settings(frame_count=1), joints=[], bodies=[Body(name="hollow", mesh=_hollow_box(cavities))])
+    save_scene(scene, tmp_path / "hollow.json")
+    checks.clear()
+    counted.clear()
+    loaded = load_scene(tmp_path / "hollow.json")
+    scene_digest(loaded)
+    validate_scene(loaded)  # as the simulation does
+    assert len(checks) == 1 and sum(counted) == 12 * cavities
+    # A stray inward shell outside the box is named, among the cavities.
+    mesh = _hollow_box(cavities)
+    stray = scenes.box_mesh(0.1, center=(3.0, 0.0, 0.0))
+    mesh = Mesh(vertices=np.concatenate([mesh.vertices, stray["vertices"]]),
+                triangles=np.concatenate([mesh.triangles, np.array(stray["triangles"])[:, ::-1] + len(mesh.vertices)]))
+    with pytest.raises(SceneError, match=f"the 12 triangles connected to triangle {12 * (cavities + 1)} face inwards"):
+        validate_scene(Scene(settings=Settings(frame_count=1), joints=[], bodies=[Body(name="hollow", mesh=mesh)]))
+
+
+@pytest.mark.parametrize("limit, value, expected", [
+    ("MAX_WINDING_TRIANGLES", 12 * 50 - 1, "would sum 600 solid angles (their points lie in the bounding boxes of many "
+                                            "parts), more than the 599 a mesh may ask for"),
+    ("MAX_PART_PAIRS", 10, "pairs of a part and another part's bounding box, more than the 10 a mesh may ask for"),
+])
+def test_the_cavity_check_is_bounded(monkeypatch, limit, value, expected):
+    from solver import scene as scene_module
+
+    monkeypatch.setattr(scene_module, limit, value)
+    with pytest.raises(SceneError, match=re.escape(f"body 'hollow': mesh: has 50 inward-facing parts")) as caught:
+        validate_scene(Scene(settings=Settings(frame_count=1), joints=[], bodies=[Body(name="hollow", mesh=_hollow_box(50))]))
+    assert expected in str(caught.value)
+
+
 def test_size_limits_are_inclusive_and_checked_before_the_bodies(monkeypatch):
     from solver import scene as scene_module
 
@@ -852,10 +913,13 @@ def test_validate_scene_returns_new_normalised_scene():
     assert checked.bodies[1].soft_transform.is_constrained.tolist() == [1.0] * 4
     assert checked.joints[0].limit.upper.tolist() == [1.0, 1.0, 1.0, 2.0]
     assert checked.joints[0].driving.is_passive.tolist() == [0.0] * 4
-    # Validation is idempotent, and never shares arrays with its input.
+    # Validation is idempotent, and never shares writable arrays with its input: a mesh it
+    # returned is read-only, and validating it again (a run's digest, its simulation) keeps it.
     again = validate_scene(checked)
     assert_scenes_equal(checked, again)
-    assert not np.shares_memory(again.bodies[1].mesh.vertices, checked.bodies[1].mesh.vertices)
+    assert not np.shares_memory(checked.bodies[0].mesh.vertices, scene.bodies[0].mesh.vertices)
+    assert again.bodies[1].mesh is checked.bodies[1].mesh and not checked.bodies[1].mesh.vertices.flags.writeable
+    assert not np.shares_memory(again.joints[0].limit.upper, checked.joints[0].limit.upper)
 
 
 @pytest.mark.parametrize("change, expected", [
@@ -977,9 +1041,10 @@ def test_trajectory_round_trips_and_files_from_before_its_newer_fields_still_loa
     assert loaded.fast_rotation_warning().startswith("in 1 of 12 time steps")
     with np.load(tmp_path / "new.npz") as data:
         np.savez(tmp_path / "old.npz", **{key: data[key] for key in data.files
-                                          if key not in ("fast_rotation", "residual", "scene_digest")})
+                                          if key not in ("fast_rotation", "residual", "scene_digest", "rotation")})
     old = Trajectory.load(tmp_path / "old.npz")
     assert old.fast_rotation.shape == (12,) and not old.fast_rotation.any()
+    assert old.rotation.shape == (4, len(scene.joints), 3) and np.isnan(old.rotation).all()
     assert old.residual.shape == (12,) and np.isnan(old.residual).all() and old.scene_digest == ""
 
 
@@ -1243,3 +1308,93 @@ def test_a_trajectory_file_is_read_for_its_fields_only_and_within_limits(tmp_pat
     os.mkfifo(fifo)
     with pytest.raises(ArrayFileError, match=re.escape(f"{fifo}: not a regular file (a FIFO)")):
         Trajectory.load(fifo)
+
+
+def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
+    """Ctrl+C outside the simulation loop (here while the scene's arrays file is open: read and
+    validated) printed a traceback and exited with -2. It stops with exit status 130, a one-line
+    message, and no trajectory file, whole or partial."""
+    import signal
+    import time
+
+    import trimesh
+
+    from solver.scene import Body, Mesh, Scene, Settings
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc to see when the run has the arrays file open")
+    ball = trimesh.creation.icosphere(subdivisions=7)  # 327 680 triangles: validated in about a second
+    scene = Scene(settings=Settings(frame_count=2), joints=[],
+                  bodies=[Body(name="ball", mesh=Mesh(vertices=ball.vertices, triangles=ball.faces))])
+    arrays = save_scene(scene, tmp_path / "scene.json")
+    out = tmp_path / "result.npz"
+    process = subprocess.Popen([sys.executable, "-m", "solver", "run", str(tmp_path / "scene.json"), "--out", str(out)],
+                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline, "the run never opened its arrays file"
+            try:
+                opened = {os.path.realpath(f"/proc/{process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{process.pid}/fd")}
+            except OSError:  # a descriptor closed while being read
+                continue
+            if str(arrays) in opened:
+                break
+            time.sleep(0.001)
+        process.send_signal(signal.SIGINT)
+        stderr = process.communicate(timeout=60)[1]
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130, stderr
+    assert stderr.strip().endswith("error: interrupted") and "Traceback" not in stderr, stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["scene.json", "scene_meshes.npz"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    pytest.param("arm\0", r"body #1: name: must not contain control characters, got '\x00' in 'arm\x00'", id="nul"),
+    pytest.param("\0", r"body #1: name: must not contain control characters, got '\x00'", id="only-nul"),
+    pytest.param("two\nlines", r"body #1: name: must not contain control characters, got '\n'", id="line-break"),
+    pytest.param("a" * 20_000_000, "body #1: name: 20000000 characters, more than the 1000 a name may have", id="20-MB"),
+])
+def test_a_body_name_with_control_characters_or_too_long_is_refused(name, expected):
+    """Names that differ by a NUL (``arm``, ``arm\\0``) collapsed into one in the trajectory file's
+    names, and a 20 MB name was quoted whole in an error line. Both are refused, in a short line."""
+    document = prismatic()
+    body(document, "slider")["name"] = name
+    joint(document, "rail")["r_body"] = name
+    with pytest.raises(SceneError) as caught:
+        scene_from_dict(document)
+    assert str(caught.value).startswith(expected) and len(str(caught.value)) < 200
+    document = prismatic()
+    joint(document, "rail")["r_body"] = "b" * 20_000_000  # a reference to no body: quoted in part
+    with pytest.raises(SceneError, match="joint 'rail': r_body: no body named 'bbbb") as caught:
+        scene_from_dict(document)
+    assert len(str(caught.value)) < 200
+    body(document, "slider")["name"] = "é" * 1000  # the longest name accepted
+    joint(document, "rail")["r_body"] = "é" * 1000
+    assert scene_from_dict(document).bodies[1].name == "é" * 1000
+
+
+def test_a_full_disk_fails_the_run_in_one_line_and_leaves_no_file(tmp_path):
+    """A trajectory write that fails (a file-size limit, as a full disk) is reported in one line
+    with exit status 1; NumPy's archive was left open and its ZipFile.__del__ then printed an
+    ignored exception about the closed file."""
+    import resource
+    import signal
+
+    path = _write(tmp_path, scenes.revolute_pendulum_scene(frame_count=200))
+    command = [sys.executable, "-m", "solver", "run", str(path), "--quiet", "--out"]
+    warm = subprocess.run(command + [str(tmp_path / "warm.npz")], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert warm.returncode == 0, warm.stderr  # the solver's cache is filled: the limit hits the trajectory only
+    limit = (tmp_path / "warm.npz").stat().st_size // 2
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(command + [str(tmp_path / "result.npz")], cwd=REPO, capture_output=True, text=True,
+                            timeout=600, preexec_fn=limit_file_size)
+    assert result.returncode == 1
+    assert result.stderr == f"error: cannot write {str(tmp_path / 'result.npz')!r}: [Errno 27] File too large\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scene.json", "warm.npz"]
