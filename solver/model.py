@@ -57,6 +57,12 @@ def body_mass(body) -> DyadicMass:
     return mesh_mass_properties(body.mesh.vertices, body.mesh.triangles, body.mass_density)
 
 
+#: Stiffness of the quadratic that holds an animated body to its pose in a contact step, as a
+#: multiple of its mass matrix (a kinetic term ANIMATED_PULL M): a contact force F moves it off
+#: its pose by about F dt^2 / (ANIMATED_PULL m).
+ANIMATED_PULL = 1e6
+
+
 def _collision_mesh(body) -> tuple[np.ndarray, np.ndarray]:
     """(vertices (V, 3), triangles (T, 3)) a body collides with: its mesh, or the convex hull of
     its vertices (SciPy's Qhull) for ``contact.shape == "convex_hull"``."""
@@ -96,6 +102,10 @@ class Model:
             their extras as ``prismatic_group``).
         contact: the :class:`solver.contact.ContactSurface` with its barrier stiffness set, or
             None where contact is off.
+        animated_pull: with contact and animated bodies, the :class:`Kinetic` term that holds
+            each animated body to its pose (its q_tilde), else None.
+        unknown_slot: (bodies,) the row block of each body in the Newton system: ``slot``, and
+            with ``animated_pull`` the animated bodies too.
 
     Raises:
         SceneError: contact is on and two bodies intersect at frame 0 (naming both).
@@ -149,6 +159,19 @@ class Model:
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
                       self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base]
+        # With contact, animated bodies are unknowns of the Newton system too, each pulled to its
+        # pose by a stiff quadratic (``animated_pull``, a kinetic term of PULL times its mass
+        # whose q_tilde is the pose), so that the barrier can push back on it and CCD bounds its
+        # motion like any other's (docs/contact.md); ``unknown_slot`` is then their slot.
+        self.animated_pull = None
+        self.unknown_slot = self.slot
+        animated = np.array([body.motion == "animated" for body in bodies], dtype=bool)
+        if self.contact is not None and animated.any():
+            pulled = np.flatnonzero(animated)
+            masses = self._dyadic_masses(pulled)
+            self.animated_pull = Kinetic(pulled[:, None], *(ANIMATED_PULL * m for m in masses))
+            unknown = self.dynamic | animated
+            self.unknown_slot = np.where(unknown, np.cumsum(unknown) - 1, -1).astype(np.int64)
 
     def _contact_surface(self, scene: Scene):
         """The contact-enabled bodies' surfaces (:mod:`solver.contact`), kappa the scene's

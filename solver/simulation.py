@@ -101,7 +101,8 @@ class Simulation:
         except ContactUnavailable as error:
             raise SolverError(str(error)) from error
         try:
-            self._potential = IncrementalPotential(model.terms, model.slot, settings.device)
+            pull = [model.animated_pull] if model.animated_pull is not None else []
+            self._potential = IncrementalPotential(model.terms + pull, model.unknown_slot, settings.device)
         except DeviceUnavailable as error:
             raise SolverError(str(error)) from error
         self._compile_tasks = compile_tasks(model, self._potential, model.q0)
@@ -342,8 +343,15 @@ class _Stepper:
             by_frame = np.moveaxis(values, 1, 0).reshape(frames, values.size // frames)
             self.targets_move[1:] |= np.any(by_frame[1:] != by_frame[:-1], axis=1)
         self.soft_aim_poses = PoseInterpolation(np.swapaxes(self.soft_aim_q, 0, 1)) if len(soft) else None
-        if model.contact is not None:  # the residual test of solve_contact_step
-            self.mass_inverse = np.linalg.inv(model.kinetic.mass_matrix)
+        if model.contact is not None:  # the residual test of solve_contact_step, over its unknowns
+            matrices = np.empty((int(model.unknown_slot.max()) + 1, 12, 12))
+            matrices[model.unknown_slot[model.dynamic]] = model.kinetic.mass_matrix
+            if model.animated_pull is not None:
+                pulled = model.animated_pull.bodies[:, 0]
+                matrices[model.unknown_slot[pulled]] = model.animated_pull.mass_matrix
+                self.pulled = pulled
+                self.pulled_moving = np.isin(pulled, moving)  # those of kinematic_poses, in order
+            self.mass_inverse = np.linalg.inv(matrices)
 
     def begin_frame(self, frame: int) -> None:
         """Apply the per-frame series values of ``frame`` (1..frame_count) that hold for all its
@@ -459,40 +467,29 @@ class _Stepper:
 
     def _contact_step(self, potential: IncrementalPotential, frame: int, ratio: float):
         """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
-        from q^t, friction lagged at q^t. Animated bodies move to their pose at the step's end
-        in collision-free parts: each part as far as CCD allows with the dynamic bodies where
-        they are, then a Newton solve, whose barrier pushes the dynamic bodies out of the way,
-        until the pose is reached (at most :data:`ANIMATED_PARTS_MAX` parts)."""
+        from q^t, friction lagged at q^t. Animated bodies are unknowns there too, pulled to their
+        pose at the step's end by :attr:`solver.model.Model.animated_pull`, so that CCD bounds
+        their motion and the barrier pushes the dynamic bodies out of their way; after the solve
+        each is set exactly to its pose where the way there is collision-free (CCD), which it is
+        unless a body is jammed against it."""
         model, dt, contact = self.model, self.dt, self.model.contact
         start = self._set_step_parameters(frame, ratio)
         contact.begin_step(self.q, dt)
-        totals = [0, 0]
-        parts = 0
-        while True:
+        if model.animated_pull is not None:
+            poses = self.q[self.pulled].copy()
             if self.kinematic is not None:
-                target = self.kinematic_poses.at(frame, ratio)
-                motion = np.zeros_like(self.q)
-                motion[self.kinematic] = target - self.q[self.kinematic]
-                alpha = contact.collision_free_step(self.q, motion)
-                parts += 1
-                if alpha >= 1.0 or parts >= ANIMATED_PARTS_MAX:
-                    self.q[self.kinematic] = target
-                else:
-                    self.q[self.kinematic] += alpha * motion[self.kinematic]
-                contact.set_candidates(self.q)
-            result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings, self.mass_inverse)
-            totals[0] += result.iterations
-            totals[1] += result.line_search_iterations
-            if self.kinematic is None or np.array_equal(self.q[self.kinematic], target):
-                break
-        result.iterations, result.line_search_iterations = totals
+                poses[self.pulled_moving] = self.kinematic_poses.at(frame, ratio)
+            model.animated_pull.q_tilde = poses
+        result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings, self.mass_inverse)
+        if model.animated_pull is not None:
+            motion = np.zeros_like(self.q)
+            motion[self.pulled] = poses - self.q[self.pulled]
+            if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
+                self.q[self.pulled] = poses
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
 
 
-#: Collision-free parts an animated body's motion in one step is split into at most
-#: (:meth:`_Stepper._contact_step`); past them it moves to its pose regardless.
-ANIMATED_PARTS_MAX = 20
 
 
 class _DriveSeries:

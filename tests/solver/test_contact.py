@@ -326,3 +326,19 @@ def test_bad_body_contact_is_refused_naming_the_body(contact, message):
     document["bodies"][0]["contact"] = contact
     with pytest.raises(SceneError, match=f"body 'a': {message}"):
         scene_from_dict(document)
+
+
+def test_an_animated_paddle_pushes_a_box_and_never_passes_through_it():
+    """A paddle animated at 6 m/s (0.25 m a frame, more than the box's size) sweeps through where
+    a 0.1 m box rests on the ground, without gravity's help: the box is pushed ahead of it."""
+    frames = 12
+    poses = np.array([pose(translation=(-0.4 + 0.25 * f, 0.0, 0.1)) for f in range(frames + 1)])
+    paddle = Body(name="paddle", mesh=box_mesh([0.05, 0.6, 0.2]), transform=poses[0], motion="animated",
+                  animated_transforms=poses)
+    target = box("box", 0.1, (0.0, 0.0, 0.05 + D_HAT / 2))
+    scene = contact_scene([ground(), paddle, target], frame_count=frames, friction=0.0)
+    trajectory = run(scene)
+    box_x = trajectory.transforms[:, 2, 0, 3]
+    paddle_x = trajectory.transforms[:, 1, 0, 3]
+    assert box_x[-1] > paddle_x[-1] + 0.025 + 0.05  # ahead of the paddle's front face
+    assert np.all(box_x - paddle_x > -0.1)  # it never got behind the paddle
