@@ -1,13 +1,13 @@
-"""The Blender half of ABD Joints: properties, operators, panels, export, bake, overlay, batch.
+"""The Blender half of ABD Joints: properties, operators, panels, export, bake, preview, overlay, batch.
 
 This package is imported as ``bl_ext.<repo>.abd_joints.abd_addon`` (the repository root is the
 extension) and reaches the solver by relative import (``from .. import solver``).
 
 :func:`register` is the one place that registers every module's ``CLASSES`` tuple, in order
 (PropertyGroups first), then the ``PointerProperty`` slots on ``Object``/``Scene``, then the
-File > Import and Object > Rigid Body menu entries and the viewport overlay handler, and (in an interactive session) starts
-the background compilation of the solver (:mod:`.warmup`); :func:`unregister` undoes all of it
-in reverse.
+File > Import and Object > Rigid Body menu entries and the viewport overlay handler, and (in an
+interactive session) the playback preview's handlers (:mod:`.preview`) and the background
+compilation of the solver (:mod:`.warmup`); :func:`unregister` undoes all of it in reverse.
 
 Submodules are imported inside :func:`register`, not at import time, so that
 ``python -m abd_addon.batch`` can start from this package without the extension around it.

@@ -28,7 +28,8 @@ What has no joint (springs, PISTON, breakable constraints, limits on several ang
 ball, a lock at a non-zero offset, a motor without a joint along its axis) is left as it is and
 named in the report. The originals stay: their Active rigid bodies get Blender's *Animated*
 option (Bullet then leaves them to the bake; untick it to go back) and the converted constraints
-are disabled. One undo step.
+are disabled, so converting again changes nothing (rigid bodies that already are affine bodies
+keep their settings). One undo step.
 """
 
 from __future__ import annotations
@@ -160,6 +161,8 @@ def convert_rigid_bodies(context) -> Conversion:
     bodies = [ob for ob in world.collection.objects if ob.type == "MESH" and ob.rigid_body is not None]
     for ob in bodies:
         rigid_body, body = ob.rigid_body, ob.abd_body
+        if body.enabled:  # an affine body already (converted before): its settings stay
+            continue
         body.enabled = True
         if rigid_body.type == "ACTIVE" and rigid_body.enabled and not rigid_body.kinematic:
             body.motion = "DYNAMIC"

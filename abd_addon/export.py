@@ -746,8 +746,8 @@ def _check_limit(ob: bpy.types.Object, lower: np.ndarray, upper: np.ndarray, use
 
     animated = np.ptp(lower) > 0.0 or np.ptp(upper) > 0.0 or np.ptp(use) > 0.0
     at = f" at frame {frame_start + frame}" if animated else ""
-    raise RigError(f"Joint '{ob.name}': Limits: Z Lower {shown(lower[frame])} is above Upper {shown(upper[frame])}{at}; "
-                   "set Z Lower at or below Upper")
+    raise RigError(f"Joint '{ob.name}': Limits: Z Lower {shown(lower[frame])} is above Upper "
+                   f"{shown(upper[frame])}{at}; set Z Lower at or below Upper")
 
 
 def _joint(ob: bpy.types.Object, sampler: _Sampler, result: Export) -> Joint:

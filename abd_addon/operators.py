@@ -123,8 +123,8 @@ class ABD_OT_body_add(_BodyOperator, Operator):
         not_meshes = (f"{named(others)} {'is not a mesh' if len(others) == 1 else 'are not meshes'} "
                       f"({', '.join(sorted({ob.type.title() for ob in others}))}): only meshes can be affine bodies "
                       "(Object > Convert > Mesh)")
-        split = self.editable([ob for ob in targets if ob.type == "MESH"],
-                              not_meshes if others else "Select one or more mesh objects: only meshes can be affine bodies")
+        none = not_meshes if others else "Select one or more mesh objects: only meshes can be affine bodies"
+        split = self.editable([ob for ob in targets if ob.type == "MESH"], none)
         if split is None:
             return {"CANCELLED"}
         meshes, linked = split

@@ -71,6 +71,7 @@ class _State:
         own: per object name, its own transform (:func:`_transform`) while the preview shows
             another pose on it.
         written: per object name, the transform the preview last wrote (as read back).
+        uids: per object name, its ``session_uid`` (to find it again after a rename).
         history: per object name, hashes of every transform the preview wrote (for undo).
         cache: the run, or None (freed, or not made yet).
         failed: the fingerprint of a rig whose export or run failed (not tried again until it
@@ -85,6 +86,7 @@ class _State:
 
     own: dict = dataclasses.field(default_factory=dict)
     written: dict = dataclasses.field(default_factory=dict)
+    uids: dict = dataclasses.field(default_factory=dict)
     history: dict = dataclasses.field(default_factory=dict)
     cache: Optional[_Cache] = None
     failed: Optional[tuple] = None
@@ -148,9 +150,19 @@ def _animated_transform(ob: bpy.types.Object) -> bool:
 
 
 def _objects(current: _State) -> list:
-    """(name, object) of every object the preview wrote to that still exists."""
-    found = ((name, bpy.data.objects.get(name)) for name in current.written)
-    return [(name, ob) for name, ob in found if ob is not None]
+    """(name, object) of every object the preview wrote to that still exists: by the name it had
+    then, or where it was renamed since, by its session identifier."""
+    found, missing = [], []
+    for name in current.written:
+        ob = bpy.data.objects.get(name)
+        if ob is not None and ob.session_uid == current.uids.get(name, ob.session_uid):
+            found.append((name, ob))
+        else:
+            missing.append(name)
+    if missing:
+        by_uid = {ob.session_uid: ob for ob in bpy.data.objects}
+        found += [(name, by_uid[current.uids[name]]) for name in missing if current.uids.get(name) in by_uid]
+    return found
 
 
 def _put_back(current: _State) -> None:
@@ -160,6 +172,7 @@ def _put_back(current: _State) -> None:
             _set_transform(ob, current.own[name])
     current.own.clear()
     current.written.clear()
+    current.uids.clear()
 
 
 def _show_written(current: _State) -> None:
@@ -206,18 +219,10 @@ def _write_pose(current: _State, cache: _Cache, index: int) -> None:
     for ob in export.keyed_objects():
         name = ob.name_full
         current.own.setdefault(name, _transform(ob))
+        current.uids[name] = ob.session_uid
         ob.matrix_basis = Matrix(local[name][0].tolist())
         written = current.written[name] = _transform(ob)
         current.history.setdefault(name, set()).add(hash(written))
-
-
-def _show_own(current: _State, name: str) -> None:
-    """Put back the own transform of one object the preview wrote to."""
-    ob = bpy.data.objects.get(name)
-    if ob is not None and name in current.written and _transform(ob) == current.written[name]:
-        _set_transform(ob, current.own[name])
-    current.own.pop(name, None)
-    current.written.pop(name, None)
 
 
 def _adopt_changes(current: _State) -> bool:
@@ -323,7 +328,8 @@ def fingerprint(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer, own: di
                if ob.abd_body.soft_transform.target_object is not None]
     render = scene.render
     return (_values(scene.abd_world, "abd_world", _animated_paths(scene)), _animation(scene), frame_range(scene),
-            render.fps, render.fps_base, render.frame_map_old, render.frame_map_new, scene.use_gravity, tuple(scene.gravity),
+            render.fps, render.fps_base, render.frame_map_old, render.frame_map_new, scene.use_gravity,
+            tuple(scene.gravity),
             tuple(_object(ob, own) for ob in bodies + joints + targets))
 
 
@@ -333,8 +339,10 @@ def fingerprint(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer, own: di
 
 
 def _view_layer(scene: bpy.types.Scene) -> bpy.types.ViewLayer:
-    """The view layer a bake of ``scene`` would export: the context's."""
-    return bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
+    """The view layer a bake of ``scene`` would export: the context's (the scene's first where
+    the context has none of this scene's, as while rendering)."""
+    layer = bpy.context.view_layer if bpy.context.scene == scene else None
+    return layer if layer is not None else scene.view_layers[0]
 
 
 def _active(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer) -> bool:
@@ -368,12 +376,12 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     except RigError as error:
         _release(current, f"Preview: {error}")
         return None
-    current.changed = bpy.app.background  # no depsgraph updates are reported there: compare every time
+    current.changed = not _interactive()  # no depsgraph updates are reported there: compare every time
     if current.cache is not None and current.cache.fingerprint == print_:
         return current.cache
     if current.failed == print_:
         return None
-    _release(current)
+    _release(current)  # and the message of an earlier failure: this rig is another
     if not build:
         return None
     try:
@@ -431,8 +439,7 @@ def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = N
         return False
     index = min(frame, export.frame_end) - export.frame_start
     if index <= 0:
-        for name in list(current.written):
-            _show_own(current, name)
+        _put_back(current)
         return True
     from ..solver.simulation import SolverError
 
@@ -446,10 +453,16 @@ def step_toward(scene: bpy.types.Scene, frame: int, seconds: Optional[float] = N
     return run.frames_done >= index
 
 
+def _interactive() -> bool:
+    """Whether this is a session with an event loop (timers run, depsgraph updates are reported):
+    not ``blender -b``, not the ``bpy`` module."""
+    return not bpy.app.background
+
+
 def _frame_seconds(scene: bpy.types.Scene) -> Optional[float]:
     """How long a frame change may simulate: one frame's time interactively, unbounded without
     an event loop (``blender -b``, the ``bpy`` module: no timer would finish the work)."""
-    if bpy.app.background:
+    if not _interactive():
         return None
     return scene.render.fps_base / max(scene.render.fps, 1)
 
@@ -484,7 +497,7 @@ def on_frame_change_pre(scene, _depsgraph=None) -> None:
     whatever follows the objects sees the pose)."""
     if not scene.abd_world.use_preview and scene.name_full not in _states:
         return
-    interactive = not bpy.app.background
+    interactive = _interactive()
     done = step_toward(scene, scene.frame_current, _frame_seconds(scene), build=not interactive)
     current = state(scene)
     if interactive and not done and not current.timer and _needs_work(scene, current, scene.frame_current):
@@ -534,12 +547,12 @@ def on_undo_post(*_arguments) -> None:
     object's transform; such a pose is put back to the object's own. Every cache is freed (undo
     rebuilds the objects it read)."""
     for current in _states.values():
-        for name in list(current.written):
-            ob = bpy.data.objects.get(name)
-            if ob is not None and hash(_transform(ob)) in current.history.get(name, ()):
+        for name, ob in _objects(current):
+            if hash(_transform(ob)) in current.history.get(name, ()):
                 _set_transform(ob, current.own[name])
         current.own.clear()
         current.written.clear()
+        current.uids.clear()
         current.cache = None
 
 
@@ -576,7 +589,7 @@ def toggled(scene: bpy.types.Scene) -> None:
     """ABD World > Preview on Playback changed: turned off, the objects get their own transforms
     back; turned on, the current frame is shown."""
     if scene.abd_world.use_preview:
-        step_toward(scene, scene.frame_current, _frame_seconds(scene), build=bpy.app.background)
+        step_toward(scene, scene.frame_current, _frame_seconds(scene), build=not _interactive())
     elif scene.name_full in _states:
         _release(_states[scene.name_full])
 

@@ -57,8 +57,10 @@ def run(command: list, cache: Path | None, timeout: float = 900.0) -> tuple[floa
 def constitutions(scene_file: Path) -> str:
     """The constitutions a scene file's rig uses, as the specs number them."""
     scene = json.loads(scene_file.read_text(encoding="utf-8"))
-    used = {"OrthoPotential #1"} if any(body.get("motion", "dynamic") == "dynamic" for body in scene["bodies"]) else set()
-    names = {"revolute": "Revolute #18", "prismatic": "Prismatic #20", "fixed": "Fixed #25", "spherical": "Spherical #26"}
+    dynamic = any(body.get("motion", "dynamic") == "dynamic" for body in scene["bodies"])
+    used = {"OrthoPotential #1"} if dynamic else set()
+    names = {"revolute": "Revolute #18", "prismatic": "Prismatic #20", "fixed": "Fixed #25",
+             "spherical": "Spherical #26"}
     for joint in scene["joints"]:
         used.add(names.get(joint["type"], joint["type"]))
         if joint.get("limit") is not None:
@@ -76,10 +78,12 @@ def compiled_kernels(cache: Path) -> int:
 
 
 def span(values: list) -> str:
+    """``min to max`` of ``values`` (s), or the one value."""
     return f"{min(values):.2f}" if len(values) == 1 else f"{min(values):.2f} to {max(values):.2f}"
 
 
 def main(argv=None) -> int:
+    """Build the rigs, time the bakes, print the table; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=2, help="cold and warm runs per rig (default 2)")
     parser.add_argument("--examples", nargs="*", help="the examples to run (default every examples/*.py)")

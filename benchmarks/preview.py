@@ -56,6 +56,7 @@ def frame_changes(scene) -> list:
 
 
 def main(argv=None) -> int:
+    """Time the frame changes of each chain size and print the table; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10, 100])
     args = parser.parse_args(argv)

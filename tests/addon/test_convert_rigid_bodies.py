@@ -138,6 +138,10 @@ def test_a_motor_becomes_a_velocity_drive_on_the_joint_of_its_two_objects(addon)
     motor = connect(base, wheel, "MOTOR", rotation=(0.0, 0.0, math.pi / 2),  # X along world +Y: reversed
                     use_motor_ang=True, motor_ang_target_velocity=3.0)
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}
+    joints = sorted(ob.name for ob in bpy.data.objects if ob.abd_joint.enabled)
+    assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}  # again: nothing changes
+    assert sorted(ob.name for ob in bpy.data.objects if ob.abd_joint.enabled) == joints
+    assert (base.abd_body.motion, wheel.abd_body.motion) == ("FIXED", "DYNAMIC")
     drive = converted(hinge).abd_joint.drive
     assert (drive.is_constrained, drive.mode) == (True, "VELOCITY")
     assert drive.aim_velocity == pytest.approx(-3.0)

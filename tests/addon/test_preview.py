@@ -240,3 +240,37 @@ def test_after_undo_a_recorded_preview_pose_goes_back_to_the_objects_own(preview
     assert (tuple(arm.location), tuple(arm.rotation_euler)) == own
     assert tuple(joint.location) == (0.0, 1.0, 0.0)
     assert preview.state(scene).cache is None
+
+
+def test_a_body_renamed_while_previewed_gets_its_own_transform_back(preview):
+    base, arm, joint = hinge_rig(frame_end=10)
+    own = tuple(arm.location), tuple(arm.rotation_euler)
+    scene = bpy.context.scene
+    step_frames(range(1, 6))
+    arm.name = "Boom"
+    scene.frame_set(1)
+    assert (tuple(arm.location), tuple(arm.rotation_euler)) == own
+
+
+def test_a_session_builds_the_preview_in_a_timer_and_again_after_a_fixed_rig_error(preview, monkeypatch):
+    """In a session a frame change does not export (it would set frames inside a frame change):
+    it leaves that to a timer, also after a rig error is fixed (the error's message must not
+    stop it). The handler is driven as a session's would be, with the timer run by hand."""
+    base, slider, joint = slider_rig(frame_end=8)
+    scene = bpy.context.scene
+    timers = []
+    monkeypatch.setattr(preview, "_frame_seconds", lambda scene_: 10.0)
+    monkeypatch.setattr(bpy.app.timers, "register", lambda function, first_interval=0.0: timers.append(function))
+    monkeypatch.setattr(preview, "_interactive", lambda: True)
+    joint.abd_joint.limit.lower, joint.abd_joint.limit.upper = 0.5, -0.5
+    scene.frame_set(4)
+    assert timers
+    timers.pop()()  # the timer: export fails, says why
+    state = preview.state(scene)
+    assert state.cache is None and "Z Lower" in state.message
+    joint.abd_joint.limit.lower, joint.abd_joint.limit.upper = -0.5, 0.5
+    preview.on_depsgraph_update_post(scene)  # what a session reports after the edit
+    scene.frame_set(5)
+    assert state.cache is None and state.message == "" and timers
+    assert timers.pop()() is None  # built and simulated to frame 5 in one slice
+    assert state.cache.run.frames_done == 4
