@@ -47,18 +47,24 @@ def test_a_broken_file_fails_its_task(shots, tmp_path):
     assert not (tmp_path / "baked" / "broken.blend").exists()
 
 
+def solver_command(folder: Path) -> Path:
+    """A stand-in for the wheel's ``abd-solver`` console script in ``folder``: a script that calls
+    ``solver.__main__.main`` of this checkout, as the console script does."""
+    solver = folder / "abd-solver"
+    solver.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                      "from solver.__main__ import main\nsys.exit(main())\n")
+    solver.chmod(0o755)
+    return solver
+
+
 def test_solve_template_solves_exported_scene_files_for_the_round_trip(shots, one_process, tmp_path):
-    """Export the two rigs' scene files, solve them with the solve template (``Solver`` is a
-    wrapper that does what the wheel's ``abd-solver`` console script does: call
-    ``solver.__main__.main``), bake the trajectories in: the keys of the one-process batch."""
+    """Export the two rigs' scene files, solve them with the solve template (``Solver``:
+    :func:`solver_command`), bake the trajectories in: the keys of the one-process batch."""
     scenes, results, baked = tmp_path / "scenes", tmp_path / "results", tmp_path / "baked"
     blends = [shots / "drawer.blend", shots / "door.blend"]
     exported = run(sys.executable, "-m", "abd_addon.batch", *blends, "--export-scene-dir", scenes)
     assert exported.returncode == 0, exported.stderr[-2000:]
-    solver = tmp_path / "abd-solver"
-    solver.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                      "from solver.__main__ import main\nsys.exit(main())\n")
-    solver.chmod(0o755)
+    solver = solver_command(tmp_path)
     results.mkdir()
     parameters = {"SceneFiles": [str(scenes / "drawer.json"), str(scenes / "door.json")], "OutDir": str(results),
                   "Solver": str(solver)}
@@ -70,3 +76,16 @@ def test_solve_template_solves_exported_scene_files_for_the_round_trip(shots, on
                   "--from-trajectory-dir", results)
     assert applied.returncode == 0, applied.stderr[-2000:]
     assert_same_keys(baked_keys(baked / "drawer.blend", baked / "door.blend"), one_process)
+
+
+def test_solve_template_refuses_a_missing_out_dir_instead_of_writing_one_file_over(tmp_path):
+    """OutDir missing: each task fails naming the folder (the output is checked before the scene is
+    read), and no OutDir.npz is written for the tasks to overwrite one another."""
+    scene = tmp_path / "a.json"
+    scene.write_text("{}")
+    missing = tmp_path / "results"
+    parameters = {"SceneFiles": [str(scene)], "OutDir": str(missing), "Solver": str(solver_command(tmp_path))}
+    result = openjd("run", SOLVE_TEMPLATE, "--job-param", json.dumps(parameters))
+    log = result.stdout + result.stderr
+    assert result.returncode != 0 and f"directory {str(missing)!r} does not exist" in log, log[-3000:]
+    assert not missing.with_suffix(".npz").exists() and not missing.exists()
