@@ -400,7 +400,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warm-up", action="store_true",
                         help="instead of baking, compile the solver's kernels into the cache that later bakes "
                              "load (once per machine and solver version)")
-    parser.add_argument("--progress", action="store_true", help="print each finished frame to stderr (<file>: frame N/total)")
+    parser.add_argument("--progress", action="store_true",
+                        help="print each finished frame to stderr (<file>: frame N/total); with --scheduler, a bar "
+                        "of the finished files")
     trajectory = parser.add_mutually_exclusive_group()
     trajectory.add_argument("--trajectory", metavar="NPZ", help="also save the solver's trajectory (.npz) there "
                                                                 "(one input file)")
