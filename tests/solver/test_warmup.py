@@ -216,10 +216,15 @@ def _fall_back(tmp_path, monkeypatch):
 def test_the_temporary_cache_folder_is_one_no_other_user_can_write(tmp_path, monkeypatch, planted):
     """Numba unpickles its index files, so the copy of a read-only cache must not go to a folder
     another user made or can write (they would plant a pickle where an index goes), nor through a
-    symbolic link: where ``abd_joints-<uid>`` is such a folder, a new private folder is used."""
+    symbolic link: where ``abd_joints-<uid>`` is such a folder, a new private folder is used.
+    Without root, another user's folder is one of this user's while the solver runs as another
+    uid (``os.getuid`` replaced): either way its owner is not the running user."""
     import os
     import stat
 
+    owner = os.getuid()  # who owns the folders made here
+    if planted == "another-users-folder" and owner != 0:
+        monkeypatch.setattr(os, "getuid", lambda: owner + 1)  # the solver runs as another user
     temporary = tmp_path / "temp"
     temporary.mkdir()
     planted_root = temporary / f"abd_joints-{os.getuid()}"
@@ -231,17 +236,16 @@ def test_the_temporary_cache_folder_is_one_no_other_user_can_write(tmp_path, mon
         planted_root.mkdir()
         os.chmod(planted_root, 0o777)
         if planted == "another-users-folder":
-            if os.getuid() != 0:
-                pytest.skip("making a folder of another user needs root")
             os.chmod(planted_root, 0o700)
-            os.chown(planted_root, 65534, 65534)
+            if owner == 0:
+                os.chown(planted_root, 65534, 65534)
     _, used = _fall_back(tmp_path, monkeypatch)
     assert used.name.startswith("solver-") and (used / "kernels" / "entry.nbi").read_text() == "warmed"
     assert not str(used).startswith(str(planted_root) + os.sep) and not list(elsewhere.rglob("*.nbi"))
     private = Path(os.path.relpath(used, temporary)).parts
     for depth in range(1, len(private) + 1):  # every folder from the temporary folder down
         status = os.lstat(temporary.joinpath(*private[:depth]))
-        assert stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not status.st_mode & 0o077
+        assert stat.S_ISDIR(status.st_mode) and status.st_uid == owner and not status.st_mode & 0o077
 
 
 def test_the_cache_copy_follows_no_symbolic_link(tmp_path, monkeypatch):
