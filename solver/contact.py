@@ -94,6 +94,8 @@ class ContactSurface:
         names: (bodies,) body names for error messages.
         collections: per body, the collision collections it is in (two bodies touch only when
             they share one); None: all in one.
+        refuse_intersections: raise (below) where bodies intersect or touch at frame 0; False
+            builds the surface anyway, for :meth:`intersecting_pairs` to name them all.
 
     Bodies touching at frame 0 (closer than :data:`TOUCHING_FRACTION` d_hat, distance 0
     included: a box placed on a ground) would start with an infinite or huge barrier. Each
@@ -107,7 +109,7 @@ class ContactSurface:
     """
 
     def __init__(self, meshes, dynamic, mass_centers, excluded_pairs, friction, d_hat, eps_velocity, q0, names,
-                 collections=None):
+                 collections=None, refuse_intersections=True):
         require_ipctk()
         self.body_count = len(meshes)
         self.d_hat = float(d_hat)
@@ -147,7 +149,7 @@ class ContactSurface:
         self._candidates = None
         self._lagged_positions = None
         self._separate_touching(np.asarray(q0, dtype=np.float64), np.asarray(dynamic, dtype=bool),
-                                np.asarray(mass_centers, dtype=np.float64))
+                                np.asarray(mass_centers, dtype=np.float64), refuse_intersections)
 
     # -- mesh -------------------------------------------------------------------------------
     def _build_mesh(self):
@@ -202,7 +204,8 @@ class ContactSurface:
                 pairs.add(tuple(bodies))
         return pairs
 
-    def _separate_touching(self, q0: np.ndarray, dynamic: np.ndarray, mass_centers: np.ndarray) -> None:
+    def _separate_touching(self, q0: np.ndarray, dynamic: np.ndarray, mass_centers: np.ndarray,
+                           refuse_intersections: bool) -> None:
         if not len(self.faces):
             return
         positions = self.positions(q0)
@@ -217,8 +220,11 @@ class ContactSurface:
                 self._local[k] = centre + factor * (self._local[k] - centre)
             self._mesh = self._build_mesh()
             positions = self.positions(q0)
+        if not refuse_intersections:
+            return
         if ipctk.has_intersections(self._mesh, positions, self._broad_phase):
-            first, second = self._intersecting_pair(positions)
+            first, second = next(self._intersecting_pairs(positions), (self.names[self.order[0]],
+                                                                        self.names[self.order[-1]]))
             raise ValueError(f"bodies {first!r} and {second!r} intersect at frame 0; move them apart "
                              "(or turn contact off for one of them)")
         if self._pairs_closer_than(positions, 1e-9 * self.d_hat):
@@ -226,8 +232,17 @@ class ContactSurface:
             raise ValueError(f"bodies {self.names[first]!r} and {self.names[second]!r} touch at frame 0 and "
                              "cannot be moved apart; leave a gap between them")
 
-    def _intersecting_pair(self, positions: np.ndarray) -> tuple[str, str]:
-        """Names of two bodies whose surfaces intersect (tested pair by pair over overlapping boxes)."""
+    def intersecting_pairs(self, q: np.ndarray) -> list[tuple[str, str]]:
+        """Names (first, second in body order) of every pair of bodies whose surfaces intersect at
+        q (bodies, 12): the pairs frame 0 refuses (ipctk ``has_intersections``, then pair by pair)."""
+        positions = self.positions(q)
+        if not len(self.faces) or not ipctk.has_intersections(self._mesh, positions, self._broad_phase):
+            return []
+        return list(self._intersecting_pairs(positions))
+
+    def _intersecting_pairs(self, positions: np.ndarray):
+        """Yield the names of each two bodies whose surfaces intersect (tested pair by pair over
+        overlapping boxes, pairs that never touch skipped)."""
         boxes = [(positions[self.offsets[k]:self.offsets[k + 1]].min(axis=0),
                   positions[self.offsets[k]:self.offsets[k + 1]].max(axis=0)) for k in range(len(self.order))]
         excluded = set(self._excluded)
@@ -247,8 +262,7 @@ class ContactSurface:
                 sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
                 if ipctk.has_intersections(sub_mesh, positions):
                     first, second = sorted((self.order[k], self.order[m]))
-                    return self.names[first], self.names[second]
-        return self.names[self.order[0]], self.names[self.order[-1]]
+                    yield self.names[first], self.names[second]
 
     # -- per step ---------------------------------------------------------------------------
     def barrier(self):

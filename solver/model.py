@@ -73,6 +73,60 @@ def _collision_mesh(body) -> tuple[np.ndarray, np.ndarray]:
     return body.mesh.vertices[used], triangles.reshape(-1, 3)
 
 
+def contact_surface(scene: Scene, masses: list, dynamic: np.ndarray, q0: np.ndarray, refuse_intersections=True):
+    """The contact-enabled bodies' surfaces of a validated scene (:mod:`solver.contact`), kappa the
+    scene's resistance or :func:`solver.contact.adaptive_kappa` from the heaviest dynamic body.
+
+    Args:
+        scene: the validated scene; its contact settings are used.
+        masses: per body :class:`DyadicMass`.
+        dynamic: (bodies,) bool.
+        q0: (bodies, 12) frame-0 states.
+        refuse_intersections: as :class:`solver.contact.ContactSurface`'s.
+
+    Raises:
+        SceneError: ``refuse_intersections`` and two bodies intersect at frame 0 (naming both).
+        solver.contact.ContactUnavailable: ipctk is not installed.
+    """
+    from . import contact  # ipctk only where contact is on
+
+    settings = scene.settings.contact
+    names = {body.name: index for index, body in enumerate(scene.bodies)}
+    excluded = [(names[joint.l_body], names[joint.r_body]) for joint in scene.joints if not joint.collide_connected]
+    meshes = [_collision_mesh(body) if body.contact.enable else None for body in scene.bodies]
+    centres = np.array([mass.mass_x_bar / mass.mass for mass in masses]).reshape(-1, 3)
+    try:
+        surface = contact.ContactSurface(
+            meshes, dynamic, centres, excluded, [body.contact.friction for body in scene.bodies],
+            settings.d_hat, settings.eps_velocity, q0, [body.name for body in scene.bodies],
+            [body.contact.collections for body in scene.bodies], refuse_intersections)
+    except ValueError as error:
+        raise SceneError(f"settings: contact: {error}") from None
+    if settings.resistance is not None:
+        surface.kappa = settings.resistance
+    else:
+        heaviest = max([masses[i].mass for i in np.flatnonzero(dynamic)], default=1.0)
+        surface.kappa = contact.adaptive_kappa(heaviest, float(np.linalg.norm(scene.settings.gravity)),
+                                               settings.d_hat)
+    return surface
+
+
+def intersecting_bodies(scene: Scene) -> list[tuple[str, str]]:
+    """Names of every two contact-enabled bodies of a validated scene that intersect at frame 0:
+    the pairs :class:`Model` refuses (the same surfaces, shrinking and test; empty where contact
+    is off).
+
+    Raises:
+        solver.contact.ContactUnavailable: contact is on and ipctk is not installed.
+    """
+    if not scene.settings.contact.enable:
+        return []
+    masses = [body_mass(body) for body in scene.bodies]
+    dynamic = np.array([body.motion == "dynamic" for body in scene.bodies], dtype=bool)
+    q0 = np.array([q_from_transform(body.transform) for body in scene.bodies]).reshape(-1, 12)
+    return contact_surface(scene, masses, dynamic, q0, refuse_intersections=False).intersecting_pairs(q0)
+
+
 @dataclass
 class JointGroup:
     """Joints of one type: their indices in ``scene.joints`` and the base constitution."""
@@ -155,7 +209,7 @@ class Model:
         self.soft_indices = soft_indices
         self.soft = SoftTransformConstraint(soft_indices[:, None], *self._dyadic_masses(soft_indices))
         self._build_joints(scene)
-        self.contact = self._contact_surface(scene) if settings.contact.enable else None
+        self.contact = contact_surface(scene, self.masses, self.dynamic, self.q0) if settings.contact.enable else None
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
                       self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base]
@@ -172,31 +226,6 @@ class Model:
             self.animated_pull = Kinetic(pulled[:, None], *(ANIMATED_PULL * m for m in masses))
             unknown = self.dynamic | animated
             self.unknown_slot = np.where(unknown, np.cumsum(unknown) - 1, -1).astype(np.int64)
-
-    def _contact_surface(self, scene: Scene):
-        """The contact-enabled bodies' surfaces (:mod:`solver.contact`), kappa the scene's
-        resistance or :func:`solver.contact.adaptive_kappa` from the heaviest dynamic body."""
-        from . import contact  # ipctk only where contact is on
-
-        settings = scene.settings.contact
-        names = {body.name: index for index, body in enumerate(scene.bodies)}
-        excluded = [(names[joint.l_body], names[joint.r_body]) for joint in scene.joints if not joint.collide_connected]
-        meshes = [_collision_mesh(body) if body.contact.enable else None for body in scene.bodies]
-        centres = np.array([mass.mass_x_bar / mass.mass for mass in self.masses]).reshape(-1, 3)
-        try:
-            surface = contact.ContactSurface(
-                meshes, self.dynamic, centres, excluded, [body.contact.friction for body in scene.bodies],
-                settings.d_hat, settings.eps_velocity, self.q0, [body.name for body in scene.bodies],
-                [body.contact.collections for body in scene.bodies])
-        except ValueError as error:
-            raise SceneError(f"settings: contact: {error}") from None
-        if settings.resistance is not None:
-            surface.kappa = settings.resistance
-        else:
-            heaviest = max([self.masses[i].mass for i in np.flatnonzero(self.dynamic)], default=1.0)
-            surface.kappa = contact.adaptive_kappa(heaviest, float(np.linalg.norm(scene.settings.gravity)),
-                                                   settings.d_hat)
-        return surface
 
     def _dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(m (n,) kg, m x̄ (n, 3) kg m, S (n, 3, 3) kg m²) of the bodies ``indices`` (n,)."""

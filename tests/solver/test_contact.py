@@ -14,7 +14,7 @@ pytest.importorskip("ipctk")
 
 from solver import Body, BodyContact, ContactSettings, Joint, Scene, SceneError, Settings, simulate  # noqa: E402
 from solver.affine_body import q_from_transform  # noqa: E402
-from solver.model import Model  # noqa: E402
+from solver.model import Model, intersecting_bodies  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
 from solver.scene import validate_scene  # noqa: E402
 from solver.scene_io import scene_from_dict, scene_to_dict  # noqa: E402
@@ -247,6 +247,24 @@ def test_bodies_intersecting_at_frame_0_are_refused_naming_both():
     scene = contact_scene([ground(), box("sunk", 0.2, (0.0, 0.0, 0.05))], frame_count=1)
     with pytest.raises(SceneError, match="'ground' and 'sunk' intersect at frame 0"):
         simulate(scene)
+
+
+def test_intersecting_bodies_names_every_pair_the_model_refuses():
+    """The viewport's list of overlapping bodies is the refusal's test: every intersecting pair,
+    not a body merely resting on another, nor one whose contact is off; none with contact off."""
+    bodies = [ground(), box("sunk", 0.2, (0.0, 0.0, 0.05)), box("resting", 0.2, (1.0, 0.0, 0.1)),
+              box("inside", 0.2, (0.0, 0.0, 0.2)), box("ghost", 0.2, (1.0, 0.0, 0.0), contact=BodyContact(enable=False))]
+    scene = validate_scene(contact_scene(bodies, frame_count=1))
+    assert sorted(intersecting_bodies(scene)) == [("ground", "sunk"), ("sunk", "inside")]
+    with pytest.raises(SceneError, match="intersect at frame 0"):
+        Model(scene)
+    scene.bodies[1].transform = pose(translation=(0.0, 0.0, 0.5))
+    scene.bodies[3].transform = pose(translation=(-1.0, 0.0, 0.1))
+    assert intersecting_bodies(scene) == []
+    Model(scene)  # and the model takes it
+    scene.bodies[3].transform = pose(translation=(0.0, 0.0, 0.55))
+    scene.settings.contact.enable = False
+    assert intersecting_bodies(scene) == []
 
 
 def test_bodies_touching_at_frame_0_start_apart():
