@@ -633,6 +633,33 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     return result
 
 
+def export_frame(scene: bpy.types.Scene, depsgraph=None) -> Scene:
+    """The rig as it stands at the current frame, as a validated solver scene of that one frame
+    (``frame_count`` 0): what :func:`export_scene` reads for its first frame were the bake to
+    start here, without stepping through the frame range or its whole-range checks.
+
+    Args:
+        scene: the Blender scene; ``Scene.abd_world`` gives the settings.
+        depsgraph: the evaluated depsgraph of the view layer to read; default
+            ``bpy.context.evaluated_depsgraph_get()``.
+
+    Raises:
+        RigError, solver.scene.SceneError: as :func:`export_scene`.
+    """
+    if depsgraph is None:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+    bodies, joints = collect_rig(depsgraph.view_layer)
+    sampler = _Sampler(1, bodies, joints, [])
+    sampler.sample(0, bodies, joints, [])
+    frame = scene.frame_current
+    result = Export(scene=None, frame_start=frame, frame_end=frame, bodies=bodies, joints=joints)
+    solver_bodies = [_body(ob, sampler, mesh_arrays(ob.evaluated_get(depsgraph)), result) for ob in bodies]
+    solver_joints = [_joint(ob, sampler, result) for ob in joints]
+    settings = settings_from_scene(scene)
+    settings.frame_count = 0
+    return validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
+
+
 #: Largest change of an entry of a Fixed body's world matrix over the bake (m, or rotation and
 #: scale entries) that counts as not moving (float32 transforms give ~1e-7).
 FIXED_MOTION = 1e-5

@@ -1,4 +1,5 @@
-"""Viewport overlay (gpu module): each joint's axis, anchor and limit range.
+"""Viewport overlay (gpu module): each joint's axis, anchor and limit range, and with contact on,
+the bodies that intersect where they stand (the pairs a bake starting at this frame refuses).
 
 :func:`joints_geometry` computes the lines and points of all joints in world space at once
 (plain NumPy, testable headless); :func:`draw` sends them to the GPU. A revolute limit is drawn
@@ -6,7 +7,9 @@ where the solver applies it: from the child body's current direction, offset by 
 current angle (:func:`scene_geometry`). The geometry is kept until the scene changes
 (:func:`invalidate` on ``bpy.app.handlers`` and on the drawn settings' updates), so orbiting or
 zooming a view with a thousand joints computes nothing (the first draw's time after a change:
-docs/performance.md, "Large rigs in Blender"). The draw handler is only installed when Blender has a UI (``bpy.app.background`` is
+docs/performance.md, "Large rigs in Blender"). :func:`intersecting_geometry` (the edges of the
+intersecting bodies, in :data:`INTERSECTING_COLOR`, and a line naming each pair) is cached the
+same way. The draw handlers are only installed when Blender has a UI (``bpy.app.background`` is
 False).
 """
 
@@ -23,10 +26,12 @@ from .names import READOUT_PROPERTIES
 AXIS_COLOR = (0.25, 0.6, 1.0, 1.0)
 ANCHOR_COLOR = (1.0, 0.85, 0.2, 1.0)
 LIMIT_COLOR = (1.0, 0.35, 0.3, 1.0)
+#: Colour (RGBA) of the edges and names of contact bodies that intersect.
+INTERSECTING_COLOR = (1.0, 0.1, 0.75, 1.0)
 #: Segments of a full circle for revolute limit arcs.
 ARC_SEGMENTS = 48
 
-_handle = None
+_handles: list = []
 
 
 def _unit_rows(vectors: np.ndarray, fallback: np.ndarray, tolerance=1e-12) -> np.ndarray:
@@ -159,17 +164,79 @@ def scene_geometry(view_layer) -> dict:
     )
 
 
-#: :func:`scene_geometry` per view layer (keyed by its pointer) until the scene next changes: a
-#: viewport redraws at every view rotation or zoom, the joints only move when the scene changes.
+def _world_edges(ob, depsgraph) -> np.ndarray:
+    """The edges of an object's evaluated mesh as world-space segments (2 edges, 3) float32."""
+    evaluated = ob.evaluated_get(depsgraph)
+    mesh = evaluated.to_mesh()
+    try:
+        vertices = np.empty(len(mesh.vertices) * 3, dtype=np.float64)
+        mesh.vertices.foreach_get("co", vertices)
+        edges = np.empty(len(mesh.edges) * 2, dtype=np.int64)
+        mesh.edges.foreach_get("vertices", edges)
+    finally:
+        evaluated.to_mesh_clear()
+    matrix = np.array(evaluated.matrix_world, dtype=np.float64)
+    world = vertices.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
+    return world[edges].astype(np.float32)
+
+
+def intersecting_geometry(view_layer) -> dict:
+    """The contact-enabled bodies of ``view_layer`` that intersect at the current frame: the pairs
+    a bake starting here refuses (:func:`solver.model.intersecting_bodies`, the solver's own test,
+    on :func:`.export.export_frame`).
+
+    Returns:
+        ``{"pairs": [(name, name), ...], "edges": (2k, 3) float32}``: the pairs (``name_full``s)
+        and the edges of their bodies' meshes as world-space segments; none where contact is off,
+        ipctk is not installed or the rig does not export (the bake says why).
+    """
+    from ..solver.contact import ContactUnavailable
+    from ..solver.model import intersecting_bodies
+    from ..solver.scene import SceneError
+    from .export import RigError, export_frame  # export's properties import this module
+
+    none = {"pairs": [], "edges": np.zeros((0, 3), dtype=np.float32)}
+    scene = view_layer.id_data
+    if not scene.abd_world.use_contact:
+        return none
+    depsgraph = view_layer.depsgraph
+    try:
+        pairs = intersecting_bodies(export_frame(scene, depsgraph))
+    except (RigError, SceneError, ContactUnavailable):
+        return none
+    if not pairs:
+        return none
+    objects = {ob.name_full: ob for ob in view_layer.objects}
+    names = sorted({name for pair in pairs for name in pair})
+    return {"pairs": pairs, "edges": np.concatenate([_world_edges(objects[name], depsgraph) for name in names])}
+
+
+def intersecting_lines(geometry: dict) -> list[str]:
+    """The overlay's text for :func:`intersecting_geometry`'s pairs, one line each."""
+    return [f"Intersecting at the start of a bake: '{first}' and '{second}'" for first, second in geometry["pairs"]]
+
+
+#: :func:`scene_geometry` and :func:`intersecting_geometry` per view layer (keyed by the function
+#: and its pointer) until the scene next changes: a viewport redraws at every view rotation or
+#: zoom, the bodies and joints only move when the scene changes.
 _geometry_cache: dict = {}
+
+
+def _cached(function, view_layer) -> dict:
+    key = (function.__name__, view_layer.as_pointer())
+    if key not in _geometry_cache:
+        _geometry_cache[key] = function(view_layer)
+    return _geometry_cache[key]
 
 
 def cached_scene_geometry(view_layer) -> dict:
     """:func:`scene_geometry` of ``view_layer``, computed again only after :func:`invalidate`."""
-    key = view_layer.as_pointer()
-    if key not in _geometry_cache:
-        _geometry_cache[key] = scene_geometry(view_layer)
-    return _geometry_cache[key]
+    return _cached(scene_geometry, view_layer)
+
+
+def cached_intersecting_geometry(view_layer) -> dict:
+    """:func:`intersecting_geometry` of ``view_layer``, computed again only after :func:`invalidate`."""
+    return _cached(intersecting_geometry, view_layer)
 
 
 @bpy.app.handlers.persistent
@@ -196,48 +263,65 @@ def draw() -> None:
     if context.view_layer is None:
         return
     geometry = cached_scene_geometry(context.view_layer)
-    if not len(geometry["anchor"]):
+    intersecting = cached_intersecting_geometry(context.view_layer)
+    if not len(geometry["anchor"]) and not len(intersecting["edges"]):
         return
     gpu.state.blend_set("ALPHA")
     line_shader = gpu.shader.from_builtin("POLYLINE_UNIFORM_COLOR")
     line_shader.uniform_float("viewportSize", gpu.state.viewport_get()[2:])
     line_shader.uniform_float("lineWidth", 2.0)
-    for key, color in (("axis", AXIS_COLOR), ("limit", LIMIT_COLOR)):
-        if len(geometry[key]):
-            batch = batch_for_shader(line_shader, "LINES", {"pos": geometry[key]})
+    for points, color in ((geometry["axis"], AXIS_COLOR), (geometry["limit"], LIMIT_COLOR),
+                          (intersecting["edges"], INTERSECTING_COLOR)):
+        if len(points):
+            batch = batch_for_shader(line_shader, "LINES", {"pos": points})
             line_shader.uniform_float("color", color)
             batch.draw(line_shader)
-    point_shader = gpu.shader.from_builtin("POINT_UNIFORM_COLOR")
-    gpu.state.point_size_set(8.0)
-    batch = batch_for_shader(point_shader, "POINTS", {"pos": geometry["anchor"]})
-    point_shader.uniform_float("color", ANCHOR_COLOR)
-    batch.draw(point_shader)
-    gpu.state.point_size_set(1.0)
+    if len(geometry["anchor"]):
+        point_shader = gpu.shader.from_builtin("POINT_UNIFORM_COLOR")
+        gpu.state.point_size_set(8.0)
+        batch = batch_for_shader(point_shader, "POINTS", {"pos": geometry["anchor"]})
+        point_shader.uniform_float("color", ANCHOR_COLOR)
+        batch.draw(point_shader)
+        gpu.state.point_size_set(1.0)
     gpu.state.blend_set("NONE")
+
+
+def draw_text() -> None:
+    """POST_PIXEL draw callback of the 3D view: :func:`intersecting_lines`, bottom left."""
+    import blf
+
+    context = bpy.context
+    if context.view_layer is None:
+        return
+    lines = intersecting_lines(cached_intersecting_geometry(context.view_layer))
+    scale = context.preferences.system.ui_scale
+    blf.size(0, 12.0 * scale)
+    blf.color(0, *INTERSECTING_COLOR)
+    for row, line in enumerate(reversed(lines)):
+        blf.position(0, 20.0 * scale, (20.0 + 18.0 * row) * scale, 0.0)
+        blf.draw(0, line)
 
 
 def register() -> None:
     """Install the cache's invalidation handlers and (not in background mode: there is no
-    viewport) the draw handler."""
-    global _handle
+    viewport) the draw handlers."""
     for name in INVALIDATING_HANDLERS:
         handlers = getattr(bpy.app.handlers, name)
         if invalidate not in handlers:
             handlers.append(invalidate)
     invalidate()
-    if bpy.app.background or _handle is not None:
+    if bpy.app.background or _handles:
         return
-    _handle = bpy.types.SpaceView3D.draw_handler_add(draw, (), "WINDOW", "POST_VIEW")
+    _handles.append(bpy.types.SpaceView3D.draw_handler_add(draw, (), "WINDOW", "POST_VIEW"))
+    _handles.append(bpy.types.SpaceView3D.draw_handler_add(draw_text, (), "WINDOW", "POST_PIXEL"))
 
 
 def unregister() -> None:
     """Remove the handlers :func:`register` installed."""
-    global _handle
     for name in INVALIDATING_HANDLERS:
         handlers = getattr(bpy.app.handlers, name)
         while invalidate in handlers:
             handlers.remove(invalidate)
     invalidate()
-    if _handle is not None:
-        bpy.types.SpaceView3D.draw_handler_remove(_handle, "WINDOW")
-        _handle = None
+    while _handles:
+        bpy.types.SpaceView3D.draw_handler_remove(_handles.pop(), "WINDOW")

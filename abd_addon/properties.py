@@ -61,6 +61,14 @@ DRIVE_MODE_ITEMS = (
 )
 
 
+def _overlay_changed(_group, _context) -> None:
+    """``update`` of the settings the viewport overlay draws (a joint's type, whether it is one,
+    its limit, and the contact settings that decide which bodies intersect): a change made in a
+    panel or by a script redraws nothing else that would tell the overlay's cache
+    (:func:`.overlay.invalidate`)."""
+    overlay.invalidate()
+
+
 def _is_mesh_object(self, ob: bpy.types.Object) -> bool:
     """Poll for body pointers: mesh objects only (the UI search list)."""
     return ob.type == "MESH"
@@ -163,7 +171,7 @@ class ABDBodyProperties(PropertyGroup):
     use_collision: BoolProperty(
         override=OVERRIDABLE,
         name="Collision", description="Touch other bodies when the ABD World's Contact is on (contact.enable)",
-        default=True, options=STATIC,
+        default=True, options=STATIC, update=_overlay_changed,
     )
     use_friction: BoolProperty(
         override=OVERRIDABLE,
@@ -182,12 +190,12 @@ class ABDBodyProperties(PropertyGroup):
             ("MESH", "Mesh", "The evaluated mesh"),
             ("CONVEX_HULL", "Convex Hull", "The convex hull of the mesh's vertices: fewer primitives, faster"),
         ),
-        default="MESH", options=STATIC,
+        default="MESH", options=STATIC, update=_overlay_changed,
     )
     collision_collections: BoolVectorProperty(
         override=OVERRIDABLE,
         name="Collections", description="Collision collections: two bodies touch only when they share one",
-        size=20, subtype="LAYER_MEMBER", default=(True,) + (False,) * 19, options=STATIC,
+        size=20, subtype="LAYER_MEMBER", default=(True,) + (False,) * 19, options=STATIC, update=_overlay_changed,
     )
 
 
@@ -232,13 +240,6 @@ def get_precise(group, name: str):
     if np.array_equal(np.float32(exact), np.float32(value)):
         return tuple(exact) if vector else float(exact)
     return value
-
-
-def _overlay_changed(_group, _context) -> None:
-    """``update`` of the settings the viewport overlay draws (a joint's type, whether it is one,
-    its limit): a change made in a panel or by a script redraws nothing else that would tell the
-    overlay's cache (:func:`.overlay.invalidate`)."""
-    overlay.invalidate()
 
 
 #: A new limit's strength (J): the URDF importer's (:data:`solver.urdf.DEFAULT_LIMIT_STRENGTH`). The
@@ -341,7 +342,7 @@ class ABDJointProperties(PropertyGroup):
     disable_collisions: BoolProperty(
         override=OVERRIDABLE,
         name="Disable Collisions", description="The two bodies of this joint do not touch each other (collide_connected off)",
-        default=True, options=STATIC,
+        default=True, options=STATIC, update=_overlay_changed,
     )
 
 
@@ -415,12 +416,12 @@ class ABDWorldProperties(PropertyGroup):
     use_contact: BoolProperty(
         override=OVERRIDABLE,
         name="Contact", description="Bodies touch instead of passing through each other (needs the ipctk package)",
-        default=False, options=STATIC,
+        default=False, options=STATIC, update=_overlay_changed,
     )
     d_hat: FloatProperty(
         override=OVERRIDABLE,
         name="Contact Distance (d̂)", description="Surfaces closer than this push apart; bodies rest this close at most",
-        default=1e-3, min=1e-6, soft_max=0.1, precision=4, unit="LENGTH", options=STATIC,
+        default=1e-3, min=1e-6, soft_max=0.1, precision=4, unit="LENGTH", options=STATIC, update=_overlay_changed,
     )
     friction: FloatProperty(
         override=OVERRIDABLE,

@@ -7,7 +7,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import hinge_rig, slider_rig, world
+from abd_rigs import add_box, clear_objects, hinge_rig, select_only, slider_rig, world
 
 
 def one_joint(addon, matrix, joint_type: str, use_limit: bool, lower: float, upper: float, size: float = 1.0,
@@ -216,6 +216,49 @@ def test_the_cached_geometry_follows_every_change_of_the_scene(addon):
     bpy.context.scene.frame_set(5)
     at_5 = addon.overlay.cached_scene_geometry(view_layer)
     assert at_5 is not at_1 and not np.allclose(at_5["axis"], at_1["axis"])
+
+
+def test_bodies_intersecting_with_contact_on_are_named_and_outlined(addon):
+    # A box sunk 5 cm into a fixed floor: with contact on, the overlay names the pair the bake
+    # refuses and outlines both bodies; moved apart, or with contact off, nothing.
+    pytest.importorskip("ipctk")
+    clear_objects()
+    floor = add_box("Floor", 1.0, (0.0, 0.0, -0.1), scale=(4.0, 4.0, 0.2))
+    box = add_box("Box", 0.2, (0.0, 0.0, 0.05))
+    select_only(floor, box)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    floor.abd_body.motion = "FIXED"
+    view_layer, world_ = bpy.context.view_layer, bpy.context.scene.abd_world
+    view_layer.update()
+    assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == []  # contact off
+    world_.use_contact = True
+    geometry = addon.overlay.cached_intersecting_geometry(view_layer)
+    assert geometry["pairs"] == [("Box", "Floor")]
+    assert addon.overlay.intersecting_lines(geometry) == ["Intersecting at the start of a bake: 'Box' and 'Floor'"]
+    assert addon.overlay.cached_intersecting_geometry(view_layer) is geometry  # nothing changed: reused
+    edges = geometry["edges"]
+    assert edges.shape == (2 * (12 + 12), 3)  # both cubes' twelve edges
+    np.testing.assert_allclose(edges.min(axis=0), [-2.0, -2.0, -0.2], atol=1e-6)
+    np.testing.assert_allclose(edges.max(axis=0), [2.0, 2.0, 0.15], atol=1e-6)
+    with pytest.raises(RuntimeError, match="'Box' and 'Floor' intersect at frame 0"):
+        bpy.ops.abd.bake()  # the same pair the bake refuses
+
+    box.location.z = 0.3  # moved apart
+    view_layer.update()
+    geometry = addon.overlay.cached_intersecting_geometry(view_layer)
+    assert geometry["pairs"] == [] and not len(geometry["edges"])
+    box.location.z = 0.1  # resting on it: the bake starts them apart
+    view_layer.update()
+    assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == []
+    box.location.z = 0.05
+    view_layer.update()
+    assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == [("Box", "Floor")]
+    box.abd_body.use_collision = False
+    assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == []
+    box.abd_body.use_collision = True
+    assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == [("Box", "Floor")]
+    world_.use_contact = False
+    assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == []
 
 
 def test_unregister_removes_the_overlay_handlers(addon):

@@ -73,4 +73,4 @@ def test_numba_cache_dir_in_the_extension_user_folder(addon, monkeypatch):
 
 def test_no_viewport_overlay_in_background(addon):
     assert bpy.app.background
-    assert addon.overlay._handle is None
+    assert addon.overlay._handles == []
