@@ -241,28 +241,35 @@ class ContactSurface:
         return list(self._intersecting_pairs(positions))
 
     def _intersecting_pairs(self, positions: np.ndarray):
-        """Yield the names of each two bodies whose surfaces intersect (tested pair by pair over
-        overlapping boxes, pairs that never touch skipped)."""
-        boxes = [(positions[self.offsets[k]:self.offsets[k + 1]].min(axis=0),
-                  positions[self.offsets[k]:self.offsets[k + 1]].max(axis=0)) for k in range(len(self.order))]
+        """Yield the names of each two bodies whose surfaces intersect, in body order: tested pair
+        by pair over the pairs whose bounding boxes overlap (sweep and prune along x), pairs that
+        never touch skipped."""
+        count = len(self.order)
+        low = np.array([positions[self.offsets[k]:self.offsets[k + 1]].min(axis=0) for k in range(count)])
+        high = np.array([positions[self.offsets[k]:self.offsets[k + 1]].max(axis=0) for k in range(count)])
+        by_x = np.argsort(low[:, 0], kind="stable")
+        # Each box's partners along x: the later boxes of the sorted order starting before it ends.
+        ends = np.searchsorted(low[by_x, 0], high[by_x, 0], side="right")
+        partners = np.maximum(ends - np.arange(count) - 1, 0)
+        first = np.repeat(np.arange(count), partners)
+        second = first + 1 + np.arange(len(first)) - np.repeat(np.cumsum(partners) - partners, partners)
+        a, b = by_x[first], by_x[second]
+        overlap = np.all(low[a] <= high[b], axis=1) & np.all(low[b] <= high[a], axis=1)
+        pairs = sorted((min(k, m), max(k, m)) for k, m in zip(a[overlap].tolist(), b[overlap].tolist()))
         excluded = set(self._excluded)
-        for k in range(len(self.order)):
-            for m in range(k + 1, len(self.order)):
-                if np.any(boxes[k][1] < boxes[m][0]) or np.any(boxes[m][1] < boxes[k][0]):
-                    continue
-                if tuple(sorted((self.order[k], self.order[m]))) in excluded or (
-                        self.offsets[k] >= self.dynamic_vertices and self.offsets[m] >= self.dynamic_vertices) or (
-                        self._collections is not None
-                        and not self._collections[self.order[k]] & self._collections[self.order[m]]):
-                    continue  # never touch
-                faces = [self.faces[np.all((self.faces >= self.offsets[i]) & (self.faces < self.offsets[i + 1]),
-                                           axis=1)]
-                         for i in (k, m)]
-                sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
-                sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
-                if ipctk.has_intersections(sub_mesh, positions):
-                    first, second = sorted((self.order[k], self.order[m]))
-                    yield self.names[first], self.names[second]
+        face_offsets = np.searchsorted(self.faces[:, 0], self.offsets)  # each body's faces are one block
+        for k, m in pairs:
+            if tuple(sorted((self.order[k], self.order[m]))) in excluded or (
+                    self.offsets[k] >= self.dynamic_vertices and self.offsets[m] >= self.dynamic_vertices) or (
+                    self._collections is not None
+                    and not self._collections[self.order[k]] & self._collections[self.order[m]]):
+                continue  # never touch
+            faces = [self.faces[face_offsets[i]:face_offsets[i + 1]] for i in (k, m)]
+            sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
+            sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
+            if ipctk.has_intersections(sub_mesh, positions):
+                first_body, second_body = sorted((self.order[k], self.order[m]))
+                yield self.names[first_body], self.names[second_body]
 
     # -- per step ---------------------------------------------------------------------------
     def barrier(self):
