@@ -44,8 +44,9 @@ from ..solver.linear_solver import band_order
 from ..solver.mass import mesh_volume
 from ..solver.scene import (
     Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
-    SoftTransform, validate_scene,
+    SoftTransform,
 )
+from ..solver.scene_validation import validate_scene
 from .properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 
 

@@ -2,7 +2,7 @@
 
 The body is a box of edge 2 m holding N box-shaped cavities (inward shells, each strictly inside
 the box and apart from the others) on a regular grid, a legal mesh of 12 (N + 1) triangles. For
-each N it prints the seconds of one :func:`solver.scene.validate_scene` and the wall seconds of
+each N it prints the seconds of one :func:`solver.scene_validation.validate_scene` and the wall seconds of
 ``python -m solver run`` on the scene file (one frame; load, digest, simulation and write); no
 assertions.
 
@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from solver.primitives import box_mesh  # noqa: E402
-from solver.scene import Body, Mesh, Scene, Settings, validate_scene  # noqa: E402
+from solver.scene import Body, Mesh, Scene, Settings  # noqa: E402
+from solver.scene_validation import validate_scene  # noqa: E402
 from solver.scene_io import save_scene  # noqa: E402
 
 

@@ -74,7 +74,7 @@ def mesh_mass_properties(vertices: np.ndarray, triangles: np.ndarray, density: f
         density: rho, kg/m^3.
 
     Returns:
-        :class:`DyadicMass`. The mesh is not checked here (see :func:`solver.scene.validate_scene`).
+        :class:`DyadicMass`. The mesh is not checked here (see :func:`solver.scene_validation.validate_scene`).
     """
     vertices = np.asarray(vertices, dtype=np.float64)
     triangles = np.asarray(triangles, dtype=np.int64)

@@ -3,9 +3,9 @@
 The format is documented field by field in ``docs/scene_format.md``. Reading is done in two
 stages: :func:`scene_from_dict` checks the document's structure (objects, known and required
 keys, per-type keys) and builds the :mod:`solver.scene` dataclasses with the raw values, then
-:func:`solver.scene.validate_scene` checks every value and normalises it. Every problem with the
-input is reported as :class:`~solver.scene.SceneError`, whose message names the body or joint
-and the field.
+:func:`solver.scene_validation.validate_scene` checks every value and normalises it. Every
+problem with the input is reported as :class:`~solver.scene.SceneError`, whose message names the
+body or joint and the field.
 
 Big meshes (more than :data:`INLINE_VERTEX_LIMIT` vertices) are written by :func:`save_scene` to
 a NumPy ``.npz`` file beside the JSON file (``<stem>_meshes.npz``, named by the top-level key
@@ -31,8 +31,9 @@ from .output_files import move_into_place, write_aside
 from .scene import (
     AXIS_JOINT_TYPES, JOINT_TYPES, Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh,
     Scene, SceneError, Settings,
-    SoftTransform, validate_scene,
+    SoftTransform,
 )
+from .scene_validation import validate_scene
 
 FORMAT = "abd-scene"
 VERSION = 1
@@ -203,7 +204,7 @@ def scene_from_dict(data: dict, arrays=None) -> Scene:
             :func:`load_scene`), or None.
 
     Returns:
-        The normalised scene returned by :func:`solver.scene.validate_scene` (arrays float64,
+        The normalised scene returned by :func:`solver.scene_validation.validate_scene` (arrays float64,
         per-frame series broadcast to ``frame_count + 1`` entries).
 
     Raises:
@@ -253,7 +254,7 @@ def load_scene(path: Union[str, Path]) -> Scene:
             file name of a NumPy ``.npz`` in the same folder holding the arrays its meshes name.
 
     Returns:
-        The validated :class:`~solver.scene.Scene` (see :func:`solver.scene.validate_scene`).
+        The validated :class:`~solver.scene.Scene` (see :func:`solver.scene_validation.validate_scene`).
 
     Raises:
         SceneError: when the file cannot be read, is not valid JSON (also: duplicate keys in an

@@ -36,7 +36,8 @@ from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
 from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_contact_step, solve_step
-from .scene import Scene, validate_scene
+from .scene import Scene
+from .scene_validation import validate_scene
 from .trajectory import Trajectory
 
 

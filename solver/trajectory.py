@@ -9,7 +9,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .array_files import ArrayFile, save_npz
-from .scene import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
+from .scene_validation import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 
 #: The most bytes :meth:`Trajectory.load` reads from a file: the largest trajectory a scene
 #: within the solver's size limits gives, its values as float64 and up to four 8-byte records

@@ -20,10 +20,9 @@ from typing import Optional, Union
 import numpy as np
 
 from ..mass import mesh_mass_properties, mesh_volume
-from ..scene import (
-    MAX_MAGNITUDE, Body, Joint, MassOverride, Mesh, Scene, SceneError, Settings, mesh_closure_problem,
-    mesh_inside_out_problem, validate_scene,
-)
+from ..mesh_checks import mesh_closure_problem, mesh_inside_out_problem
+from ..scene import Body, Joint, MassOverride, Mesh, Scene, SceneError, Settings
+from ..scene_validation import MAX_MAGNITUDE, validate_scene
 from .geometry import (
     CYLINDER_SECTIONS, PLACEHOLDER_SIZE, SPHERE_SUBDIVISIONS, box_trimesh, inertia_box, inertia_ok, joint_motion,
     shape_properties,

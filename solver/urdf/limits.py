@@ -4,23 +4,22 @@ from __future__ import annotations
 
 
 
-from ..scene import (
-    MAX_MAGNITUDE, Limit,
-)
+from ..scene import Limit
+from ..scene_validation import MAX_MAGNITUDE
 
 
 #: Base strength (J) of every #669/#670 limit unless given (scaled by :func:`scaled_limit_strength`).
 DEFAULT_LIMIT_STRENGTH = 1.0e4
 #: A URDF limit bound beyond +-this (m or rad) means "no limit" (Gazebo and SDFormat write +-1e16 for
 #: an unlimited joint): the joint is imported without a limit, with a warning. Far inside the scene
-#: format's cap on any number (:data:`solver.scene.MAX_MAGNITUDE`, 1e12), so that the bounds
+#: format's cap on any number (:data:`solver.scene_validation.MAX_MAGNITUDE`, 1e12), so that the bounds
 #: written, offset by the initial position, stay valid.
 UNLIMITED_BOUND = 1.0e9
 
 
 def scaled_limit_strength(strength: float, lower: float, upper: float) -> float:
     """Strength s (J) written to a limit with window [lower, upper]: ``strength * max(1, upper - lower)^3``,
-    at most :data:`solver.scene.MAX_MAGNITUDE` (1e12 J, the scene format's cap) unless ``strength``
+    at most :data:`solver.scene_validation.MAX_MAGNITUDE` (1e12 J, the scene format's cap) unless ``strength``
     itself is more.
 
     The solver's cubic penalty s ((x - u) / (u - l))^3 divides the overshoot by the window width,

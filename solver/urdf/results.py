@@ -102,7 +102,7 @@ class UrdfImport:
 
     Attributes:
         scene: the scene (not normalised: scalars stay scalars, so ``settings`` may still be
-            changed; it passed :func:`~solver.scene.validate_scene`).
+            changed; it passed :func:`~solver.scene_validation.validate_scene`).
         robot_name: the ``<robot name>``.
         bodies: one :class:`UrdfBody` per scene body, same order.
         joints: one :class:`UrdfJoint` per URDF joint, file order.

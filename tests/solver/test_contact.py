@@ -16,7 +16,7 @@ from solver import Body, BodyContact, ContactSettings, Joint, Scene, SceneError,
 from solver.affine_body import q_from_transform  # noqa: E402
 from solver.model import Model, intersecting_bodies  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
-from solver.scene import validate_scene  # noqa: E402
+from solver.scene_validation import validate_scene  # noqa: E402
 from solver.scene_io import scene_from_dict, scene_to_dict  # noqa: E402
 
 G = 9.81

@@ -363,7 +363,7 @@ def least_eigenvalue_with_p_free(matrix: np.ndarray) -> float:
 
 def test_the_model_gives_the_ortho_potential_its_bodies_inertia_floor():
     from solver.model import Model
-    from solver.scene import validate_scene
+    from solver.scene_validation import validate_scene
     from test_physics import revolute_chain_scene
 
     scene = revolute_chain_scene(3)

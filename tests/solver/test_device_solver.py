@@ -20,7 +20,7 @@ import scipy.linalg
 import scipy.sparse.linalg
 
 from solver import Limit, SceneError, simulate
-from solver.scene import validate_scene
+from solver.scene_validation import validate_scene
 from solver import device_solver
 from solver.__main__ import main
 from solver.device_solver import DeviceLinearSolver, DeviceUnavailable, numpy_backend

@@ -576,7 +576,7 @@ def test_chord_steps_after_a_fresh_factorisation_stay_as_near_a_tight_run_as_ful
 def test_shortcuts_back_off_after_failures_and_reset_after_a_success():
     from solver.model import Model
     from solver.newton import BACKOFF_MAX, BackOff, IncrementalPotential
-    from solver.scene import validate_scene
+    from solver.scene_validation import validate_scene
 
     backoff = BackOff()
     assert backoff.ready()
@@ -611,7 +611,7 @@ def strained_slider(monkeypatch):
     factorisation at the projections as set)."""
     from solver.model import Model
     from solver.newton import IncrementalPotential
-    from solver.scene import validate_scene
+    from solver.scene_validation import validate_scene
 
     model = Model(validate_scene(prismatic_chain_scene(2)))
     potential = IncrementalPotential(model.terms, model.slot)

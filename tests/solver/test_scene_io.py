@@ -21,9 +21,10 @@ import pytest
 import scenes
 from solver import Trajectory
 from solver.scene import (
-    Body, Driving, Joint, Limit, Mesh, Scene, SceneError, Settings, SoftTransform, validate_scene,
+    Body, Driving, Joint, Limit, Mesh, Scene, SceneError, Settings, SoftTransform,
 )
 from solver.scene_io import dumps_scene, load_scene, save_scene, scene_digest, scene_from_dict, scene_to_dict
+from solver.scene_validation import validate_scene
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -794,15 +795,15 @@ def test_many_cavities_are_checked_near_linearly_and_once_per_run(tmp_path, monk
     a run checked its meshes three times (loading, digest, simulation). The winding number is now
     summed over the parts whose bounding box holds the point only (here the outer box's 12
     triangles per cavity), and a mesh validated once is not checked again."""
-    from solver import scene as scene_module
+    from solver import mesh_checks, scene_validation
 
     counted = []
-    solid_angles = scene_module._solid_angles
-    monkeypatch.setattr(scene_module, "_solid_angles",
+    solid_angles = mesh_checks._solid_angles
+    monkeypatch.setattr(mesh_checks, "_solid_angles",
                         lambda points, corners: counted.append(len(corners)) or solid_angles(points, corners))
     checks = []
-    inside_out = scene_module.mesh_inside_out_problem
-    monkeypatch.setattr(scene_module, "mesh_inside_out_problem",
+    inside_out = scene_validation.mesh_inside_out_problem
+    monkeypatch.setattr(scene_validation, "mesh_inside_out_problem",
                         lambda *arguments: checks.append(1) or inside_out(*arguments))
     cavities = 300
     scene = Scene(settings=Settings(frame_count=1), joints=[], bodies=[Body(name="hollow", mesh=_hollow_box(cavities))])
@@ -828,29 +829,29 @@ def test_many_cavities_are_checked_near_linearly_and_once_per_run(tmp_path, monk
     ("MAX_PART_PAIRS", 10, "pairs of a part and another part's bounding box, more than the 10 a mesh may ask for"),
 ])
 def test_the_cavity_check_is_bounded(monkeypatch, limit, value, expected):
-    from solver import scene as scene_module
+    from solver import mesh_checks
 
-    monkeypatch.setattr(scene_module, limit, value)
+    monkeypatch.setattr(mesh_checks, limit, value)
     with pytest.raises(SceneError, match=re.escape(f"body 'hollow': mesh: has 50 inward-facing parts")) as caught:
         validate_scene(Scene(settings=Settings(frame_count=1), joints=[], bodies=[Body(name="hollow", mesh=_hollow_box(50))]))
     assert expected in str(caught.value)
 
 
 def test_size_limits_are_inclusive_and_checked_before_the_bodies(monkeypatch):
-    from solver import scene as scene_module
+    from solver import scene_validation
 
     frame_count = 1_000_000
     box = scenes.box_mesh(0.1)
     bodies = [Body(f"box{k}", Mesh(box["vertices"], box["triangles"]), transform=np.array(scenes.translation((k, 0, 0))))
               for k in range(63)]
-    assert scene_module.MAX_TIME_STEPS == 100 * frame_count
+    assert scene_validation.MAX_TIME_STEPS == 100 * frame_count
     validate_scene(Scene(Settings(frame_count=frame_count, substeps=100), bodies[:1]))
     # 62 bodies over 1_000_001 frames hold 992_000_992 values, within the limit; 63 do not.
-    assert 62 * 16 * (frame_count + 1) <= scene_module.MAX_TRAJECTORY_VALUES < 63 * 16 * (frame_count + 1)
+    assert 62 * 16 * (frame_count + 1) <= scene_validation.MAX_TRAJECTORY_VALUES < 63 * 16 * (frame_count + 1)
     validate_scene(Scene(Settings(frame_count=frame_count, substeps=1), bodies[:62]))
     # Refused before any body is validated (which broadcasts per-frame series: soft transform aims
     # of 16 values per frame, animated transforms).
-    monkeypatch.setattr(scene_module, "_validate_body", lambda *args: pytest.fail("a body was validated"))
+    monkeypatch.setattr(scene_validation, "_validate_body", lambda *args: pytest.fail("a body was validated"))
     with pytest.raises(SceneError, match="the trajectory of 63 bodies and 0 joints"):
         validate_scene(Scene(Settings(frame_count=frame_count, substeps=1), bodies))
 

@@ -20,7 +20,8 @@ import pybullet_data
 import pytest
 
 from solver import Driving, Settings, simulate
-from solver.scene import SceneError, validate_scene
+from solver.scene import SceneError
+from solver.scene_validation import validate_scene
 from solver.scene_io import load_scene
 from solver.__main__ import main as solver_main
 from solver.urdf import DEFAULT_LIMIT_STRENGTH, UrdfError, UrdfWarning, import_urdf, scene_from_urdf
@@ -482,7 +483,7 @@ def test_limits_meaning_no_limit_and_very_wide_windows_import_with_warnings(tmp_
     window too wide for the width-scaled strength (+-10000 m rails) gets the scene format's cap
     on the strength; both with a warning naming the joint. Before, both refused the whole file:
     a bound or a strength above 1e12."""
-    from solver.scene import MAX_MAGNITUDE
+    from solver.scene_validation import MAX_MAGNITUDE
 
     with pytest.warns(UrdfWarning) as caught:
         result = import_urdf(write(tmp_path, WIDE.format(bound="1e16"), "unlimited.urdf"))

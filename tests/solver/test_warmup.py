@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from solver.model import Model
-from solver.scene import validate_scene
+from solver.scene_validation import validate_scene
 from solver.simulation import simulate
 from solver.warmup import warm_up_scene
 
@@ -42,7 +42,7 @@ from solver import compilation, warmup
 from solver.constitutions import driving_prismatic_joint, ortho_potential, prismatic_joint, prismatic_joint_limit
 from solver.model import Model
 from solver.newton import IncrementalPotential
-from solver.scene import validate_scene
+from solver.scene_validation import validate_scene
 from solver.simulation import simulate
 
 scene = validate_scene(warmup.warm_up_scene())
