@@ -60,7 +60,8 @@ class TrajectoryFileError(ValueError):
 START_POSE_TOLERANCE = 1e-5
 
 #: F-curve data paths the bake owns (never copied from the previous action).
-KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_") + tuple(f'["{key}"]' for key in READOUT_PROPERTIES.values())
+KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_") + tuple(
+    f'["{key}"]' for key in READOUT_PROPERTIES.values())
 
 #: Interpolation enum value of LINEAR for ``keyframe_points.foreach_set("interpolation", ...)``.
 INTERPOLATION_LINEAR = 1
@@ -760,9 +761,9 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
 
     Puts back the action (and slot, influence, blend type, extrapolation) and the static
     transform each object had before its first bake, with the edits made since to the F-curves
-    the bake does not key (:func:`keep_animation_edits`), removes the
-    ``abd_distance``/``abd_angle``/``abd_rotation`` properties, and deletes the baked action when nothing else
-    uses it. An object duplicated after its bake gets a copy of its original's action
+    the bake does not key (:func:`keep_animation_edits`), removes the readout properties
+    (``abd_distance``, ``abd_angle``, ``abd_rotation``), and deletes the baked action when
+    nothing else uses it. An object duplicated after its bake gets a copy of its original's action
     (:func:`unshare_previous_actions`).
 
     Raises:

@@ -118,6 +118,7 @@ def test_every_panel_draws(addon, rig):
 
 
 def test_joint_panel_shows_a_ball_joints_baked_rotation(addon):
+    """A baked Ball joint's panel shows its abd_rotation (the three numbers)."""
     base, bob, joint = hanging_pair("BALL", frame_end=4)
     assert bpy.ops.abd.bake() == {"FINISHED"}
     bpy.context.view_layer.objects.active = joint
