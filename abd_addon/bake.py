@@ -20,8 +20,9 @@ Writing keyframes:
 - Parented objects are keyed in parent space; the object's rotation mode is honoured
   (quaternion sign continuity, compatible Euler angles, axis-angle from the continuous
   quaternion).
-- Joint readouts are animated custom properties ``abd_distance`` (prismatic, m) and
-  ``abd_angle`` (revolute, rad) on the joint Empty.
+- Joint readouts are animated custom properties ``abd_distance`` (prismatic, m),
+  ``abd_angle`` (revolute, rad) and ``abd_rotation`` (ball, a rotation vector in rad: three
+  F-curves, array index 0..2) on the joint Empty.
 
 Atomicity: nothing is written before the simulation has finished and every key has been
 computed; if writing fails part way, every object is put back as it was. The state needed by
@@ -45,7 +46,7 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
 from .export import TRANSFORM_PROPERTIES, Export, RigError, export_scene, refuse_tweak_mode, rigid_transforms
-from .names import READOUT_PROPERTIES
+from .names import READOUT_ARRAYS, READOUT_PROPERTIES
 
 
 class TrajectoryFileError(ValueError):
@@ -59,7 +60,8 @@ class TrajectoryFileError(ValueError):
 START_POSE_TOLERANCE = 1e-5
 
 #: F-curve data paths the bake owns (never copied from the previous action).
-KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_", '["abd_distance"]', '["abd_angle"]')
+KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_") + tuple(
+    f'["{key}"]' for key in READOUT_PROPERTIES.values())
 
 #: Interpolation enum value of LINEAR for ``keyframe_points.foreach_set("interpolation", ...)``.
 INTERPOLATION_LINEAR = 1
@@ -81,7 +83,8 @@ class ObjectKeys:
         ob: the object.
         location: (N, 3). rotation_path: ``rotation_quaternion``, ``rotation_euler`` or
         ``rotation_axis_angle``; rotation: (N, 4) or (N, 3) in that property's layout.
-        scale: (N, 3). custom: custom property name -> (N,) values.
+        scale: (N, 3). custom: custom property name -> (N,) values, or (N, k) for a k-vector
+            property (one F-curve per array index).
     """
 
     ob: bpy.types.Object
@@ -235,6 +238,7 @@ def compute_keys(export: Export, trajectory) -> list:
     worlds = world_matrices(export, trajectory)
     local = local_matrices(export, worlds)
     joint_index = {str(name): k for k, name in enumerate(trajectory.joint_names)}
+    joint_types = {joint.name: joint.type for joint in export.scene.joints}
     keys = []
     for ob in export.keyed_objects():
         sheared = np.flatnonzero(shear(local[ob.name_full]) > SHEAR_TOLERANCE) if ob.parent is not None else ()
@@ -248,9 +252,9 @@ def compute_keys(export: Export, trajectory) -> list:
         object_key = object_keys(ob, local[ob.name_full])
         if ob in export.joints:
             column = joint_index[ob.name_full]
-            joint_type = ob.abd_joint.type.lower()
-            if joint_type in READOUT_PROPERTIES:  # fixed and ball joints have no scalar readout
-                readout = trajectory.distance if joint_type == "prismatic" else trajectory.angle
+            joint_type = joint_types[ob.name_full]
+            if joint_type in READOUT_PROPERTIES:  # fixed joints have no readout
+                readout = getattr(trajectory, READOUT_ARRAYS[joint_type])
                 object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
         keys.append(object_key)
     return keys
@@ -456,7 +460,7 @@ class _Snapshot:
         self.slot = slot_identifier(ad)
         self.blend = (ad.action_influence, ad.action_blend_type, ad.action_extrapolation) if ad else None
         self.transform = {name: tuple(getattr(ob, name)) for name in TRANSFORM_PROPERTIES}
-        self.custom = {key: ob[key] for key in READOUT_PROPERTIES.values() if key in ob.keys()}
+        self.custom = {key: _copy_custom(ob[key]) for key in READOUT_PROPERTIES.values() if key in ob.keys()}
         state = ob.abd_bake
         self.state = {prop.identifier: _copy_value(getattr(state, prop.identifier))
                       for prop in state.bl_rna.properties if prop.identifier != "rna_type"}
@@ -479,6 +483,12 @@ class _Snapshot:
             setattr(ob, name, value)
         for name, value in self.state.items():
             setattr(ob.abd_bake, name, value)
+
+
+def _copy_custom(value):
+    """A plain copy of a custom property value (an array property to a list, which
+    ``ob[key] = ...`` takes back)."""
+    return value.to_list() if hasattr(value, "to_list") else value
 
 
 def _copy_value(value):
@@ -655,7 +665,7 @@ def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete:
         if key in ob.keys() and key not in keys.custom:
             del ob[key]
     for key, values in keys.custom.items():
-        ob[key] = float(values[0])
+        ob[key] = values[0].tolist()  # a float, or a list of floats for a vector readout
     ad = ob.animation_data_create()
     ad.action = action
     ad.action_influence, ad.action_blend_type, ad.action_extrapolation = 1.0, "REPLACE", "HOLD"
@@ -666,7 +676,9 @@ def _write_object(keys: ObjectKeys, frames: np.ndarray, created: list, obsolete:
     for index in range(3):
         set_linear_keys(ensure_fcurve(action, ob, "scale", index), frames, keys.scale[:, index])
     for key, values in keys.custom.items():
-        set_linear_keys(ensure_fcurve(action, ob, f'["{key}"]', 0), frames, values)
+        columns = values.reshape(len(frames), -1)
+        for index in range(columns.shape[1]):
+            set_linear_keys(ensure_fcurve(action, ob, f'["{key}"]', index), frames, columns[:, index])
     owner, _ = fcurve_owner(action, _baked_slot(action), ob)
     for source in sources:
         add_fcurve_copy(owner, source)
@@ -749,9 +761,9 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
 
     Puts back the action (and slot, influence, blend type, extrapolation) and the static
     transform each object had before its first bake, with the edits made since to the F-curves
-    the bake does not key (:func:`keep_animation_edits`), removes the
-    ``abd_distance``/``abd_angle`` properties, and deletes the baked action when nothing else
-    uses it. An object duplicated after its bake gets a copy of its original's action
+    the bake does not key (:func:`keep_animation_edits`), removes the readout properties
+    (``abd_distance``, ``abd_angle``, ``abd_rotation``), and deletes the baked action when
+    nothing else uses it. An object duplicated after its bake gets a copy of its original's action
     (:func:`unshare_previous_actions`).
 
     Raises:
@@ -870,10 +882,12 @@ def _shape_problem(trajectory, name: str, shape: tuple, layout: str) -> Optional
 def trajectory_damage(export: Export, trajectory) -> Optional[str]:
     """What makes ``trajectory``'s arrays unfit to bake, naming the array, or None: ``body_names``
     or ``joint_names`` not a list, ``transforms`` not (frames, bodies, 4, 4) for its own body
-    names, ``distance`` or ``angle`` not (frames, joints), a per-step array (:data:`STEP_ARRAYS`)
-    not frame count x substeps long, or a NaN or infinite value where the bake reads one: a
-    transform, or the readout it keys of each of the rig's joints (``distance`` of a prismatic
-    joint, ``angle`` of a revolute one; the other is NaN by design). Checked before the file is
+    names, ``distance`` or ``angle`` not (frames, joints), ``rotation`` not (frames, joints, 3), a
+    per-step array (:data:`STEP_ARRAYS`) not frame count x substeps long, or a NaN or infinite
+    value where the bake reads one: a transform, or the readout it keys of each of the rig's
+    joints (``distance`` of a prismatic joint, ``angle`` of a revolute one, ``rotation`` of a
+    spherical one: :data:`~abd_addon.names.READOUT_ARRAYS`; the others are NaN by design, and a
+    file written before ``rotation`` existed has it all NaN). Checked before the file is
     compared with the rig (:func:`trajectory_mismatch`), which reads its first poses.
     """
     for name in ("body_names", "joint_names"):
@@ -885,6 +899,7 @@ def trajectory_damage(export: Export, trajectory) -> Optional[str]:
     problem = _shape_problem(trajectory, "transforms", (frames, bodies, 4, 4), "frames, bodies, 4, 4")
     for name in ("distance", "angle"):
         problem = problem or _shape_problem(trajectory, name, (frames, joints), "frames, joints")
+    problem = problem or _shape_problem(trajectory, "rotation", (frames, joints, 3), "frames, joints, 3")
     for name in STEP_ARRAYS:
         problem = problem or _shape_problem(trajectory, name, (frame_count * substeps,),
                                             f"{frame_count} frames x {substeps} substeps")
@@ -897,10 +912,11 @@ def trajectory_damage(export: Export, trajectory) -> Optional[str]:
                 f"at frame {export.frame_start + int(frame)}")
     types = {joint.name: joint.type for joint in export.scene.joints}
     for column, name in enumerate(map(str, trajectory.joint_names)):
-        if types.get(name) not in ("prismatic", "revolute"):
-            continue  # not the rig's (trajectory_mismatch says so), or a joint without such a readout
-        readout = "distance" if types[name] == "prismatic" else "angle"
-        bad = np.flatnonzero(~np.isfinite(getattr(trajectory, readout)[:, column]))
+        if types.get(name) not in READOUT_ARRAYS:
+            continue  # not the rig's (trajectory_mismatch says so), or a joint without a readout
+        readout = READOUT_ARRAYS[types[name]]
+        values = np.asarray(getattr(trajectory, readout)[:, column]).reshape(frames, -1)
+        bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
         if len(bad):
             return (f"its '{readout}' array holds a NaN or infinite value for joint '{name}' "
                     f"at frame {export.frame_start + int(bad[0])}")

@@ -165,7 +165,7 @@ def scene_geometry(view_layer) -> dict:
 
 
 def _world_edges(ob, depsgraph) -> np.ndarray:
-    """The edges of an object's evaluated mesh as world-space segments (2 edges, 3) float32."""
+    """The edges of an object's evaluated mesh as world-space segments: (2 E, 3) float32, E its edges."""
     evaluated = ob.evaluated_get(depsgraph)
     mesh = evaluated.to_mesh()
     try:

@@ -207,9 +207,10 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
             layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
         layout.prop(joint, "disable_collisions")
         ob = context.object
-        if "abd_distance" in ob.keys() or "abd_angle" in ob.keys():
-            key = "abd_distance" if "abd_distance" in ob.keys() else "abd_angle"
-            layout.prop(ob, f'["{key}"]', text="Baked Distance" if key == "abd_distance" else "Baked Angle")
+        labels = {"abd_distance": "Baked Distance", "abd_angle": "Baked Angle", "abd_rotation": "Baked Rotation"}
+        key = next((key for key in labels if key in ob.keys()), None)
+        if key is not None:
+            layout.prop(ob, f'["{key}"]', text=labels[key])
 
 
 def revolute_stops(joint) -> tuple[float, float]:

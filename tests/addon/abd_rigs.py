@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import bpy
@@ -106,6 +107,21 @@ def hinge_rig(frame_end: int = 12, rotation_mode: str = "XYZ"):
     return base, arm, joint
 
 
+def hanging_pair(joint_type: str, frame_end: int = 24):
+    """A fixed base and a box hanging 0.6 m below it, tilted 0.3 rad about world X, joined at the
+    base's centre by a joint of ``joint_type`` made with Connect."""
+    clear_objects()
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, frame_end
+    base = add_box("Base", 0.2, (0.0, 0.0, 0.0))
+    bob = add_box("Bob", 0.2, (0.0, 0.6 * math.sin(0.3), -0.6 * math.cos(0.3)))
+    select_only(base, bob)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    base.abd_body.motion = "FIXED"
+    select_only(base, bob, active=base)
+    assert bpy.ops.abd.connect(type=joint_type, pivot_type="ACTIVE") == {"FINISHED"}
+    return base, bob, bpy.context.active_object
+
+
 def hinge_rig_library(folder) -> str:
     """Save :func:`hinge_rig` (8 frames) as ``folder/library.blend`` and start an empty file to link
     it into; returns the library's path."""
@@ -139,7 +155,8 @@ def scene_snapshot(frames=None) -> dict:
             "keys": {
                 (fc.data_path, fc.array_index): _points(fc) for fc in fcurves(ob)
             },
-            "custom": {key: float(ob[key]) for key in ob.keys() if key.startswith("abd_") and isinstance(ob[key], float)},
+            "custom": {key: _custom_value(ob[key]) for key in ob.keys()
+                       if key.startswith("abd_") and _custom_value(ob[key]) is not None},
             "baked": ob.abd_bake.is_baked,
             "transform": tuple(tuple(getattr(ob, name)) for name in
                                ("location", "rotation_euler", "rotation_quaternion", "scale")),
@@ -153,6 +170,14 @@ def scene_snapshot(frames=None) -> dict:
     scene.frame_set(*current[:1], subframe=current[1])
     data["poses"] = poses
     return data
+
+
+def _custom_value(value):
+    """A float custom property as it is, an array one (``abd_rotation``) as a tuple of floats;
+    None for any other."""
+    if isinstance(value, float):
+        return value
+    return tuple(float(item) for item in value.to_list()) if hasattr(value, "to_list") else None
 
 
 def _points(fc) -> tuple:

@@ -12,7 +12,7 @@ import sys
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import ROOT, key_property, scene_snapshot, slider_rig
+from abd_rigs import ROOT, hanging_pair, key_property, scene_snapshot, slider_rig
 
 
 def _farm_result(tmp_path):
@@ -26,8 +26,15 @@ def _farm_result(tmp_path):
     return scene_file.with_suffix(".npz")
 
 
-def test_a_farm_result_applies_as_the_same_keys_as_a_bake_here(tmp_path):
-    base, slider, joint = slider_rig(frame_end=12)
+def _ball_pendulum(frame_end: int = 12):
+    return hanging_pair("BALL", frame_end=frame_end)
+
+
+@pytest.mark.parametrize("rig", [slider_rig, _ball_pendulum], ids=["prismatic", "ball"])
+def test_a_farm_result_applies_as_the_same_keys_as_a_bake_here(tmp_path, rig):
+    """The same keys as a bake here, the joint's readout (``abd_distance``; ``abd_rotation``, three
+    F-curves, for a ball joint) included."""
+    base, body, joint = rig(frame_end=12)
     result = _farm_result(tmp_path)
     before = scene_snapshot()
     assert bpy.ops.abd.bake() == {"FINISHED"}
@@ -37,9 +44,15 @@ def test_a_farm_result_applies_as_the_same_keys_as_a_bake_here(tmp_path):
     assert bpy.ops.abd.apply_trajectory(filepath=str(result)) == {"FINISHED"}
     applied = scene_snapshot()
     assert applied["poses"] == baked["poses"]
-    for name in ("Slider", joint.name):
+    for name in (body.name, joint.name):
         assert applied["objects"][name]["keys"] == baked["objects"][name]["keys"]
-    assert slider.abd_bake.is_baked and joint.abd_bake.is_baked
+    readouts = {key for key in applied["objects"][joint.name]["keys"] if key[0].startswith('["')}
+    if rig is _ball_pendulum:
+        assert readouts == {('["abd_rotation"]', index) for index in range(3)}
+    else:
+        assert readouts == {('["abd_distance"]', 0)}
+    assert applied["objects"][joint.name]["custom"] == baked["objects"][joint.name]["custom"]
+    assert body.abd_bake.is_baked and joint.abd_bake.is_baked
     assert bpy.ops.abd.bake_free() == {"FINISHED"}  # Free Bake puts the rig back, as after a bake
     assert scene_snapshot() == before
 
@@ -167,4 +180,23 @@ def test_a_damaged_result_is_refused_naming_the_array_and_nothing_changes(addon,
         bpy.ops.abd.apply_trajectory(filepath=str(path))
     message = str(caught.value)
     assert f"{path} is damaged: {expected}" in message and "unexpected" not in message
+    assert scene_snapshot() == before
+
+
+def test_a_ball_joints_damaged_rotation_is_refused_and_nothing_changes(addon, tmp_path):
+    """A NaN in the rotation vector a ball joint's ``abd_rotation`` would key is refused, naming
+    the array, the joint and the frame; nothing changes."""
+    base, bob, joint = _ball_pendulum()
+    job = addon.bake.BakeJob(bpy.context.scene)
+    job.prepare()
+    trajectory = job.simulate()
+    rotation = trajectory.rotation.copy()
+    rotation[6, 0, 1] = np.nan
+    path = tmp_path / "damaged.npz"
+    dataclasses.replace(trajectory, rotation=rotation).save(path)
+    before = scene_snapshot()
+    with pytest.raises(RuntimeError) as caught:
+        bpy.ops.abd.apply_trajectory(filepath=str(path))
+    expected = f"its 'rotation' array holds a NaN or infinite value for joint '{joint.name}' at frame 7"
+    assert f"{path} is damaged: {expected}" in str(caught.value)
     assert scene_snapshot() == before

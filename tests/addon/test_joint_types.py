@@ -8,7 +8,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import add_box, clear_objects, hinge_rig, key_property, select_only, world
+from abd_rigs import fcurves, hanging_pair, hinge_rig, key_property, scene_snapshot, world
 
 
 def prepared(addon):
@@ -16,21 +16,6 @@ def prepared(addon):
     job = addon.bake.BakeJob(bpy.context.scene)
     job.prepare()
     return job
-
-
-def hanging_pair(joint_type: str, frame_end: int = 24):
-    """A fixed base and a box hanging 0.6 m below it, tilted 0.3 rad about world X, joined at the
-    base's centre by a joint of ``joint_type`` made with Connect."""
-    clear_objects()
-    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, frame_end
-    base = add_box("Base", 0.2, (0.0, 0.0, 0.0))
-    bob = add_box("Bob", 0.2, (0.0, 0.6 * math.sin(0.3), -0.6 * math.cos(0.3)))
-    select_only(base, bob)
-    assert bpy.ops.abd.body_add() == {"FINISHED"}
-    base.abd_body.motion = "FIXED"
-    select_only(base, bob, active=base)
-    assert bpy.ops.abd.connect(type=joint_type, pivot_type="ACTIVE") == {"FINISHED"}
-    return base, bob, bpy.context.active_object
 
 
 @pytest.mark.parametrize("joint_type, solver_type", [("FIXED", "fixed"), ("BALL", "spherical")])
@@ -51,6 +36,53 @@ def test_connect_makes_fixed_and_ball_joints_that_bake(addon, joint_type, solver
     moved = np.linalg.norm(end[:3, 3] - start[:3, 3])
     assert (moved > 0.05) if joint_type == "BALL" else (moved < 1e-4)
     assert "abd_angle" not in joint.keys() and "abd_distance" not in joint.keys()
+
+
+def test_a_ball_joint_bakes_its_rotation_vector_and_free_bake_removes_it(addon, monkeypatch):
+    """A ball-joint pendulum released tilted and pushed sideways: its Empty gets ``abd_rotation``
+    keyed on every frame (three F-curves) equal to the trajectory's rotation vector, showing the
+    swing in both planes; a re-bake that fails while writing it puts the first bake back, and
+    Free Bake removes it, leaving the Empty as it was."""
+    base, bob, joint = hanging_pair("BALL", frame_end=40)
+    bob.abd_body.linear_velocity = (0.6, 0.0, 0.0)  # sideways, across the tilt's plane
+    before = scene_snapshot()
+    trajectory = prepared(addon).simulate()
+    rotation = trajectory.rotation[:, list(map(str, trajectory.joint_names)).index(joint.name)]
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    curves = {fc.array_index: fc for fc in fcurves(joint) if fc.data_path == '["abd_rotation"]'}
+    assert sorted(curves) == [0, 1, 2]
+    frames = np.arange(1, 41)
+    for index, fcurve in curves.items():
+        assert len(fcurve.keyframe_points) == len(frames)
+        values = [fcurve.evaluate(frame) for frame in frames]
+        np.testing.assert_allclose(values, rotation[:, index], atol=1e-6, err_msg=f"abd_rotation[{index}]")
+    for frame in (1, 17, 40):
+        bpy.context.scene.frame_set(frame)
+        np.testing.assert_allclose(joint["abd_rotation"].to_list(), rotation[frame - 1], atol=1e-6)
+    bpy.context.scene.frame_set(1)
+    # Released 0.3 rad from hanging about world X, it swings through to about -0.6 rad and turns
+    # back; the push about Y swings it to both sides of where it started.
+    assert rotation[:, 0].min() < -0.4 and rotation[-1, 0] > rotation[:, 0].min() + 0.1
+    assert rotation[:, 1].max() > 0.05 and rotation[:, 1].min() < -0.05
+    assert "abd_angle" not in joint.keys() and "abd_distance" not in joint.keys()
+
+    baked = scene_snapshot()
+    original = addon.bake.set_linear_keys
+
+    def failing(fcurve, frames, values):
+        if fcurve.data_path == '["abd_rotation"]' and fcurve.array_index == 2:
+            raise MemoryError("out of memory while writing keys")
+        original(fcurve, frames, values)
+
+    monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
+    with pytest.raises(MemoryError):
+        addon.bake.bake(bpy.context.scene)
+    monkeypatch.undo()
+    assert scene_snapshot() == baked
+
+    assert bpy.ops.abd.bake_free() == {"FINISHED"}
+    assert "abd_rotation" not in joint.keys() and joint.animation_data is None
+    assert scene_snapshot() == before
 
 
 def test_a_revolute_drive_turns_the_hinge_to_its_keyed_aim_angle(addon):

@@ -10,7 +10,7 @@ import importlib.util
 
 import bpy
 import pytest
-from abd_rigs import add_box, clear_objects, hinge_rig, select_only, slider_rig
+from abd_rigs import add_box, clear_objects, hanging_pair, hinge_rig, select_only, slider_rig
 
 
 class OperatorProperties:
@@ -115,6 +115,14 @@ def test_every_panel_draws(addon, rig):
     readout = "abd_distance" if joint.abd_joint.type == "PRISMATIC" else "abd_angle"
     assert ("prop", f'["{readout}"]') in drawn["PHYSICS_PT_abd_joint"]
     assert ("label", "2 object(s) baked") in drawn["PHYSICS_PT_abd_bake"]
+
+
+def test_joint_panel_shows_a_ball_joints_baked_rotation(addon):
+    """A baked Ball joint's panel shows its abd_rotation (the three numbers)."""
+    base, bob, joint = hanging_pair("BALL", frame_end=4)
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    bpy.context.view_layer.objects.active = joint
+    assert ("prop", '["abd_rotation"]') in draw_panel(addon.ui.PHYSICS_PT_abd_joint, bpy.context)
 
 
 def test_solver_panel_warns_when_the_gpu_device_lacks_cupy(addon):
