@@ -5,6 +5,3 @@
 #: the rotation vector (3 numbers: axis times angle, rad) of a spherical (Ball) joint's child
 #: relative to its parent since the first frame, in the parent's axes as they were then.
 READOUT_PROPERTIES = {"prismatic": "abd_distance", "revolute": "abd_angle", "spherical": "abd_rotation"}
-
-#: The :class:`solver.trajectory.Trajectory` array each readout property is baked from.
-READOUT_ARRAYS = {"prismatic": "distance", "revolute": "angle", "spherical": "rotation"}

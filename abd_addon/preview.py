@@ -43,10 +43,11 @@ from bpy.types import ID, PropertyGroup
 from mathutils import Matrix
 
 from . import warmup
-from .bake import action_fcurves, fcurve_keys, local_matrices, slot_identifier
 from .export import (
     TRANSFORM_PATHS, TRANSFORM_PROPERTIES, Export, RigError, collect_rig, export_scene, frame_range, rigid_transforms,
 )
+from .fcurves import action_fcurves, fcurve_keys, slot_identifier
+from .keys import local_matrices
 from .properties import PREVIEW_TOGGLED
 
 #: ABD World properties that do not change the simulation (left out of :func:`fingerprint`).
@@ -190,7 +191,7 @@ def _hide_written(current: _State) -> None:
 
 def _offsets(export: Export, run) -> dict:
     """Per keyed object (by name): the index of the body it follows and the (4, 4) matrix that
-    takes that body's rigid pose to the object's world matrix, as :func:`.bake.world_matrices`
+    takes that body's rigid pose to the object's world matrix, as :func:`.keys.world_matrices`
     composes them: a body's stretch P (world = [R P | p]), or a joint Empty's pose relative to
     its parent body at the first frame (world(f) = T_l(f) T_l(0)^-1 W(0))."""
     index = {body.name: k for k, body in enumerate(export.scene.bodies)}

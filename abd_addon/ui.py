@@ -12,7 +12,7 @@ import math
 from bpy.types import Panel
 
 from . import preview
-from .bake import baked_objects
+from .snapshot import baked_objects
 from .export import gpu_advice, playback_override
 from .properties import AXIS_JOINT_TYPES
 

@@ -18,6 +18,15 @@ MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
 #: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
 OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "rotation", "contact_distance", "contact_count")
 
+#: How far (m, and rad of rotation) a body's first pose in a trajectory may be from the scene's
+#: for the trajectory to count as computed for that scene (the poses round-trip exactly through
+#: the scene file; the tolerance only absorbs float32 storage in Blender).
+START_POSE_TOLERANCE = 1e-5
+#: A trajectory's per-time-step arrays (frame count x substeps long).
+STEP_ARRAYS = ("newton_iterations", "line_search_iterations", "converged", "fast_rotation", "residual")
+#: The array each joint type's readout is reported in (the other joint types have none).
+READOUT_ARRAYS = {"prismatic": "distance", "revolute": "angle", "spherical": "rotation"}
+
 
 @dataclass
 class Trajectory:
@@ -107,6 +116,92 @@ class Trajectory:
         return (f"in {count} of {len(self.fast_rotation)} time steps a revolute joint turned by more than "
                 "0.9 pi (162 degrees): its angle readout and limit may have counted a turn the wrong way "
                 "round; raise the substeps")
+
+    def damage(self, scene, frame_start: int = 0) -> Optional[str]:
+        """What makes this trajectory's arrays unfit to bake for ``scene`` (a
+        :class:`solver.scene.Scene`), naming the array, or None: ``body_names`` or ``joint_names``
+        not a list, ``transforms`` not (frames, bodies, 4, 4) for its own body names, ``distance``
+        or ``angle`` not (frames, joints), ``rotation`` not (frames, joints, 3), a per-step array
+        (:data:`STEP_ARRAYS`) not frame count x substeps long, or a NaN or infinite value where a
+        bake reads one: a transform, or the readout of each of the scene's joints
+        (:data:`READOUT_ARRAYS`; the others are NaN by design, and a file written before
+        ``rotation`` existed has it all NaN). Frames are named counting from ``frame_start``
+        (the Blender frame of frame 0). Checked before :meth:`mismatch`, which reads the first poses.
+        """
+        for name in ("body_names", "joint_names"):
+            if np.ndim(getattr(self, name)) != 1:
+                return f"its '{name}' array is not a list of names"
+        bodies, joints = len(self.body_names), len(self.joint_names)
+        frames = len(self.transforms) if np.ndim(self.transforms) else 0
+        frame_count, substeps = max(frames - 1, 0), self.substeps
+        problem = self._shape_problem("transforms", (frames, bodies, 4, 4), "frames, bodies, 4, 4")
+        for name in ("distance", "angle"):
+            problem = problem or self._shape_problem(name, (frames, joints), "frames, joints")
+        problem = problem or self._shape_problem("rotation", (frames, joints, 3), "frames, joints, 3")
+        for name in STEP_ARRAYS:
+            problem = problem or self._shape_problem(name, (frame_count * substeps,),
+                                                     f"{frame_count} frames x {substeps} substeps")
+        if problem:
+            return problem
+        not_finite = ~np.isfinite(self.transforms).all(axis=(2, 3))
+        if not_finite.any():
+            frame, body = np.argwhere(not_finite)[0]
+            return (f"its 'transforms' array holds a NaN or infinite value for body '{self.body_names[body]}' "
+                    f"at frame {frame_start + int(frame)}")
+        types = {joint.name: joint.type for joint in scene.joints}
+        for column, name in enumerate(map(str, self.joint_names)):
+            if types.get(name) not in READOUT_ARRAYS:
+                continue  # not the scene's (mismatch says so), or a joint without a readout
+            readout = READOUT_ARRAYS[types[name]]
+            values = np.asarray(getattr(self, readout)[:, column]).reshape(frames, -1)
+            bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
+            if len(bad):
+                return (f"its '{readout}' array holds a NaN or infinite value for joint '{name}' "
+                        f"at frame {frame_start + int(bad[0])}")
+        return None
+
+    def _shape_problem(self, name: str, shape: tuple, layout: str) -> Optional[str]:
+        """Why the array ``name`` is not numbers of ``shape`` (described by ``layout``), or None."""
+        array = np.asarray(getattr(self, name))
+        if array.shape == shape and array.dtype.kind in "biuf":
+            return None
+        return f"its '{name}' array is {array.dtype} of shape {array.shape}, not numbers of shape {shape} ({layout})"
+
+    def mismatch(self, scene, frame_start: int, frame_end: int) -> Optional[str]:
+        """Why this trajectory was not computed for ``scene`` (a :class:`solver.scene.Scene`
+        sampled over the Blender frames ``frame_start`` to ``frame_end``), or None: its body or
+        joint names (in order), its frame count or frame rate differ, a body's first pose is more
+        than :data:`START_POSE_TOLERANCE` (m, rad) from the scene's, or (where the file records
+        it, as ``python -m solver run`` does) the digest of the scene it was computed for is not
+        this scene's (:func:`solver.scene_io.scene_digest`: a mass, an aim curve, a setting
+        changed since the export). Call :meth:`damage` first."""
+        from .affine_body import nearest_rotation
+        from .scene_io import scene_digest
+
+        bodies = [body.name for body in scene.bodies]
+        joints = [joint.name for joint in scene.joints]
+        if [str(name) for name in self.body_names] != bodies:
+            return f"its bodies are {[str(name) for name in self.body_names]}, the rig's {bodies}"
+        if [str(name) for name in self.joint_names] != joints:
+            return f"its joints are {[str(name) for name in self.joint_names]}, the rig's {joints}"
+        frame_count = frame_end - frame_start
+        if self.frame_count != frame_count:
+            return (f"it has {self.frame_count + 1} frames, the bake {frame_count + 1} "
+                    f"(frames {frame_start}-{frame_end})")
+        if not np.isclose(self.frame_rate, scene.settings.frame_rate, rtol=1e-9):
+            return f"it was computed at {self.frame_rate:g} fps, the scene runs at {scene.settings.frame_rate:g} fps"
+        start = np.array(self.transforms[0], dtype=np.float64)
+        rotations = nearest_rotation(start[:, :3, :3])
+        for body, rotation, position in zip(scene.bodies, rotations, start[:, :3, 3]):
+            offset = float(np.linalg.norm(position - body.transform[:3, 3]))
+            turn = float(np.arccos(np.clip((np.trace(rotation.T @ body.transform[:3, :3]) - 1.0) / 2.0, -1.0, 1.0)))
+            if offset > START_POSE_TOLERANCE or turn > START_POSE_TOLERANCE:
+                return (f"body '{body.name}' starts {offset:.3g} m and {np.degrees(turn):.3g} degrees away from its "
+                        f"pose at frame {frame_start} (was the rig changed after the scene file was exported?)")
+        if self.scene_digest and self.scene_digest != scene_digest(scene):
+            return ("the rig, its animated settings or the ABD World settings changed after the scene file was "
+                    "exported (its scene digest differs): export and solve it again, or Bake here")
+        return None
 
     def save(self, path) -> None:
         """Write every field to a compressed ``.npz`` file at ``path`` (a str or Path, to which

@@ -19,7 +19,7 @@ def reference(addon):
     job = addon.bake.BakeJob(bpy.context.scene)
     job.prepare()
     trajectory = job.simulate()
-    return job.export, trajectory, addon.bake.rigid_transforms(trajectory.transforms)
+    return job.export, trajectory, addon.export.rigid_transforms(trajectory.transforms)
 
 
 def assert_body_follows(ob, export, trajectory, rigid, frames):
@@ -105,11 +105,11 @@ def test_quaternion_sign_and_euler_continuity(addon):
     bpy.context.scene.abd_world.gravity = (0.0, 0.0, 0.0)
     export, trajectory, rigid = reference(addon)
     assert abs(trajectory.angle[-1, 0]) > 2 * math.pi  # more than a full turn
-    matrices = addon.bake.world_matrices(export, trajectory)["Arm"]
-    quaternion = addon.bake.object_keys(arm, matrices).rotation
+    matrices = addon.keys.world_matrices(export, trajectory)["Arm"]
+    quaternion = addon.keys.object_keys(arm, matrices).rotation
     assert np.all(np.einsum("ij,ij->i", quaternion[1:], quaternion[:-1]) > 0.0)
     arm.rotation_mode = "XYZ"
-    euler = addon.bake.object_keys(arm, matrices).rotation
+    euler = addon.keys.object_keys(arm, matrices).rotation
     assert np.abs(np.diff(euler, axis=0)).max() < math.pi / 2
 
 
@@ -632,7 +632,7 @@ def test_euler_keys_near_gimbal_lock_reproduce_the_poses(addon):
     angles = np.stack([np.full(frames, 1.5708), 1.5707 + 1e-5 * np.arange(frames), 2e-3 * np.arange(frames)], axis=1)
     matrices = np.tile(np.eye(4), (frames, 1, 1))
     matrices[:, :3, :3] = Rotation.from_euler("xyz", angles).as_matrix()
-    keys = addon.bake.object_keys(arm, matrices)
+    keys = addon.keys.object_keys(arm, matrices)
     keyed = Rotation.from_euler("xyz", keys.rotation.astype(np.float32)).as_matrix()
     assert np.abs(keyed - matrices[:, :3, :3]).max() < 1e-6
     assert np.abs(np.diff(keys.rotation, axis=0)).max() < 0.05  # no jumps between equivalent triples

@@ -145,17 +145,17 @@ def test_curve_modifiers_are_copied_into_the_bake_and_kept_with_edits(addon):
     curve.modifiers.new("CYCLES")
     noise = curve.modifiers.new("NOISE")
     noise.strength, noise.scale = 0.02, 3.0
-    settings = [(m.type, addon.bake.modifier_settings(m)) for m in curve.modifiers]
+    settings = [(m.type, addon.fcurves.modifier_settings(m)) for m in curve.modifiers]
     aims = [_aim_at(joint, frame) for frame in range(1, 13)]
     assert bpy.ops.abd.bake() == {"FINISHED"}
     baked = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
-    assert [(m.type, addon.bake.modifier_settings(m)) for m in baked.modifiers] == settings
+    assert [(m.type, addon.fcurves.modifier_settings(m)) for m in baked.modifiers] == settings
     assert [_aim_at(joint, frame) for frame in range(1, 13)] == pytest.approx(aims)
     baked.keyframe_points[1].co.y = -0.4
     baked.update()
     assert bpy.ops.abd.bake_free() == {"FINISHED"}
     restored = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
-    assert [(m.type, addon.bake.modifier_settings(m)) for m in restored.modifiers] == settings
+    assert [(m.type, addon.fcurves.modifier_settings(m)) for m in restored.modifiers] == settings
     assert restored.keyframe_points[1].co.y == pytest.approx(-0.4)
 
 
