@@ -42,7 +42,7 @@ import numpy as np
 from bpy.types import Operator
 from mathutils import Matrix, Vector
 
-from .operators import EMPTY_DISPLAY, new_object_collection
+from .rig import EMPTY_DISPLAY, new_object_collection
 from .properties import store_groups
 
 #: Limits narrower than this (m or rad) lock an axis.

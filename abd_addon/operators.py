@@ -1,5 +1,5 @@
 """Operators: add/remove affine body, connect bodies with joints, bake, free bake, export,
-apply a trajectory file.
+apply a trajectory file. The rig is built by :mod:`.rig`; these parse their properties and report.
 
 Every failure is reported with ``self.report({'ERROR'}, ...)`` naming the object, returns
 ``{'CANCELLED'}`` and changes nothing; no traceback reaches the user (unexpected exceptions are
@@ -17,15 +17,14 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy.types import Operator
 from bpy_extras.io_utils import ExportHelper, ImportHelper
-from mathutils import Matrix, Vector
-from mathutils.kdtree import KDTree
+from mathutils import Vector
 
 from ..solver.scene import SceneError
 from . import bake as bake_module
-from . import preview, warmup
+from . import preview, rig, warmup
 from .export import RigError
 from .extension import extension_package, extension_root
-from .properties import JOINT_TYPE_ITEMS, store_groups
+from .properties import JOINT_TYPE_ITEMS
 
 #: Exceptions that mean "the user's rig, settings or files are wrong" (reported without a traceback).
 USER_ERRORS = (RigError, SceneError, bake_module.TrajectoryFileError)
@@ -129,8 +128,7 @@ class ABD_OT_body_add(_BodyOperator, Operator):
             return {"CANCELLED"}
         meshes, linked = split
         for ob in meshes:
-            ob.abd_body.enabled = True
-            store_groups(ob)
+            rig.add_body(ob)
         message = f"{len(meshes)} affine bod{'y' if len(meshes) == 1 else 'ies'} added"
         if others:
             message += f"; skipped {not_meshes}"
@@ -165,7 +163,7 @@ class ABD_OT_body_remove(_BodyOperator, Operator):
             return {"CANCELLED"}
         removed, linked = split
         for ob in removed:
-            ob.abd_body.enabled = False
+            rig.remove_body(ob)
         message = f"{len(removed)} affine bod{'y' if len(removed) == 1 else 'ies'} removed"
         self.report({"WARNING"} if linked else {"INFO"}, message + (f"; {linked_message(linked)}" if linked else ""))
         return {"FINISHED"}
@@ -192,48 +190,6 @@ AXIS_ITEMS = (
     ("Z", "Z", "World Z axis"),
     ("VIEW", "View", "Along the view direction (towards the viewer)"),
 )
-
-
-def new_object_collection(context) -> bpy.types.Collection:
-    """The collection a new object goes to, as with Blender's Add menu: the active collection, or
-    the scene's own (Scene Collection) where the active one takes no new objects, being linked
-    from a library or a library override."""
-    collection = context.collection
-    if collection.library is not None or collection.override_library is not None:
-        return context.scene.collection
-    return collection
-
-
-#: How a new joint Empty of each type is drawn: an arrow along a prismatic or revolute joint's axis.
-EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE"}
-
-
-def joint_matrix(pivot: Vector, axis: Vector) -> Matrix:
-    """World matrix of a joint Empty at ``pivot`` whose local Z is ``axis`` (normalised)."""
-    rotation = axis.normalized().to_track_quat("Z", "Y").to_matrix().to_4x4()
-    return Matrix.Translation(pivot) @ rotation
-
-
-def chain_by_distance(root, others: list) -> list:
-    """``root``, then again and again the object of ``others`` nearest (by world origin) to the
-    last one that is not yet in the chain, as Blender's Connect Rigid Bodies (Chain by Distance)
-    orders them; nearest-neighbour queries on a KD-tree (``mathutils.kdtree``)."""
-    tree = KDTree(len(others))
-    for index, ob in enumerate(others):
-        tree.insert(ob.matrix_world.translation, index)
-    tree.balance()
-    remaining = set(range(len(others)))
-    order = [root]
-    while remaining:
-        last, count = order[-1].matrix_world.translation, 1
-        while True:  # the nearest not yet taken: among the 1, 2, 4 ... nearest
-            nearest = [index for _, index, _ in tree.find_n(last, count) if index in remaining]
-            if nearest or count >= len(others):
-                break
-            count *= 2
-        remaining.discard(nearest[0])
-        order.append(others[nearest[0]])
-    return order
 
 
 class ABD_OT_connect(Operator):
@@ -267,10 +223,12 @@ class ABD_OT_connect(Operator):
         joints end selected, the last one active; nothing is made if any selected object is not an
         affine body or, with more than two, none of them is active."""
         selected = list(context.selected_objects)
-        for ob in selected:
-            if ob.type != "MESH" or not ob.abd_body.enabled:
-                self.report({"ERROR"}, f"Object '{ob.name}' is not an affine body: use Add Affine Body first")
-                return {"CANCELLED"}
+        try:
+            for ob in selected:
+                rig.check_body(ob)
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
         active = context.active_object
         if active in selected:
             root = active
@@ -280,12 +238,6 @@ class ABD_OT_connect(Operator):
             self.report({"ERROR"}, f"Make one of the {len(selected)} selected bodies active: it is where the "
                                    "joints start (their parent)")
             return {"CANCELLED"}
-        others = [ob for ob in selected if ob != root]
-        if self.connection_pattern == "CHAIN_DISTANCE":
-            chain = chain_by_distance(root, others)
-            pairs = list(zip(chain[:-1], chain[1:]))
-        else:
-            pairs = [(root, ob) for ob in others]
         if self.axis == "VIEW":
             region = getattr(context, "region_data", None)
             if region is None:
@@ -295,14 +247,11 @@ class ABD_OT_connect(Operator):
                 axis = region.view_rotation @ Vector((0.0, 0.0, 1.0))
         else:
             axis = Vector([1.0 if self.axis == name else 0.0 for name in "XYZ"])
-
-        joints = []
         try:
-            for parent, child in pairs:
-                self._joint(context, parent, child, axis, joints)
+            joints = rig.connect_objects(selected, root, self.connection_pattern, self.type, self.pivot_type, axis,
+                                         cursor=context.scene.cursor.location,
+                                         collection=rig.new_object_collection(context))
         except Exception as error:  # noqa: BLE001 - reported, never raised at the user
-            for empty in joints:
-                bpy.data.objects.remove(empty)
             return report_exception(self, error, "Connect failed")
         for ob in selected:
             ob.select_set(False)
@@ -310,36 +259,14 @@ class ABD_OT_connect(Operator):
             empty.select_set(True)
         context.view_layer.objects.active = joints[-1]
         if len(joints) == 1:
-            parent, child = pairs[0]
-            self.report({"INFO"}, f"Joint '{joints[0].name}' connects '{parent.name}' (parent) and '{child.name}' (child)")
+            joint = joints[0].abd_joint
+            self.report({"INFO"}, f"Joint '{joints[0].name}' connects '{joint.l_body.name}' (parent) and "
+                                  f"'{joint.r_body.name}' (child)")
         else:
             pattern = {identifier: name for identifier, name, _ in CONNECTION_PATTERN_ITEMS}[self.connection_pattern]
             self.report({"INFO"}, f"{len(joints)} joints connect {len(selected)} bodies ({pattern.lower()}, "
                                   f"from '{root.name}')")
         return {"FINISHED"}
-
-    def _joint(self, context, parent, child, axis: Vector, joints: list) -> None:
-        """Append to ``joints`` a new joint Empty of this operator's type from ``parent`` to
-        ``child`` along ``axis`` (appended as soon as it exists, so that a failure later in
-        setting it up leaves it in ``joints`` to remove)."""
-        if self.pivot_type == "ACTIVE":
-            pivot = parent.matrix_world.translation.copy()
-        elif self.pivot_type == "CURSOR":
-            pivot = context.scene.cursor.location.copy()
-        else:
-            pivot = (parent.matrix_world.translation + child.matrix_world.translation) / 2.0
-        empty = bpy.data.objects.new(f"Joint_{parent.name}_{child.name}", None)
-        joints.append(empty)
-        empty.empty_display_type = EMPTY_DISPLAY[self.type]
-        empty.empty_display_size = 0.5
-        empty.matrix_world = joint_matrix(pivot, axis)
-        new_object_collection(context).objects.link(empty)
-        joint = empty.abd_joint
-        joint.enabled = True
-        joint.type = self.type
-        joint.l_body = parent
-        joint.r_body = child
-        store_groups(empty)
 
 
 def write_keys(operator: Operator, job, require_converged: bool) -> set:

@@ -8,7 +8,7 @@ Blender data, so that the add-on's export (:mod:`.export`) gives the same scene 
 
 - one collection named after the robot, linked into the active collection (into the Scene
   Collection where the active one is linked from a library or overridden, as Blender's Add menu
-  does: :func:`.operators.new_object_collection`);
+  does: :func:`.rig.new_object_collection`);
 - one mesh object per body, named after the body (its top link): the mesh is the body's
   simulation shape in object space, ``matrix_world`` its initial pose, ``Object.color`` the
   colour of its first coloured ``<visual>``. ``abd_body`` is enabled, motion FIXED for a fixed
@@ -16,7 +16,7 @@ Blender data, so that the add-on's export (:mod:`.export`) gives the same scene 
   of mass and inertia (kept in double precision, see :func:`.properties.set_precise`), or,
   for a link without mass, the mass the importer chose, spread over the shape;
 - one Empty per movable joint, named after it: origin at the joint's anchor, local Z along its
-  axis (as :class:`.operators.ABD_OT_connect` makes them), ``abd_joint`` with the type, parent
+  axis (as :func:`.rig.connect` makes them), ``abd_joint`` with the type, parent
   and child bodies, strength ratio, initial offset, the limit (copied as is: the add-on exports
   ``lower``/``upper`` or ``lower_angle``/``upper_angle`` and ``strength`` straight into the
   solver's :class:`~solver.scene.Limit`) and a drive when the scene has one.
@@ -43,7 +43,7 @@ from mathutils import Matrix, Vector
 
 from ..solver.mass import mesh_volume
 from ..solver.urdf import DEFAULT_LIMIT_STRENGTH, DEFAULT_STRENGTH_RATIO, UrdfError, UrdfWarning, import_urdf
-from .operators import joint_matrix, new_object_collection
+from .rig import joint_matrix, new_object_collection
 from .properties import set_precise, store_groups
 
 #: Python packages the URDF reader needs (bundled as wheels in the extension zip).

@@ -179,31 +179,23 @@ def add_cylinder(name: str, radius: float, depth: float, location, color, rotati
     return ob
 
 
-def make_bodies(*objects, motion: str = "DYNAMIC", density: float = 500.0) -> None:
-    """Make ``objects`` affine bodies with ``abd.body_add`` and set their motion and density."""
-    import bpy
+def rig():
+    """The extension's rig API (``abd_addon.rig``, docs/scripting.md); after :func:`enable_extension`."""
+    return importlib.import_module(_enabled[-1] + ".abd_addon.rig")
 
-    select_only(*objects)
-    bpy.ops.abd.body_add()
+
+def make_bodies(*objects, motion: str = "DYNAMIC", density: float = 500.0) -> None:
+    """Make ``objects`` affine bodies (``rig.add_body``) with ``motion`` and ``density`` (kg/m^3)."""
     for ob in objects:
-        ob.abd_body.motion = motion
+        rig().add_body(ob, motion=motion)
         ob.abd_body.mass_density = density
 
 
 def connect(parent, child, joint_type: str, pivot, axis: str, name: str):
-    """Joint Empty ``name`` from ``abd.connect``: ``parent`` (active) to ``child``, at ``pivot``.
-
-    The pivot goes through the 3D cursor (``pivot_type='CURSOR'``); ``axis`` is 'X', 'Y' or 'Z'
-    (world), which becomes the Empty's local Z.
-    """
-    import bpy
-
-    bpy.context.scene.cursor.location = pivot
-    select_only(parent, child)
-    bpy.ops.abd.connect(type=joint_type, pivot_type="CURSOR", axis=axis)
-    empty = bpy.context.active_object
-    empty.name = name
-    return empty
+    """Joint Empty ``name`` (``rig.connect``) from ``parent`` to ``child``, at ``pivot`` (world, m);
+    ``axis`` is 'X', 'Y' or 'Z' (world), which becomes the Empty's local Z."""
+    direction = tuple(1.0 if axis == letter else 0.0 for letter in "XYZ")
+    return rig().connect(parent, child, joint_type, pivot=pivot, axis=direction, name=name)
 
 
 def key_values(owner, data_path: str, keys, index: int = -1, interpolation: str = "BEZIER") -> None:

@@ -72,7 +72,7 @@ def addon(extension):
     import importlib
 
     package = importlib.import_module(PACKAGE + ".abd_addon")
-    for name in ("export", "bake", "operators", "overlay", "batch", "properties"):
+    for name in ("export", "bake", "operators", "overlay", "batch", "properties", "rig"):
         importlib.import_module(f"{PACKAGE}.abd_addon.{name}")
     return package
 

@@ -225,7 +225,7 @@ def test_connect_that_fails_part_way_removes_the_joints_it_made_and_reports(addo
         if len(made) == 2:
             raise RuntimeError("could not store the groups")
 
-    monkeypatch.setattr(addon.operators, "store_groups", failing_on_the_second)
+    monkeypatch.setattr(addon.rig, "store_groups", failing_on_the_second)
     with pytest.raises(RuntimeError) as caught:
         bpy.ops.abd.connect()
     message = str(caught.value)
