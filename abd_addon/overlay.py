@@ -20,7 +20,9 @@ import math
 import bpy
 import numpy as np
 
+from .export import RigError, export_frame
 from .names import READOUT_PROPERTIES
+from .properties import OVERLAY_SETTING_CHANGED
 
 #: Colours (RGBA) of the axis, the anchor and the limit range.
 AXIS_COLOR = (0.25, 0.6, 1.0, 1.0)
@@ -193,7 +195,6 @@ def intersecting_geometry(view_layer) -> dict:
     from ..solver.contact import ContactUnavailable
     from ..solver.model import intersecting_bodies
     from ..solver.scene import SceneError
-    from .export import RigError, export_frame  # export's properties import this module
 
     none = {"pairs": [], "edges": np.zeros((0, 3), dtype=np.float32)}
     scene = view_layer.id_data
@@ -309,6 +310,8 @@ def register() -> None:
         handlers = getattr(bpy.app.handlers, name)
         if invalidate not in handlers:
             handlers.append(invalidate)
+    if invalidate not in OVERLAY_SETTING_CHANGED:
+        OVERLAY_SETTING_CHANGED.append(invalidate)
     invalidate()
     if bpy.app.background or _handles:
         return
@@ -322,6 +325,8 @@ def unregister() -> None:
         handlers = getattr(bpy.app.handlers, name)
         while invalidate in handlers:
             handlers.remove(invalidate)
+    while invalidate in OVERLAY_SETTING_CHANGED:
+        OVERLAY_SETTING_CHANGED.remove(invalidate)
     invalidate()
     while _handles:
         bpy.types.SpaceView3D.draw_handler_remove(_handles.pop(), "WINDOW")

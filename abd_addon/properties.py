@@ -18,7 +18,6 @@ import bpy
 from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
 from bpy.types import PropertyGroup
 
-from . import overlay
 
 #: Options of a property that is read once (not sampled per frame).
 STATIC = set()
@@ -61,12 +60,18 @@ DRIVE_MODE_ITEMS = (
 )
 
 
+#: Called with no arguments when a setting the viewport overlay draws changes (the overlay
+#: registers its cache's ``invalidate``), so this module does not import the overlay.
+OVERLAY_SETTING_CHANGED: list = []
+
+
 def _overlay_changed(_group, _context) -> None:
     """``update`` of the settings the viewport overlay draws (a joint's type, whether it is one,
     its limit, and the contact settings that decide which bodies intersect): a change made in a
     panel or by a script redraws nothing else that would tell the overlay's cache
-    (:func:`.overlay.invalidate`)."""
-    overlay.invalidate()
+    (:func:`.overlay.invalidate`, which the overlay adds to :data:`OVERLAY_SETTING_CHANGED`)."""
+    for callback in OVERLAY_SETTING_CHANGED:
+        callback()
 
 
 def _is_mesh_object(self, ob: bpy.types.Object) -> bool:
