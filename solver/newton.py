@@ -318,7 +318,7 @@ class IncrementalPotential:
             except ValueError as error:
                 if not names:
                     raise
-                raise ValueError(f"control.{' and control.'.join(names)}: {error}") from error
+                raise ValueError(f"control.{' or control.'.join(names)}: {error}") from error
         self._control = control
         self._energies = [term.energy for term in bound if term is not None]
         # Per term: its gradient alone, and its derivatives for the assembly (the gradient alone
