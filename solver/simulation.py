@@ -337,15 +337,19 @@ class _Stepper:
         self.limit_series = {}
         for key, extra in (("prismatic", model.prismatic_limit), ("revolute", model.revolute_limit)):
             limits = [joints[k].limit for k in extra.joint_indices]
-            self.limit_series[key] = {name: np.array([getattr(limit, name) for limit in limits], dtype=np.float64).reshape(len(limits), frames)
-                                      for name in ("lower", "upper", "strength")}
+            self.limit_series[key] = {
+                name: np.array([getattr(limit, name) for limit in limits], dtype=np.float64).reshape(
+                    len(limits), frames)
+                for name in ("lower", "upper", "strength")}
         soft = [scene.bodies[b].soft_transform for b in model.soft_indices]
         self.soft_strength = np.array([s.strength_ratio for s in soft], dtype=np.float64).reshape(len(soft), frames, 2)
         self.soft_active = np.array([s.is_constrained for s in soft], dtype=np.float64).reshape(len(soft), frames)
-        self.soft_aim_q = q_from_transform(np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
+        self.soft_aim_q = q_from_transform(
+            np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
         # Whether any target or bound interpolated between frames (begin_step) changes from frame
         # f - 1 to frame f: only then is it set per step, else once per frame.
-        series = [self.soft_aim_q] + [values for _, _, drive, _, _ in self.drives for values in (drive.aim, drive.velocity)]
+        series = [self.soft_aim_q]
+        series += [values for _, _, drive, _, _ in self.drives for values in (drive.aim, drive.velocity)]
         series += [limits[name] for limits in self.limit_series.values() for name in ("lower", "upper")]
         self.targets_move = np.zeros(frames, dtype=bool)
         for values in series:  # (series, frames) or (series, frames, 12): one row per frame
@@ -379,13 +383,14 @@ class _Stepper:
 
     def begin_step(self, frame: int, ratio: float) -> None:
         """Put the targets and bounds at ``ratio`` in (0, 1] of the way from frame - 1 to
-        ``frame`` (exactly the frame's values at 1): a drive's aim (aim_distance, aim_angle or
-        aim_velocity) and a joint limit's lower and upper bounds linearly, a soft transform's aim_transform as animated bodies'
-        poses (:class:`PoseInterpolation`). As Blender interpolates an animated value between
-        its frames: a target held at the frame's value for all the frame's steps would be
-        reached in the first step and then held, so that a body following a moving target would
-        move in jumps and stand still at every frame's end (released there, it would stop dead
-        instead of keeping its speed), and the motion would change with the substeps."""
+        ``frame`` (exactly the frame's values at 1) into the control: a drive's aim (aim_distance,
+        aim_angle or aim_velocity) and a joint limit's lower and upper bounds linearly, a soft
+        transform's aim_transform as animated bodies' poses (:class:`PoseInterpolation`). As
+        Blender interpolates an animated value between its frames: a target held at the frame's
+        value for all the frame's steps would be reached in the first step and then held, so that
+        a body following a moving target would move in jumps and stand still at every frame's end
+        (released there, it would stop dead instead of keeping its speed), and the motion would
+        change with the substeps."""
         control = self.control
 
         def between(series: np.ndarray) -> np.ndarray:
