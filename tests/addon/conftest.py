@@ -109,7 +109,8 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """Leave with ``os._exit`` so bpy 4.5.15's exit-time deadlock cannot hang the run (docs/testing.md, "The bpy wheel")."""
+    """Leave with ``os._exit`` so bpy 4.5.15's exit-time deadlock cannot hang the run
+    (docs/testing.md, "The bpy wheel")."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(_exit_status)

@@ -129,13 +129,15 @@ def test_an_unconverged_result_is_refused_unless_accepted(tmp_path):
 def _nan_readout(trajectory):
     distance = trajectory.distance.copy()
     distance[6:] = np.nan
-    return {"distance": distance}, "its 'distance' array holds a NaN or infinite value for joint 'Joint_Base_Slider' at frame 7"
+    message = "its 'distance' array holds a NaN or infinite value for joint 'Joint_Base_Slider' at frame 7"
+    return {"distance": distance}, message
 
 
 def _nan_pose(trajectory):
     transforms = trajectory.transforms.copy()
     transforms[6, 1, 0, 3] = np.inf
-    return {"transforms": transforms}, "its 'transforms' array holds a NaN or infinite value for body 'Slider' at frame 7"
+    message = "its 'transforms' array holds a NaN or infinite value for body 'Slider' at frame 7"
+    return {"transforms": transforms}, message
 
 
 def _nan_first_pose(trajectory):

@@ -114,7 +114,8 @@ def _absurd_animated_value(base, slider, joint):
     joint.animation_data_clear()  # (Blender clamps an infinite key to the largest float32)
     key_property(joint.abd_joint.drive, "aim_distance", ((1, 0.0), (5, 1e15)), interpolation="CONSTANT")
     # The solver counts frames from 0 at the bake's first frame; the message names Blender's.
-    return f"joint '{joint.name}': driving.aim_distance: magnitude must be at most 1e+12 (check the units), got 1e+15 at frame 5"
+    return (f"joint '{joint.name}': driving.aim_distance: magnitude must be at most 1e+12 (check the units), "
+            "got 1e+15 at frame 5")
 
 
 def _active_blender_rigid_body(base, slider, joint):

@@ -32,9 +32,10 @@ def assert_body_follows(ob, export, trajectory, rigid, frames):
         scene.frame_set(frame)
         f = frame - export.frame_start
         matrix = world(ob)
-        np.testing.assert_allclose(matrix[:3, 3], rigid[f, index, :3, 3], atol=TOLERANCE, err_msg=f"{ob.name} frame {frame}")
+        where = f"{ob.name} frame {frame}"
+        np.testing.assert_allclose(matrix[:3, 3], rigid[f, index, :3, 3], atol=TOLERANCE, err_msg=where)
         rotation = matrix[:3, :3] @ np.linalg.inv(export.stretch[ob.name])
-        np.testing.assert_allclose(rotation, rigid[f, index, :3, :3], atol=TOLERANCE, err_msg=f"{ob.name} frame {frame}")
+        np.testing.assert_allclose(rotation, rigid[f, index, :3, :3], atol=TOLERANCE, err_msg=where)
 
 
 def test_rig_built_with_operators_bakes_to_the_trajectory(addon):
@@ -65,7 +66,8 @@ def test_rotation_modes(addon, rotation_mode):
     export, trajectory, rigid = reference(addon)
     assert bpy.ops.abd.bake() == {"FINISHED"}
     assert_body_follows(arm, export, trajectory, rigid, (1, 5, 13, 24))
-    path = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(rotation_mode, "rotation_euler")
+    paths = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+    path = paths.get(rotation_mode, "rotation_euler")
     keyed = {fc.data_path for fc in fcurves(arm)}
     assert path in keyed and not ({"rotation_quaternion", "rotation_euler", "rotation_axis_angle"} - {path}) & keyed
     angle = trajectory.angle[:, 0]
@@ -334,7 +336,8 @@ class _FakeWorkspace:
 def _modal_operator(addon):
     """A stand-in ``self`` for the Bake operator's modal methods (no UI in the bpy module)."""
     operator_class = addon.operators.ABD_OT_bake
-    methods = {name: getattr(operator_class, name) for name in ("_start", "_run", "_status", "modal", "_finish", "_apply")}
+    methods = {name: getattr(operator_class, name)
+               for name in ("_start", "_run", "_status", "modal", "_finish", "_apply")}
     fake = type("ModalBake", (), methods)()
     fake.reports = []
     fake.require_converged = False
@@ -466,7 +469,8 @@ def test_unconverged_steps_fail_unless_accepted(addon):
     base, slider, joint = slider_rig(frame_end=6)
     _unconverging(bpy.context.scene.abd_world)
     before = scene_snapshot()
-    with pytest.raises(RuntimeError, match=r"did not converge \(the worst ended with a Newton step [0-9.e+]+ times the tolerance"):
+    message = r"did not converge \(the worst ended with a Newton step [0-9.e+]+ times the tolerance"
+    with pytest.raises(RuntimeError, match=message):
         bpy.ops.abd.bake()  # the default: a clear error, nothing changed
     assert scene_snapshot() == before
     assert bpy.ops.abd.bake(require_converged=False) == {"FINISHED"}  # accepted: a warning only

@@ -192,7 +192,8 @@ def test_a_joint_turning_near_half_a_turn_per_step_is_warned_about(tmp_path):
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
     assert result.returncode == 0, result.stderr
-    assert "warning: " in result.stderr and "in 3 of 3 time steps a revolute joint turned by more than 0.9 pi" in result.stderr
+    assert "warning: " in result.stderr
+    assert "in 3 of 3 time steps a revolute joint turned by more than 0.9 pi" in result.stderr
     bpy.context.scene.abd_world.substeps = 10
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
@@ -238,11 +239,18 @@ def test_bake_plan_names_outputs_after_the_inputs(addon):
     assert [source for *_, source in plan] == [os.path.join("farm", "a.npz"), os.path.join("farm", "b.npz")]
 
 
-@pytest.mark.parametrize("args", [[], ["missing.blend", "--out", "x.blend"], ["a.blend"], ["--warm-up", "a.blend"],
-                                  ["--warm-up", "--device", "cpu"], ["a.blend", "--out", "b.blend", "--device", "gpu"],
-                                  ["a.blend", "b.blend", "--out", "x.blend"], ["a.blend", "--out-dir", "d", "--in-place"],
-                                  ["a.blend", "--out", "b.blend", "--from-trajectory", "t.npz", "--device", "cpu"],
-                                  ["a.blend", "--export-scene-dir", "d", "--out", "b.blend"]])
+@pytest.mark.parametrize("args", [
+    [],
+    ["missing.blend", "--out", "x.blend"],
+    ["a.blend"],
+    ["--warm-up", "a.blend"],
+    ["--warm-up", "--device", "cpu"],
+    ["a.blend", "--out", "b.blend", "--device", "gpu"],
+    ["a.blend", "b.blend", "--out", "x.blend"],
+    ["a.blend", "--out-dir", "d", "--in-place"],
+    ["a.blend", "--out", "b.blend", "--from-trajectory", "t.npz", "--device", "cpu"],
+    ["a.blend", "--export-scene-dir", "d", "--out", "b.blend"],
+])
 def test_bad_arguments_exit_nonzero(tmp_path, args):
     result = run_batch(tmp_path, *args)
     assert result.returncode in (1, 2)
@@ -426,7 +434,8 @@ def test_the_batch_runs_no_script_of_the_file_even_with_auto_run_on(addon, tmp_p
     ran_text, ran_driver = tmp_path / "text_block_ran", tmp_path / "driver_ran"
     text = bpy.data.texts.new("register.py")
     text.write(f"import bpy, pathlib\npathlib.Path({str(ran_text)!r}).write_text('ran')\n"
-               f"bpy.app.driver_namespace['untrusted'] = lambda: pathlib.Path({str(ran_driver)!r}).write_text('ran') * 0.0\n")
+               f"bpy.app.driver_namespace['untrusted'] = "
+               f"lambda: pathlib.Path({str(ran_driver)!r}).write_text('ran') * 0.0\n")
     text.use_module = True  # "Register": runs when the file is loaded with scripts allowed
     joint.animation_data_clear()
     fcurve = joint.abd_joint.drive.driver_add("aim_distance")
@@ -475,8 +484,8 @@ def test_ctrl_c_while_the_batch_opens_a_file_stops_it_with_130(tmp_path):
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     marker, out = tmp_path / "opening", tmp_path / "out.blend"
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "batch_user"))
-    process = subprocess.Popen([sys.executable, "-c", _BATCH_WITH_A_SLOW_LOAD, str(marker), str(source), "--out", str(out),
-                                "--trajectory", str(tmp_path / "result.npz")],
+    process = subprocess.Popen([sys.executable, "-c", _BATCH_WITH_A_SLOW_LOAD, str(marker), str(source),
+                                "--out", str(out), "--trajectory", str(tmp_path / "result.npz")],
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + TIMEOUT

@@ -59,9 +59,11 @@ def generic(lin_locked="xyz", ang_locked="xyz", lin_limit=None, ang_limit=None):
     settings = {}
     for axis in "xyz":
         if axis in lin_locked:
-            settings.update({f"use_limit_lin_{axis}": True, f"limit_lin_{axis}_lower": 0.0, f"limit_lin_{axis}_upper": 0.0})
+            settings.update({f"use_limit_lin_{axis}": True,
+                             f"limit_lin_{axis}_lower": 0.0, f"limit_lin_{axis}_upper": 0.0})
         if axis in ang_locked:
-            settings.update({f"use_limit_ang_{axis}": True, f"limit_ang_{axis}_lower": 0.0, f"limit_ang_{axis}_upper": 0.0})
+            settings.update({f"use_limit_ang_{axis}": True,
+                             f"limit_ang_{axis}_lower": 0.0, f"limit_ang_{axis}_upper": 0.0})
     for kind, limit in (("lin", lin_limit), ("ang", ang_limit)):
         if limit is not None:
             axis, lower, upper = limit
@@ -75,9 +77,11 @@ def generic(lin_locked="xyz", ang_locked="xyz", lin_limit=None, ang_limit=None):
 CASES = [
     ("FIXED", {}, "FIXED", None, None),
     ("POINT", {}, "BALL", None, None),
-    ("HINGE", {"use_limit_ang_z": True, "limit_ang_z_lower": -0.3, "limit_ang_z_upper": 0.6}, "REVOLUTE", 2, (-0.3, 0.6)),
+    ("HINGE", {"use_limit_ang_z": True, "limit_ang_z_lower": -0.3, "limit_ang_z_upper": 0.6},
+     "REVOLUTE", 2, (-0.3, 0.6)),
     ("HINGE", {}, "REVOLUTE", 2, None),
-    ("SLIDER", {"use_limit_lin_x": True, "limit_lin_x_lower": -0.2, "limit_lin_x_upper": 0.4}, "PRISMATIC", 0, (-0.2, 0.4)),
+    ("SLIDER", {"use_limit_lin_x": True, "limit_lin_x_lower": -0.2, "limit_lin_x_upper": 0.4},
+     "PRISMATIC", 0, (-0.2, 0.4)),
     ("GENERIC", generic(), "FIXED", None, None),
     ("GENERIC", generic(ang_locked=""), "BALL", None, None),
     ("GENERIC", generic(ang_locked="xz", ang_limit=("y", -0.5, 0.7)), "REVOLUTE", 1, (-0.5, 0.7)),
@@ -91,7 +95,7 @@ def test_every_constraint_type_converts_to_its_joint_axis_and_limit(addon):
     clear_objects()
     rotation = (0.3, -0.2, 0.5)
     pairs = []
-    for k, (kind, settings, joint_type, axis, limit) in enumerate(CASES):
+    for k, (kind, settings, *_) in enumerate(CASES):
         parent = rigid_box(f"Parent{k}", (3.0 * k, 0.0, 0.0), passive=True)
         child = rigid_box(f"Child{k}", (3.0 * k + 0.5, 0.0, 0.0))
         pairs.append((parent, child, connect(parent, child, kind, rotation, **settings)))
@@ -102,7 +106,7 @@ def test_every_constraint_type_converts_to_its_joint_axis_and_limit(addon):
     pairs[1][1].rigid_body.collision_shape = "BOX"
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}
     turned = np.array(pairs[0][2].matrix_world.to_3x3())
-    for (kind, settings, joint_type, axis, limit), (parent, child, constraint_ob) in zip(CASES, pairs):
+    for (kind, _, joint_type, axis, limit), (parent, child, constraint_ob) in zip(CASES, pairs):
         empty = converted(constraint_ob)
         joint = empty.abd_joint
         assert (joint.enabled, joint.type, joint.l_body, joint.r_body) == (True, joint_type, parent, child), kind
@@ -122,7 +126,8 @@ def test_every_constraint_type_converts_to_its_joint_axis_and_limit(addon):
     assert (body.use_friction, body.collision_shape) == (True, "CONVEX_HULL")
     assert body.friction == pytest.approx(0.8) and tuple(body.collision_collections)[:4] == (True, False, False, True)
     assert pairs[1][1].abd_body.collision_shape == "MESH"  # a Box collides as the mesh
-    assert converted(pairs[0][2]).abd_joint.disable_collisions and not converted(pairs[1][2]).abd_joint.disable_collisions
+    assert converted(pairs[0][2]).abd_joint.disable_collisions
+    assert not converted(pairs[1][2]).abd_joint.disable_collisions
     job = addon.bake.BakeJob(bpy.context.scene)
     job.prepare()  # the converted rig exports: no active rigid body left in Bullet's way
     types = sorted(joint.type for joint in job.export.scene.joints)

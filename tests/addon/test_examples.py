@@ -249,7 +249,8 @@ def test_hanging_lamp_converted_from_rigid_bodies_swings_and_its_sign_stops_at_i
     joints = hanging_lamp["joints"]
     assert sorted(record["type"] for record in joints.values()) == ["BALL", "BALL", "BALL", "FIXED", "REVOLUTE"]
     assert hanging_lamp["bodies"]["Ceiling"]["motion"] == "FIXED"
-    assert all(hanging_lamp["bodies"][name]["motion"] == "DYNAMIC" for name in ("Link1", "Link2", "Link3", "Shade", "Sign"))
+    assert all(hanging_lamp["bodies"][name]["motion"] == "DYNAMIC"
+               for name in ("Link1", "Link2", "Link3", "Shade", "Sign"))
     # The chain swings down from level: its last link ends far below the ceiling; the links' centres,
     # 0.2 m either side of the ball joint between them, never come more than 0.4 m apart (they
     # would if the joint let go), and bend (come closer) as it swings.

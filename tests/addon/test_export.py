@@ -82,7 +82,8 @@ def test_animated_values_are_sampled_once_per_frame(addon):
     frames = range(1, 31)
     expected = [curves["abd_joint.drive.aim_distance"].evaluate(f) for f in frames]
     np.testing.assert_allclose(exported.driving.aim_distance, expected, atol=1e-6)
-    np.testing.assert_allclose(exported.limit.upper, [curves["abd_joint.limit.upper"].evaluate(f) for f in frames], atol=1e-6)
+    np.testing.assert_allclose(exported.limit.upper, [curves["abd_joint.limit.upper"].evaluate(f) for f in frames],
+                               atol=1e-6)
     assert list(exported.driving.is_passive) == [float(f >= 15) for f in frames]
     assert scene.frame_current == 7  # the scene is back at its frame
 
@@ -182,12 +183,15 @@ def test_animated_body_and_soft_transform_target(addon):
     soft.is_constrained, soft.target, soft.target_object = True, "OBJECT", target
     soft.strength_ratio_p, soft.strength_ratio_a = 5.0, 7.0
     exported = _export(addon).scene
-    mover_body, follower_body = (exported.bodies[[b.name for b in exported.bodies].index(n)] for n in ("Mover", "Follower"))
+    by_name = {body.name: body for body in exported.bodies}
+    mover_body, follower_body = by_name["Mover"], by_name["Follower"]
     np.testing.assert_allclose(mover_body.animated_transforms[:, 2, 3], np.linspace(0.0, 0.9, 10), atol=1e-6)
     aim = follower_body.soft_transform.aim_transform
     angles = np.arctan2(aim[:, 1, 0], aim[:, 0, 0])
     np.testing.assert_allclose(angles, np.linspace(0.0, 0.9, 10), atol=1e-6)
-    np.testing.assert_allclose(aim[:, :3, :3].transpose(0, 2, 1) @ aim[:, :3, :3], np.broadcast_to(np.eye(3), (10, 3, 3)), atol=1e-6)
+    rotations = aim[:, :3, :3]
+    np.testing.assert_allclose(rotations.transpose(0, 2, 1) @ rotations, np.broadcast_to(np.eye(3), (10, 3, 3)),
+                               atol=1e-6)
     np.testing.assert_allclose(follower_body.soft_transform.strength_ratio, np.tile((5.0, 7.0), (10, 1)))
 
 

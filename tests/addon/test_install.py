@@ -45,8 +45,8 @@ class BundledOnly:
     """The bundled packages come from the extension's unpacked wheels, never the venv."""
 
     def find_spec(self, name, path=None, target=None):
-        if path is None and name in ("numba", "llvmlite", "scipy", "threadpoolctl", "yourdfpy", "trimesh", "lxml", "six",
-                                     "collada", "dateutil", "tzdata", "ipctk"):
+        if path is None and name in ("numba", "llvmlite", "scipy", "threadpoolctl", "yourdfpy", "trimesh", "lxml",
+                                     "six", "collada", "dateutil", "tzdata", "ipctk"):
             spec = importlib.machinery.PathFinder.find_spec(name, [site])
             if spec is None:
                 raise ModuleNotFoundError(f"{name} is not in the extension's site-packages", name=name)
@@ -80,7 +80,8 @@ result["numba_cache"] = numba.core.config.CACHE_DIR
 # File > Import > URDF as ABD Rig works in the installed extension.
 import pybullet_data
 before = len(bpy.data.objects)
-result["urdf"] = sorted(bpy.ops.import_scene.abd_urdf(filepath=os.path.join(pybullet_data.getDataPath(), "cartpole.urdf")))
+cartpole = os.path.join(pybullet_data.getDataPath(), "cartpole.urdf")
+result["urdf"] = sorted(bpy.ops.import_scene.abd_urdf(filepath=cartpole))
 result["urdf_objects"] = len(bpy.data.objects) - before
 result["urdf_packages"] = [sys.modules[n].__file__ for n in ("yourdfpy", "trimesh", "lxml.etree", "six")]
 result["solver_packages"] = [sys.modules[n].__file__ for n in ("numba", "llvmlite", "scipy.linalg", "threadpoolctl")]
@@ -99,12 +100,14 @@ def built_zip(tmp_path_factory):
         pytest.skip("the install test builds the linux-x64 zip")
     output = tmp_path_factory.mktemp("dist")
     completed = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--platform", "linux-x64", "--output-dir", str(output)],
+        [sys.executable, str(ROOT / "tools" / "build_extension.py"), "--platform", "linux-x64",
+         "--output-dir", str(output)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     if completed.returncode != 0:
         if "pip download" in completed.stderr:
-            pytest.skip(f"numba/llvmlite wheels unavailable (no wheels/ and no PyPI): {completed.stderr.strip()[-300:]}")
+            pytest.skip("numba/llvmlite wheels unavailable (no wheels/ and no PyPI): "
+                        f"{completed.stderr.strip()[-300:]}")
         pytest.fail(f"build failed:\n{completed.stdout}\n{completed.stderr}")
     zips = sorted(output.glob("abd_joints-*-linux_x64.zip"))
     assert len(zips) == 1, completed.stdout
@@ -117,10 +120,11 @@ def test_zip_contents(built_zip):
     assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
     wheels = [n for n in names if n.startswith("wheels/")]
     assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == [
-        "ipctk", "llvmlite", "lxml", "numba", "pycollada", "python_dateutil", "scipy", "six", "threadpoolctl", "trimesh", "tzdata",
-        "yourdfpy"]
+        "ipctk", "llvmlite", "lxml", "numba", "pycollada", "python_dateutil", "scipy", "six", "threadpoolctl",
+        "trimesh", "tzdata", "yourdfpy"]
     assert all("x86_64" in n or n.endswith("-none-any.whl") for n in wheels)
-    assert not [n for n in names if n.startswith(("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/"))]
+    left_out = ("tests/", ".venv/", "build/", "dist/", "tools/", "docs/", "examples/", "benchmarks/")
+    assert not [n for n in names if n.startswith(left_out)]
     assert not [n for n in names if "__pycache__" in n or n.startswith(".")]
     manifest = zipfile.ZipFile(built_zip).read("blender_manifest.toml").decode()
     assert 'id = "abd_joints"' in manifest and 'blender_version_min = "4.2.0"' in manifest
@@ -170,9 +174,11 @@ def test_zip_installs_and_enables_in_the_bpy_module(built_zip, tmp_path):
     assert result["install"] == ["FINISHED"]
     assert result["enabled"] and result["registered"]
     # The wheels were unpacked for the extension (the URDF importer's too).
-    assert result["bundled"] == ["ipc", "llvmlite", "lxml", "numba", "scipy", "six.py", "threadpoolctl.py", "trimesh", "yourdfpy"]
+    assert result["bundled"] == ["ipc", "llvmlite", "lxml", "numba", "scipy", "six.py", "threadpoolctl.py", "trimesh",
+                                 "yourdfpy"]
     assert result["urdf"] == ["FINISHED"] and result["urdf_objects"] == 5  # cartpole: 3 bodies, 2 joints
-    assert all(path.startswith(env["BLENDER_USER_RESOURCES"]) for path in result["urdf_packages"] + result["solver_packages"])
+    assert all(path.startswith(env["BLENDER_USER_RESOURCES"])
+               for path in result["urdf_packages"] + result["solver_packages"])
     assert result["numba_cache"].startswith(env["BLENDER_USER_RESOURCES"])
     assert re.search(r"abd_joints\.solver-[0-9a-f]{16}$", result["numba_cache"])  # per import name and version
     assert result["bake"] == ["FINISHED"]
@@ -213,7 +219,9 @@ def test_every_third_party_import_is_bundled_or_shipped_by_blender():
     bundled = {requirement.split("==")[0] for requirement in
                build_extension.WHEEL_REQUIREMENTS + build_extension.PURE_WHEEL_REQUIREMENTS}
     imported = {}
-    for path in [ROOT / "__init__.py"] + sorted((ROOT / "abd_addon").rglob("*.py")) + sorted((ROOT / "solver").rglob("*.py")):
+    sources = [ROOT / "__init__.py", *sorted((ROOT / "abd_addon").rglob("*.py")),
+               *sorted((ROOT / "solver").rglob("*.py"))]
+    for path in sources:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         top_level = {id(node) for node in tree.body}
         for node in ast.walk(tree):
@@ -253,7 +261,8 @@ def test_solver_runs_with_the_oldest_numpy_blender_ships(built_zip, tmp_path):
               "print('RESULT', numpy.__version__, scipy.__version__, bool(trajectory.converged.all()))\n")
     env = dict(os.environ, PYTHONPATH=str(extension), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("ABD_JOINTS_CACHE_DIR", None)
-    completed = subprocess.run([python, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    completed = subprocess.run([python, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=900)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     assert completed.returncode == 0 and lines, completed.stdout[-2000:] + completed.stderr[-2000:]
     numpy_version, _, converged = lines[-1].split()[1:]

@@ -139,7 +139,6 @@ def test_moving_a_body_while_a_later_frame_shows_makes_that_its_own_pose(preview
 def test_saving_during_the_preview_keeps_the_rest_pose(preview, tmp_blend):
     base, arm, joint = hinge_rig(frame_end=10)
     rest = tuple(arm.location), tuple(arm.rotation_euler), tuple(joint.location), tuple(joint.rotation_euler)
-    scene = bpy.context.scene
     step_frames(range(1, 9))
     shown = tuple(arm.location)
     assert shown != pytest.approx(rest[0])

@@ -14,7 +14,9 @@ PANELS = (
     "PHYSICS_PT_abd_joint", "PHYSICS_PT_abd_joint_limits", "PHYSICS_PT_abd_joint_drive",
     "PHYSICS_PT_abd_world", "PHYSICS_PT_abd_world_solver", "PHYSICS_PT_abd_bake", "VIEW3D_PT_abd", "VIEW3D_PT_abd_bake",
 )
-OPERATORS = ("body_add", "body_remove", "connect", "bake", "bake_free", "export_scene", "apply_trajectory", "compile_solver")
+OPERATORS = (
+    "body_add", "body_remove", "connect", "bake", "bake_free", "export_scene", "apply_trajectory", "compile_solver",
+)
 POINTERS = ((bpy.types.Object, "abd_body"), (bpy.types.Object, "abd_joint"), (bpy.types.Object, "abd_bake"),
             (bpy.types.Scene, "abd_world"))
 

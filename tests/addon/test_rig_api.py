@@ -36,7 +36,8 @@ def test_a_ball_chain_built_with_the_api_hangs_where_it_is(addon):
     for k, ob in enumerate(boxes):
         rig.add_body(ob, motion="FIXED" if k == 0 else "DYNAMIC")
     joints = rig.connect_objects(list(reversed(boxes)), boxes[0], "CHAIN_DISTANCE", "BALL")
-    assert [(j.abd_joint.l_body.name, j.abd_joint.r_body.name) for j in joints] == [("L0", "L1"), ("L1", "L2"), ("L2", "L3")]
+    pairs = [(j.abd_joint.l_body.name, j.abd_joint.r_body.name) for j in joints]
+    assert pairs == [("L0", "L1"), ("L1", "L2"), ("L2", "L3")]
     assert all(j.abd_joint.type == "BALL" and j.empty_display_type == "SPHERE" for j in joints)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 8

@@ -121,7 +121,8 @@ def test_panda_masses_limits_and_warnings(addon, capfd):
     assert all(ob.abd_body.motion == "DYNAMIC" for ob in bodies.values())  # the base has mass: a free robot
     for name in ("panda_link0", "panda_link3", "panda_link5", "panda_leftfinger"):
         assert bodies[name].abd_body.mass == pytest.approx(links[name].inertial.mass, rel=1e-6)
-    welded = sum(links[name].inertial.mass for name in ("panda_link7", "panda_link8", "panda_hand", "panda_grasptarget"))
+    welded = sum(links[name].inertial.mass
+                 for name in ("panda_link7", "panda_link8", "panda_hand", "panda_grasptarget"))
     assert bodies["panda_link7"].abd_body.mass == pytest.approx(welded, rel=1e-6)
     urdf_joints = {joint.name: joint for joint in robot.robot.joints}
     for name in ("panda_joint4", "panda_joint6"):
@@ -172,7 +173,7 @@ def test_a_visual_without_volume_is_skipped_with_a_warning(addon, capfd):
 
 
 def test_export_round_trip_gives_the_urdf_scene(addon, solver):
-    collection = _import(PANDA)
+    _import(PANDA)
     reference = _reference(solver, PANDA)
     export = addon.export.export_scene(bpy.context.scene)
     exported = {body.name: body for body in export.scene.bodies}
@@ -253,8 +254,12 @@ def test_imported_panda_bakes_and_falls(addon):
 
 BROKEN = """<?xml version="1.0"?>
 <robot name="broken">
-  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
-  <link name="arm"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <link name="base"><inertial>
+    <mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>
+  </inertial></link>
+  <link name="arm"><inertial>
+    <mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>
+  </inertial></link>
   <joint name="shoulder" type="revolute">
     <parent link="base"/><child link="arm"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/>
   </joint>
@@ -323,8 +328,9 @@ def test_explicit_inertia_is_exported_as_mass_override(addon, solver):
     assert bpy.ops.abd.body_add() == {"FINISHED"}
     props = box.abd_body
     mass = 7.0
-    unit = solver.mass.mesh_mass_properties(*addon.export.mesh_arrays(box.evaluated_get(bpy.context.evaluated_depsgraph_get())),
-                                            mass)  # density = mass / 1 m^3 for the unit cube
+    evaluated = box.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    # density = mass / 1 m^3 for the unit cube
+    unit = solver.mass.mesh_mass_properties(*addon.export.mesh_arrays(evaluated), mass)
     inertia = unit.inertia
     props.mass_mode, props.use_inertia, props.mass = "MASS", True, mass
     props.mass_center = (0.0, 0.0, 0.0)
