@@ -67,7 +67,8 @@ def settings(
     **extra,
 ) -> dict:
     """A ``settings`` object; ``extra`` adds optional keys (``max_iterations``, ``velocity_tol``, ...)."""
-    return {"frame_rate": frame_rate, "substeps": substeps, "frame_count": frame_count, "gravity": list(gravity), **extra}
+    return {"frame_rate": frame_rate, "substeps": substeps, "frame_count": frame_count, "gravity": list(gravity),
+            **extra}
 
 
 def box_body(

@@ -187,7 +187,8 @@ def check_projection(constitution, q: np.ndarray, always_exact: bool = False, wh
     gradient_exact, exact = constitution.gradient_hessian(q, *inputs, project=False)
     gradient_projected, projected = constitution.gradient_hessian(q, *inputs, project=True)
     # Projection changes the Hessian only; the gradient has its own code path when projecting.
-    assert np.allclose(gradient_projected, gradient_exact, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(gradient_exact).max()))
+    assert np.allclose(gradient_projected, gradient_exact, rtol=1e-12,
+                       atol=1e-12 * max(1.0, np.abs(gradient_exact).max()))
     for e in range(exact.shape[0]):
         scale = max(1.0, np.abs(exact[e]).max())
         assert np.allclose(projected[e], projected[e].T, rtol=0.0, atol=1e-12 * scale)
@@ -427,13 +428,15 @@ def test_ortho_potential_shift_keeps_each_body_block_positive_definite(seed):
         assert tau == pytest.approx(expected, rel=1e-6, abs=round_off)
         shifted += expected > 0.0
         block = mass_matrix(mass[e], mass_x_bar[e], second_moment[e]) + projected[e]
-        assert least_eigenvalue_with_p_free(block) >= ortho_potential.INERTIA_KEPT * floors[e] - 1e-7 * np.abs(block).max()
+        floor = ortho_potential.INERTIA_KEPT * floors[e]
+        assert least_eigenvalue_with_p_free(block) >= floor - 1e-7 * np.abs(block).max()
     assert 0 < shifted < n
     # curvature_projection weighs the shift: none at 0 (the exact Hessian), half at 0.5.
     ortho.curvature_projection = 0.0
     assert np.allclose(ortho.gradient_hessian(q)[1], exact, rtol=0.0, atol=1e-12 * np.abs(exact).max())
     ortho.curvature_projection = 0.5
-    assert np.allclose(ortho.gradient_hessian(q)[1], 0.5 * (exact + projected), rtol=0.0, atol=1e-12 * np.abs(exact).max())
+    assert np.allclose(ortho.gradient_hessian(q)[1], 0.5 * (exact + projected), rtol=0.0,
+                       atol=1e-12 * np.abs(exact).max())
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -962,9 +965,8 @@ def test_argument_checks():
     with pytest.raises(ValueError, match="strength: expected shape"):
         limit.energy(identity_q(2), PrismaticJointLimitInput(np.zeros(1), np.zeros(1), np.ones(2)))
     with pytest.raises(ValueError):
-        RevoluteJoint([[0, 5]], np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3))).energy(
-            identity_q(2)
-        )
+        zeros = np.zeros((1, 2, 3))
+        RevoluteJoint([[0, 5]], zeros, zeros, zeros, zeros).energy(identity_q(2))
 
 
 def test_body_tables_are_frozen_and_parameters_checked_when_set():

@@ -178,7 +178,8 @@ def test_running_out_of_device_memory_mid_run_names_the_step(monkeypatch, failin
     lambda: prismatic_chain_scene(6, seconds=0.25),
     lambda: scene_from_dict(every_feature_example()),
     net_scene,
-], ids=["revolute-chain-with-limit", "prismatic-chain-drive-limit", "every-feature-example-soft-transform", "net-of-loops"])
+], ids=["revolute-chain-with-limit", "prismatic-chain-drive-limit", "every-feature-example-soft-transform",
+        "net-of-loops"])
 def test_device_path_gives_the_cpu_trajectory(builder, cupy_on_numpy):
     """Every constitution through the device path (revolute joints and a limit, prismatic
     joints with drives and limits, a soft transform): the CPU run's trajectory, its Newton
@@ -267,7 +268,8 @@ def test_command_line_device_overrides_the_scene(tmp_path, cupy_on_numpy, capsys
     scene = revolute_chain_scene(2, seconds=0.1)
     save_scene(scene, tmp_path / "chain.json")
     assert json.loads((tmp_path / "chain.json").read_text())["settings"]["device"] == "cpu"
-    assert main(["run", str(tmp_path / "chain.json"), "--out", str(tmp_path / "out.npz"), "--device", "cupy", "-q"]) == 0
+    assert main(["run", str(tmp_path / "chain.json"), "--out", str(tmp_path / "out.npz"), "--device", "cupy",
+                 "-q"]) == 0
     assert cupy_on_numpy["factorisations"] > 0
     with pytest.raises(SystemExit):
         main(["run", str(tmp_path / "chain.json"), "--device", "gpu"])

@@ -106,7 +106,8 @@ def test_every_kernel_is_called_from_the_solvers_python_code():
 @pytest.mark.parametrize("snippet, expected", [
     ("from solver.constitutions.joint_limit_penalty import penalty\nenergy = penalty(1.0, 0.0, 0.5, 2.0)\n",
      ["snippet.py:2 penalty"]),
-    ("from solver.constitutions import joint_limit_penalty\nsee = joint_limit_penalty.penalty\n", ["snippet.py:2 penalty"]),
+    ("from solver.constitutions import joint_limit_penalty\nsee = joint_limit_penalty.penalty\n",
+     ["snippet.py:2 penalty"]),
     ("import numba\nfrom solver.constitutions.joint_limit_penalty import penalty\n\n"
      "@numba.njit\ndef energy(x):\n    return penalty(x, 0.0, 0.5, 2.0)[0]\n", []),
 ])

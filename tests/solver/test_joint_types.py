@@ -20,9 +20,10 @@ def rotation(axis, angle: float) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * cross + (1.0 - np.cos(angle)) * cross @ cross
 
 
-def pose(turn=np.eye(3), translation=(0.0, 0.0, 0.0)) -> np.ndarray:
+def pose(turn=None, translation=(0.0, 0.0, 0.0)) -> np.ndarray:
     transform = np.eye(4)
-    transform[:3, :3] = turn
+    if turn is not None:
+        transform[:3, :3] = turn
     transform[:3, 3] = translation
     return transform
 

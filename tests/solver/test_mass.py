@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solver.affine_body import mass_matrix, nearest_rotation, point_jacobian, q_from_transform, transform_from_q, velocity_q
+from solver.affine_body import (
+    mass_matrix,
+    nearest_rotation,
+    point_jacobian,
+    q_from_transform,
+    transform_from_q,
+    velocity_q,
+)
 from solver.mass import mesh_mass_properties, mesh_volume, override_mass_properties
 from solver.primitives import box_mesh
 
@@ -18,7 +25,8 @@ def test_box_mass_properties_match_closed_forms():
     assert mass.volume == pytest.approx(size.prod())
     assert mass.mass == pytest.approx(m)
     np.testing.assert_allclose(mass.mass_center, center, atol=1e-12)
-    expected_inertia = m / 12 * np.array([size[1] ** 2 + size[2] ** 2, size[0] ** 2 + size[2] ** 2, size[0] ** 2 + size[1] ** 2])
+    squares = np.asarray(size, dtype=float) ** 2
+    expected_inertia = m / 12 * np.array([squares[1] + squares[2], squares[0] + squares[2], squares[0] + squares[1]])
     np.testing.assert_allclose(mass.inertia, np.diag(expected_inertia), atol=1e-10)
     # S about the origin = integral of rho x x^T: S_ab = m (c_a c_b) + diagonal box term.
     expected_second = m * np.outer(center, center) + np.diag(m * size**2 / 12)
@@ -51,21 +59,27 @@ def icosphere(subdivisions: int, radius: float = 1.0):
              [6, 2, 10], [8, 6, 7], [9, 8, 1]]
     vertices = [np.array(v, dtype=float) / np.linalg.norm(v) for v in vertices]
     for _ in range(subdivisions):
-        midpoint, refined = {}, []
-
-        def middle(a, b):
-            key = (min(a, b), max(a, b))
-            if key not in midpoint:
-                point = vertices[a] + vertices[b]
-                vertices.append(point / np.linalg.norm(point))
-                midpoint[key] = len(vertices) - 1
-            return midpoint[key]
-
-        for a, b, c in faces:
-            ab, bc, ca = middle(a, b), middle(b, c), middle(c, a)
-            refined += [[a, ab, ca], [b, bc, ab], [c, ca, bc], [ab, bc, ca]]
-        faces = refined
+        faces = subdivided(vertices, faces)
     return radius * np.array(vertices), np.array(faces)
+
+
+def subdivided(vertices: list, faces: list) -> list:
+    """Each triangle of ``faces`` split in four; the edge midpoints, pushed onto the unit sphere, are
+    appended to ``vertices`` (one per edge)."""
+    midpoint, refined = {}, []
+
+    def middle(a, b):
+        key = (min(a, b), max(a, b))
+        if key not in midpoint:
+            point = vertices[a] + vertices[b]
+            vertices.append(point / np.linalg.norm(point))
+            midpoint[key] = len(vertices) - 1
+        return midpoint[key]
+
+    for a, b, c in faces:
+        ab, bc, ca = middle(a, b), middle(b, c), middle(c, a)
+        refined += [[a, ab, ca], [b, bc, ab], [c, ca, bc], [ab, bc, ca]]
+    return refined
 
 
 def test_refined_icosphere_converges_to_the_sphere():
@@ -75,8 +89,9 @@ def test_refined_icosphere_converges_to_the_sphere():
     for subdivisions in range(1, 5):
         vertices, faces = icosphere(subdivisions, radius)
         mass = mesh_mass_properties(vertices, faces, density)
+        sphere_inertia = 0.4 * sphere_mass * radius**2
         errors.append((abs(mass.mass - sphere_mass) / sphere_mass,
-                       np.max(np.abs(mass.inertia - np.eye(3) * 0.4 * sphere_mass * radius**2)) / (0.4 * sphere_mass * radius**2)))
+                       np.max(np.abs(mass.inertia - np.eye(3) * sphere_inertia)) / sphere_inertia))
         np.testing.assert_allclose(mass.mass_center, 0.0, atol=1e-12)
     errors = np.array(errors)
     assert np.all(np.diff(errors, axis=0) < 0)  # every refinement is closer
@@ -144,7 +159,8 @@ def test_pose_interpolation_turns_rigidly_and_stretches_linearly():
         transform[:3, 3] = position
         return transform
 
-    start, end = turned(0.1, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)), turned(0.1 + 0.8 * np.pi, (1.0, 2.0, 0.0), (1.2, 1.0, 1.0))
+    start = turned(0.1, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+    end = turned(0.1 + 0.8 * np.pi, (1.0, 2.0, 0.0), (1.2, 1.0, 1.0))
     mirrored_start, mirrored_end = start @ np.diag([-1.0, 1.0, 1.0, 1.0]), end @ np.diag([-1.0, 1.0, 1.0, 1.0])
     q = q_from_transform(np.array([[start, mirrored_start], [end, mirrored_end]]))
     poses = PoseInterpolation(q)
@@ -184,7 +200,8 @@ def test_repeated_motion_applies_the_last_steps_transform_again():
     for (before, now), predicted in zip(transforms, out):
         np.testing.assert_allclose(transform_from_q(predicted), now @ np.linalg.inv(before) @ now, atol=1e-12)
         step = now @ np.linalg.inv(before)
-        np.testing.assert_allclose(transform_from_q(predicted), step @ step @ before, atol=1e-12)  # the same screw twice
+        # The same screw twice:
+        np.testing.assert_allclose(transform_from_q(predicted), step @ step @ before, atol=1e-12)
     # A pure rotation stays one (the explicit prediction stretches it by sqrt(1 + angle^2)).
     rotation = transform_from_q(out[0])[:3, :3] @ np.linalg.inv(transforms[0][1][:3, :3])
     np.testing.assert_allclose(rotation @ rotation.T, np.eye(3), atol=1e-12)

@@ -26,9 +26,10 @@ def rotation_z(angle: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def pose(rotation=np.eye(3), translation=(0.0, 0.0, 0.0)) -> np.ndarray:
+def pose(rotation=None, translation=(0.0, 0.0, 0.0)) -> np.ndarray:
     transform = np.eye(4)
-    transform[:3, :3] = rotation
+    if rotation is not None:
+        transform[:3, :3] = rotation
     transform[:3, 3] = translation
     return transform
 
@@ -43,7 +44,8 @@ def slider_scene(axis, frame_count, gravity=(0.0, 0.0, -G), driving=None, limit=
     slider = Body(name="slider", mesh=box_mesh([1.0, 0.2, 0.2]))
     joint = Joint(name="rail", type="prismatic", l_body="base", r_body="slider",
                   position0=np.zeros(3), position1=axis, driving=driving, limit=limit)
-    settings = Settings(frame_rate=24.0, substeps=substeps, frame_count=frame_count, gravity=np.array(gravity, dtype=float))
+    settings = Settings(frame_rate=24.0, substeps=substeps, frame_count=frame_count,
+                        gravity=np.array(gravity, dtype=float))
     return Scene(settings=settings, bodies=[fixed_base(), slider], joints=[joint])
 
 
@@ -195,7 +197,8 @@ def test_prismatic_limit_bounds_are_raw_coordinates():
 
 
 def test_revolute_limit_holds_a_falling_door():
-    """A horizontal bar hinged about +y falls; the upper limit 0.5 rad (+ init_angle, docs/constitutions/670_revolute_joint_limit.md) stops it."""
+    """A horizontal bar hinged about +y falls; the upper limit 0.5 rad (+ init_angle,
+    docs/constitutions/670_revolute_joint_limit.md) stops it."""
     bar = Body(name="bar", mesh=box_mesh([1.0, 0.2, 0.2], center=(0.5, 0.0, 0.0)))
     hinge = Joint(name="hinge", type="revolute", l_body="base", r_body="bar", position0=np.zeros(3),
                   position1=np.array([0.0, 1.0, 0.0]), init_angle=0.1,
@@ -253,7 +256,8 @@ def test_a_turn_of_more_than_0_9_pi_in_one_step_is_flagged(turn):
     wheel = Body(name="wheel", mesh=box_mesh([0.6, 0.6, 0.1]), motion="animated", animated_transforms=spin)
     axle = Joint(name="axle", type="revolute", l_body="base", r_body="wheel", position0=np.zeros(3),
                  position1=np.array([0.0, 0.0, 1.0]))
-    trajectory = simulate(Scene(Settings(frame_count=frames, substeps=1, gravity=np.zeros(3)), [fixed_base(), wheel], [axle]))
+    settings = Settings(frame_count=frames, substeps=1, gravity=np.zeros(3))
+    trajectory = simulate(Scene(settings, [fixed_base(), wheel], [axle]))
     assert trajectory.fast_rotation.all()
     assert trajectory.fast_rotation_warning().startswith(f"in {frames} of {frames} time steps a revolute joint turned")
     read = np.diff(trajectory.angle[:, 0])
@@ -683,7 +687,8 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     potential.bind(saddle, control)
     assert np.abs(potential.gradient(saddle)).max() < 1e-9 * np.abs(others).max()
     group.curvature_projection = model.ortho.curvature_projection = 0.0
-    eigenvalues, eigenvectors = np.linalg.eigh(potential.assembly.matrix(potential.gradient_hessian(saddle)[1]).toarray())
+    hessian = potential.assembly.matrix(potential.gradient_hessian(saddle)[1]).toarray()
+    eigenvalues, eigenvectors = np.linalg.eigh(hessian)
     assert eigenvalues[0] < 0.0  # the premise: the exact Hessian is indefinite there
     beside = saddle.copy()
     beside[1:] += 0.01 * eigenvectors[:, 0].reshape(-1, 12)
@@ -753,7 +758,8 @@ def test_non_finite_newton_quantities_are_named(broken):
     q = np.tile(np.concatenate([np.zeros(3), np.eye(3).reshape(-1)]), (1, 1))
     corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
     potential.bind(q, control)
-    with pytest.raises(NewtonFailure, match=f"the {'gradient' if broken == 'gradient' else 'Newton direction'} is not finite"):
+    what = "gradient" if broken == "gradient" else "Newton direction"
+    with pytest.raises(NewtonFailure, match=f"the {what} is not finite"):
         solve_step(potential, q, corners, 0.01, Settings())
     assert np.all(np.isfinite(q))
 
@@ -873,7 +879,8 @@ def moving_target_scenes(substeps: int, frames: int = 48) -> tuple[Scene, Scene]
     held[25:] = 0.0
     aims = np.array([pose(translation=(t, 0.0, 0.0)) for t in seconds])
     follower = Body(name="follower", mesh=box_mesh([1.0, 0.5, 0.3]),
-                    soft_transform=SoftTransform(strength_ratio=(100.0, 100.0), aim_transform=aims, is_constrained=held))
+                    soft_transform=SoftTransform(strength_ratio=(100.0, 100.0), aim_transform=aims,
+                                                 is_constrained=held))
     settings = Settings(frame_count=frames, substeps=substeps, gravity=np.zeros(3))
     soft = Scene(settings=settings, bodies=[follower])
     slider = Body(name="slider", mesh=box_mesh([0.4, 0.4, 0.4]), transform=pose(translation=(0.0, 0.0, 1.0)))

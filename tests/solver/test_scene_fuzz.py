@@ -157,7 +157,8 @@ def mutated_scenes(draw):
             index = draw(st.integers(min_value=0, max_value=len(target) - 1))
             target.insert(index, copy.deepcopy(target[index]))
         elif action == "number" and path and isinstance(target, (int, float)) and not isinstance(target, bool):
-            how = draw(st.sampled_from(["negate", "huge", "tiny", "zero", "plus-half", "plus-one", "perturb", "perturb"]))
+            how = draw(st.sampled_from(
+                ["negate", "huge", "tiny", "zero", "plus-half", "plus-one", "perturb", "perturb"]))
             parent[path[-1]] = _number_mutation(target, how)
         elif action == "wrap" and path:
             parent[path[-1]] = [target]

@@ -175,9 +175,12 @@ def _text(text: str):
 
 # (id, document builder (dict, or the raw file text), substrings the message must contain)
 CASES = [
-    ("unknown-body-name", edit(prismatic, lambda d: _set(joint(d, "rail"), "l_body", "bse")), ["rail", "l_body", "bse"]),
-    ("unknown-r-body", edit(prismatic, lambda d: _set(joint(d, "rail"), "r_body", "nobody")), ["rail", "r_body", "nobody"]),
-    ("open-mesh", edit(prismatic, lambda d: body(d, "slider")["mesh"]["triangles"].pop()), ["slider", "mesh", "not closed"]),
+    ("unknown-body-name", edit(prismatic, lambda d: _set(joint(d, "rail"), "l_body", "bse")),
+     ["rail", "l_body", "bse"]),
+    ("unknown-r-body", edit(prismatic, lambda d: _set(joint(d, "rail"), "r_body", "nobody")),
+     ["rail", "r_body", "nobody"]),
+    ("open-mesh", edit(prismatic, lambda d: body(d, "slider")["mesh"]["triangles"].pop()),
+     ["slider", "mesh", "not closed"]),
     ("inconsistent-orientation", edit(prismatic, _flip_one), ["slider", "mesh", "not closed"]),
     ("inverted-mesh", edit(prismatic, _flip_all), ["slider", "mesh", "inverted"]),
     ("zero-volume", edit(prismatic, _flat_slider), ["slider", "mesh", "zero volume"]),
@@ -185,13 +188,16 @@ CASES = [
      ["body 'slider': mesh: has an inside-out part: the 12 triangles connected to triangle 12 face inwards "
       "(signed volume -0.001 m^3 < 0)", "Recalculate Outside"]),
     ("degenerate-triangle-open", edit(prismatic, _degenerate_triangle), ["slider", "mesh", "not closed"]),
-    ("triangle-index-out-of-range", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, 8])),
+    ("triangle-index-out-of-range",
+     edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, 8])),
      ["slider", "mesh.triangles", "out of range"]),
     ("negative-triangle-index", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, -1])),
      ["slider", "mesh.triangles", "out of range"]),
-    ("non-integer-triangle-index", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, 2.5])),
+    ("non-integer-triangle-index",
+     edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"], 5, [0, 1, 2.5])),
      ["slider", "mesh.triangles", "integer"]),
-    ("too-few-vertices", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"], "vertices", [[0, 0, 0], [1, 0, 0], [0, 1, 0]])),
+    ("too-few-vertices",
+     edit(prismatic, lambda d: _set(body(d, "slider")["mesh"], "vertices", [[0, 0, 0], [1, 0, 0], [0, 1, 0]])),
      ["slider", "mesh.vertices", "4 vertices"]),
     ("vertex-wrong-shape", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["vertices"], 2, [0.0, 1.0])),
      ["slider", "mesh.vertices"]),
@@ -199,31 +205,41 @@ CASES = [
      ["rail", "position1", "zero-length"]),
     ("nan-vertex", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["vertices"][0], 0, math.nan)),
      ["slider", "mesh.vertices", "finite"]),
-    ("infinite-gravity", edit(prismatic, lambda d: _set(d["settings"]["gravity"], 2, -math.inf)), ["settings", "gravity", "finite"]),
-    ("nan-position", edit(prismatic, lambda d: _set(joint(d, "rail")["position0"], 1, math.nan)), ["rail", "position0", "finite"]),
-    ("infinite-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", math.inf)), ["slider", "kappa", "finite"]),
-    ("nan-in-series", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0] * 48 + [math.nan])),
+    ("infinite-gravity", edit(prismatic, lambda d: _set(d["settings"]["gravity"], 2, -math.inf)),
+     ["settings", "gravity", "finite"]),
+    ("nan-position", edit(prismatic, lambda d: _set(joint(d, "rail")["position0"], 1, math.nan)),
+     ["rail", "position0", "finite"]),
+    ("infinite-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", math.inf)),
+     ["slider", "kappa", "finite"]),
+    ("nan-in-series",
+     edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0] * 48 + [math.nan])),
      ["rail", "driving.aim_distance", "frame 48"]),
-    ("series-wrong-length", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0, 0.1, 0.2])),
+    ("series-wrong-length",
+     edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0, 0.1, 0.2])),
      ["rail", "driving.aim_distance", "49"]),
     ("limit-series-wrong-length", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "upper", [1.0] * 50)),
      ["rail", "limit.upper", "49"]),
-    ("soft-series-wrong-length", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "strength_ratio", [[1, 1]] * 3)),
+    ("soft-series-wrong-length",
+     edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "strength_ratio", [[1, 1]] * 3)),
      ["slider", "soft_transform.strength_ratio", "49"]),
-    ("aim-series-wrong-length", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim_transform", [scenes.translation()] * 2)),
+    ("aim-series-wrong-length",
+     edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim_transform", [scenes.translation()] * 2)),
      ["slider", "soft_transform.aim_transform", "49"]),
     ("animated-wrong-length", edit(prismatic, _animated_wrong_length), ["slider", "animated_transforms", "49"]),
     ("animated-without-transforms", edit(prismatic, _animated_without_transforms), ["slider", "animated_transforms"]),
     ("animated-frame0-differs", edit(prismatic, _animated_wrong_frame0), ["slider", "animated_transforms", "frame 0"]),
-    ("animated-transforms-on-dynamic", edit(prismatic, lambda d: _set(body(d, "slider"), "animated_transforms", [scenes.translation()] * 49)),
+    ("animated-transforms-on-dynamic",
+     edit(prismatic, lambda d: _set(body(d, "slider"), "animated_transforms", [scenes.translation()] * 49)),
      ["slider", "animated_transforms", "dynamic"]),
     ("velocity-wrong-length", edit(prismatic, lambda d: _set(body(d, "slider"), "linear_velocity", [0.0, 0.0])),
      ["slider", "linear_velocity", "shape"]),
     ("lower-above-upper", edit(prismatic, lambda d: _set(joint(d, "rail"), "limit", {"lower": 0.5, "upper": -0.5})),
      ["rail", "limit.lower", "upper"]),
-    ("lower-above-upper-at-frame", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "lower", [0.0] * 10 + [0.6] + [0.0] * 38)),
+    ("lower-above-upper-at-frame",
+     edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "lower", [0.0] * 10 + [0.6] + [0.0] * 38)),
      ["rail", "limit.lower", "frame 10"]),
-    ("revolute-lower-above-upper", edit(pendulum, lambda d: _set(joint(d, "hinge"), "limit", {"lower": 1.0, "upper": -1.0})),
+    ("revolute-lower-above-upper",
+     edit(pendulum, lambda d: _set(joint(d, "hinge"), "limit", {"lower": 1.0, "upper": -1.0})),
      ["hinge", "limit.lower"]),
     ("negative-limit-strength", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "strength", -1.0)),
      ["rail", "limit.strength", ">= 0"]),
@@ -231,15 +247,18 @@ CASES = [
      ["rail", "driving.strength_ratio", ">= 0"]),
     ("negative-joint-strength", edit(prismatic, lambda d: _set(joint(d, "rail"), "strength_ratio", -100.0)),
      ["rail", "strength_ratio", ">= 0"]),
-    ("negative-soft-strength", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "strength_ratio", [10.0, -1.0])),
+    ("negative-soft-strength",
+     edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "strength_ratio", [10.0, -1.0])),
      ["slider", "soft_transform.strength_ratio", ">= 0"]),
     ("flag-not-0-or-1", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "is_passive", 2)),
      ["rail", "driving.is_passive", "0 or 1"]),
-    ("soft-flag-not-0-or-1", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "is_constrained", 0.5)),
+    ("soft-flag-not-0-or-1",
+     edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "is_constrained", 0.5)),
      ["slider", "soft_transform.is_constrained", "0 or 1"]),
     ("duplicate-body-name", edit(prismatic, _duplicate_body), ["slider", "name", "duplicate"]),
     ("duplicate-joint-name", edit(prismatic, _duplicate_joint), ["rail", "name", "duplicate"]),
-    ("joint-to-itself", edit(prismatic, lambda d: _set(joint(d, "rail"), "r_body", "base")), ["rail", "r_body", "base"]),
+    ("joint-to-itself", edit(prismatic, lambda d: _set(joint(d, "rail"), "r_body", "base")),
+     ["rail", "r_body", "base"]),
     ("aim-distance-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "driving", {"aim_distance": 0.1})),
      ["hinge", "driving.aim_distance", "prismatic", "aim_angle"]),
     ("aim-angle-on-prismatic", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_angle", 0.1)),
@@ -249,21 +268,29 @@ CASES = [
     ("limit-on-spherical", edit(pendulum, _spherical_with_limit), ["hinge", "limit", "not on a spherical joint"]),
     ("axis-on-fixed", edit(pendulum, lambda d: _set(_anchored(d, "fixed"), "position0", [0, 0, 0])),
      ["hinge", "position0", "not on a fixed joint"]),
-    ("fixed-without-position", edit(pendulum, lambda d: joint(d, "hinge").update(type="fixed", position0=None) or
-                                    [joint(d, "hinge").pop(key) for key in ("position0", "position1", "init_angle", "limit")]),
+    ("fixed-without-position",
+     edit(pendulum, lambda d: joint(d, "hinge").update(type="fixed", position0=None) or
+          [joint(d, "hinge").pop(key) for key in ("position0", "position1", "init_angle", "limit")]),
      ["hinge", "position", "missing"]),
-    ("init-angle-on-prismatic", edit(prismatic, lambda d: _set(joint(d, "rail"), "init_angle", 0.2)), ["rail", "init_angle"]),
-    ("init-distance-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "init_distance", 0.2)), ["hinge", "init_distance"]),
+    ("init-angle-on-prismatic", edit(prismatic, lambda d: _set(joint(d, "rail"), "init_angle", 0.2)),
+     ["rail", "init_angle"]),
+    ("init-distance-on-revolute", edit(pendulum, lambda d: _set(joint(d, "hinge"), "init_distance", 0.2)),
+     ["hinge", "init_distance"]),
     ("unknown-joint-type", edit(prismatic, lambda d: _set(joint(d, "rail"), "type", "ball")), ["rail", "type", "ball"]),
     ("typo-in-driving", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "strenght_ratio", 5.0)),
      ["rail", "driving.strenght_ratio", "unknown", "strength_ratio"]),
-    ("typo-in-body", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_denisty", 5.0)), ["slider", "mass_denisty", "unknown"]),
-    ("typo-in-joint", edit(prismatic, lambda d: _set(joint(d, "rail"), "postion1", [0, 0, 0])), ["rail", "postion1", "unknown"]),
-    ("typo-in-limit", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "uper", 1.0)), ["rail", "limit.uper", "unknown"]),
+    ("typo-in-body", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_denisty", 5.0)),
+     ["slider", "mass_denisty", "unknown"]),
+    ("typo-in-joint", edit(prismatic, lambda d: _set(joint(d, "rail"), "postion1", [0, 0, 0])),
+     ["rail", "postion1", "unknown"]),
+    ("typo-in-limit", edit(prismatic, lambda d: _set(joint(d, "rail")["limit"], "uper", 1.0)),
+     ["rail", "limit.uper", "unknown"]),
     ("typo-in-soft-transform", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim", 1.0)),
      ["slider", "soft_transform.aim", "unknown"]),
-    ("typo-in-mesh", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"], "faces", [])), ["slider", "mesh.faces", "unknown"]),
-    ("typo-in-settings", edit(prismatic, lambda d: _set(d["settings"], "framerate", 30)), ["settings", "framerate", "unknown"]),
+    ("typo-in-mesh", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"], "faces", [])),
+     ["slider", "mesh.faces", "unknown"]),
+    ("typo-in-settings", edit(prismatic, lambda d: _set(d["settings"], "framerate", 30)),
+     ["settings", "framerate", "unknown"]),
     ("unknown-top-level-key", edit(prismatic, lambda d: _set(d, "camera", {})), ["scene", "camera", "unknown"]),
     ("wrong-format", edit(prismatic, lambda d: _set(d, "format", "abd-scenes")), ["format", "abd-scene"]),
     ("missing-format", edit(prismatic, lambda d: _drop(d, "format")), ["format", "missing"]),
@@ -272,8 +299,11 @@ CASES = [
     ("scaled-transform", edit(prismatic, _scaled), ["slider", "transform", "not rigid", "bake", "scale", "mesh"]),
     ("sheared-transform", edit(prismatic, _sheared), ["slider", "transform", "not rigid"]),
     ("reflected-transform", edit(prismatic, _reflected), ["slider", "transform", "det"]),
-    ("transform-last-row", edit(prismatic, lambda d: _set(body(d, "slider")["transform"], 3, [0, 0, 1, 1])), ["slider", "transform", "last row"]),
-    ("scaled-aim-transform", edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim_transform", [[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 1]])),
+    ("transform-last-row", edit(prismatic, lambda d: _set(body(d, "slider")["transform"], 3, [0, 0, 1, 1])),
+     ["slider", "transform", "last row"]),
+    ("scaled-aim-transform",
+     edit(prismatic, lambda d: _set(body(d, "slider")["soft_transform"], "aim_transform",
+                                    [[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 1]])),
      ["slider", "soft_transform.aim_transform", "not rigid"]),
     ("zero-mass", edit(prismatic, lambda d: _mass(d, mass=0.0)), ["slider", "mass.mass", "> 0"]),
     ("negative-mass", edit(prismatic, lambda d: _mass(d, mass=-2.0)), ["slider", "mass.mass", "> 0"]),
@@ -285,44 +315,62 @@ CASES = [
      ["slider", "mass.inertia", "positive definite"]),
     ("inertia-triangle-inequality", edit(prismatic, lambda d: _mass(d, inertia=((1, 0, 0), (0, 1, 0), (0, 0, 3)))),
      ["slider", "mass.inertia", "triangle inequality"]),
-    ("inertia-wrong-shape", edit(prismatic, lambda d: _set(body(d, "slider"), "mass", {"mass": 1.0, "mass_center": [0, 0, 0], "inertia": [1, 1, 1]})),
+    ("inertia-wrong-shape",
+     edit(prismatic, lambda d: _set(body(d, "slider"), "mass",
+                                    {"mass": 1.0, "mass_center": [0, 0, 0], "inertia": [1, 1, 1]})),
      ["slider", "mass.inertia", "shape"]),
-    ("mass-missing-field", edit(prismatic, lambda d: _set(body(d, "slider"), "mass", {"mass": 1.0})), ["slider", "mass.mass_center", "missing"]),
-    ("negative-density", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_density", -1000.0)), ["slider", "mass_density", "> 0"]),
+    ("mass-missing-field", edit(prismatic, lambda d: _set(body(d, "slider"), "mass", {"mass": 1.0})),
+     ["slider", "mass.mass_center", "missing"]),
+    ("negative-density", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_density", -1000.0)),
+     ["slider", "mass_density", "> 0"]),
     ("zero-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", 0.0)), ["slider", "kappa", "> 0"]),
     ("negative-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", -1e8)), ["slider", "kappa", "> 0"]),
-    ("string-density", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_density", "heavy")), ["slider", "mass_density", "number"]),
+    ("string-density", edit(prismatic, lambda d: _set(body(d, "slider"), "mass_density", "heavy")),
+     ["slider", "mass_density", "number"]),
     ("boolean-kappa", edit(prismatic, lambda d: _set(body(d, "slider"), "kappa", True)), ["slider", "kappa", "number"]),
     ("null-transform", edit(prismatic, lambda d: _set(body(d, "slider"), "transform", None)), ["slider", "transform"]),
-    ("unknown-motion", edit(prismatic, lambda d: _set(body(d, "slider"), "motion", "kinematic")), ["slider", "motion", "kinematic"]),
+    ("unknown-motion", edit(prismatic, lambda d: _set(body(d, "slider"), "motion", "kinematic")),
+     ["slider", "motion", "kinematic"]),
     ("zero-substeps", edit(prismatic, lambda d: _set(d["settings"], "substeps", 0)), ["settings", "substeps", ">= 1"]),
     ("too-many-time-steps", edit(prismatic, lambda d: d["settings"].update(frame_count=1_000_000, substeps=101)),
      ["settings: substeps: frame_count * substeps = 1000000 * 101 = 101000000 time steps", "100000000"]),
     ("trajectory-too-big", lambda: _many_bodies(63, 1_000_000),
      ["settings: frame_count: the trajectory of 63 bodies and 0 joints", "1008001008 values", "1000000000"]),
-    ("zero-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", 0.0)), ["settings", "frame_rate", "> 0"]),
-    ("negative-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", -24.0)), ["settings", "frame_rate", "> 0"]),
-    ("negative-frame-count", edit(prismatic, lambda d: _set(d["settings"], "frame_count", -1)), ["settings", "frame_count", ">= 0"]),
-    ("non-integer-substeps", edit(prismatic, lambda d: _set(d["settings"], "substeps", 2.5)), ["settings", "substeps", "integer"]),
-    ("string-frame-count", edit(prismatic, lambda d: _set(d["settings"], "frame_count", "48")), ["settings", "frame_count", "integer"]),
-    ("non-integer-max-iterations", edit(prismatic, lambda d: _set(d["settings"], "max_iterations", 1.5)), ["settings", "max_iterations", "integer"]),
+    ("zero-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", 0.0)),
+     ["settings", "frame_rate", "> 0"]),
+    ("negative-frame-rate", edit(prismatic, lambda d: _set(d["settings"], "frame_rate", -24.0)),
+     ["settings", "frame_rate", "> 0"]),
+    ("negative-frame-count", edit(prismatic, lambda d: _set(d["settings"], "frame_count", -1)),
+     ["settings", "frame_count", ">= 0"]),
+    ("non-integer-substeps", edit(prismatic, lambda d: _set(d["settings"], "substeps", 2.5)),
+     ["settings", "substeps", "integer"]),
+    ("string-frame-count", edit(prismatic, lambda d: _set(d["settings"], "frame_count", "48")),
+     ["settings", "frame_count", "integer"]),
+    ("non-integer-max-iterations", edit(prismatic, lambda d: _set(d["settings"], "max_iterations", 1.5)),
+     ["settings", "max_iterations", "integer"]),
     ("min-above-max-iterations", edit(prismatic, lambda d: d["settings"].update(max_iterations=3, min_iterations=5)),
      ["settings", "min_iterations"]),
-    ("zero-velocity-tol", edit(prismatic, lambda d: _set(d["settings"], "velocity_tol", 0.0)), ["settings", "velocity_tol", "> 0"]),
+    ("zero-velocity-tol", edit(prismatic, lambda d: _set(d["settings"], "velocity_tol", 0.0)),
+     ["settings", "velocity_tol", "> 0"]),
     ("negative-line-search", edit(prismatic, lambda d: _set(d["settings"], "line_search_max_iterations", -1)),
      ["settings", "line_search_max_iterations"]),
     ("missing-mesh", edit(prismatic, lambda d: _drop(body(d, "slider"), "mesh")), ["slider", "mesh", "missing"]),
-    ("missing-triangles", edit(prismatic, lambda d: _drop(body(d, "slider")["mesh"], "triangles")), ["slider", "mesh.triangles", "missing"]),
-    ("missing-position1", edit(prismatic, lambda d: _drop(joint(d, "rail"), "position1")), ["rail", "position1", "missing"]),
+    ("missing-triangles", edit(prismatic, lambda d: _drop(body(d, "slider")["mesh"], "triangles")),
+     ["slider", "mesh.triangles", "missing"]),
+    ("missing-position1", edit(prismatic, lambda d: _drop(joint(d, "rail"), "position1")),
+     ["rail", "position1", "missing"]),
     ("missing-body-name", edit(prismatic, lambda d: _drop(d["bodies"][1], "name")), ["body #1", "name", "missing"]),
     ("body-not-object", edit(prismatic, lambda d: _set(d["bodies"], 1, "slider")), ["body #1", "object"]),
     ("bodies-not-list", edit(prismatic, lambda d: _set(d, "bodies", {"slider": {}})), ["bodies", "list"]),
     ("no-bodies", edit(prismatic, lambda d: d.update(bodies=[], joints=[])), ["bodies", "at least one"]),
-    ("ragged-vertices", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["vertices"], 0, [0, [0, 1], 2])), ["slider", "mesh.vertices"]),
+    ("ragged-vertices", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["vertices"], 0, [0, [0, 1], 2])),
+     ["slider", "mesh.vertices"]),
     ("top-level-list", _text("[1, 2, 3]"), ["scene", "object"]),
     ("invalid-json", _text('{"format": "abd-scene", "version": 1,'), ["not valid JSON"]),
-    ("duplicate-json-key", _text('{"format": "abd-scene", "version": 1, "version": 1, "bodies": []}'), ["version", "duplicate"]),
-    ("duplicate-key-in-a-body", lambda: json.dumps(prismatic()).replace('"name": "slider"', '"name": "slider", "kappa": 1e8', 1)
+    ("duplicate-json-key", _text('{"format": "abd-scene", "version": 1, "version": 1, "bodies": []}'),
+     ["version", "duplicate"]),
+    ("duplicate-key-in-a-body",
+     lambda: json.dumps(prismatic()).replace('"name": "slider"', '"name": "slider", "kappa": 1e8', 1)
      .replace('"kappa": 1e8', '"kappa": 1e8, "kappa": 1e8', 1),
      ["scene: kappa: duplicate key in the object named 'slider'"]),
     # NumPy would read a boolean among numbers as 1 or 0 (the gravity [1, 0, -9.81], vertex 0).
@@ -330,7 +378,8 @@ CASES = [
      ["settings", "gravity", "not booleans"]),
     ("boolean-triangle-index", edit(prismatic, lambda d: _set(body(d, "slider")["mesh"]["triangles"][0], 0, False)),
      ["slider", "mesh.triangles", "not booleans"]),
-    ("boolean-in-a-series", edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0] * 48 + [True])),
+    ("boolean-in-a-series",
+     edit(prismatic, lambda d: _set(joint(d, "rail")["driving"], "aim_distance", [0.0] * 48 + [True])),
      ["rail", "driving.aim_distance", "not booleans"]),
     ("empty-file", _text(""), ["not valid JSON"]),
 ]
@@ -730,7 +779,8 @@ def test_settings_defaults_and_optional_keys():
     document = prismatic(max_iterations=20, min_iterations=2, velocity_tol=0.01, transrate_tol=0.05,
                          line_search_max_iterations=4, frame_rate=30, substeps=5.0)
     s = scene_from_dict(document).settings
-    assert (s.max_iterations, s.min_iterations, s.velocity_tol, s.transrate_tol, s.line_search_max_iterations) == (20, 2, 0.01, 0.05, 4)
+    assert (s.max_iterations, s.min_iterations, s.velocity_tol, s.transrate_tol, s.line_search_max_iterations) == (
+        20, 2, 0.01, 0.05, 4)
     assert s.frame_rate == 30.0 and isinstance(s.frame_rate, float)
     assert s.substeps == 5 and isinstance(s.substeps, int)
     assert s.dt == pytest.approx(1.0 / 150.0)
@@ -772,7 +822,8 @@ def test_cavities_are_allowed_and_an_inside_out_part_in_a_hollow_is_refused():
     stray = _with_part(hollow, scenes.box_mesh(0.1, center=(0.1, 0.1, 0.1)), inside_out=True)
     document = prismatic()
     body(document, "slider")["mesh"] = stray
-    with pytest.raises(SceneError, match="body 'slider': mesh: has an inside-out part: the 12 triangles connected to triangle 24 "):
+    with pytest.raises(SceneError,
+                       match="body 'slider': mesh: has an inside-out part: the 12 triangles connected to triangle 24 "):
         scene_from_dict(document)
 
 
@@ -832,8 +883,9 @@ def test_the_cavity_check_is_bounded(monkeypatch, limit, value, expected):
     from solver import mesh_checks
 
     monkeypatch.setattr(mesh_checks, limit, value)
-    with pytest.raises(SceneError, match=re.escape(f"body 'hollow': mesh: has 50 inward-facing parts")) as caught:
-        validate_scene(Scene(settings=Settings(frame_count=1), joints=[], bodies=[Body(name="hollow", mesh=_hollow_box(50))]))
+    hollow = Body(name="hollow", mesh=_hollow_box(50))
+    with pytest.raises(SceneError, match=re.escape("body 'hollow': mesh: has 50 inward-facing parts")) as caught:
+        validate_scene(Scene(settings=Settings(frame_count=1), joints=[], bodies=[hollow]))
     assert expected in str(caught.value)
 
 
@@ -842,7 +894,8 @@ def test_size_limits_are_inclusive_and_checked_before_the_bodies(monkeypatch):
 
     frame_count = 1_000_000
     box = scenes.box_mesh(0.1)
-    bodies = [Body(f"box{k}", Mesh(box["vertices"], box["triangles"]), transform=np.array(scenes.translation((k, 0, 0))))
+    bodies = [Body(f"box{k}", Mesh(box["vertices"], box["triangles"]),
+                   transform=np.array(scenes.translation((k, 0, 0))))
               for k in range(63)]
     assert scene_validation.MAX_TIME_STEPS == 100 * frame_count
     validate_scene(Scene(Settings(frame_count=frame_count, substeps=100), bodies[:1]))
@@ -888,7 +941,8 @@ def dataclass_scene(**settings) -> Scene:
     return Scene(
         settings=Settings(frame_count=np.int64(3), substeps=np.int32(2), frame_rate=np.float32(24.0), **settings),
         bodies=[
-            Body("base", Mesh(np.array(mesh["vertices"], dtype=np.float32), np.array(mesh["triangles"], dtype=np.int32)),
+            Body("base",
+                 Mesh(np.array(mesh["vertices"], dtype=np.float32), np.array(mesh["triangles"], dtype=np.int32)),
                  motion="fixed"),
             Body("slider", Mesh(mesh["vertices"], mesh["triangles"]), transform=np.array(scenes.translation((1, 0, 0))),
                  soft_transform=SoftTransform(strength_ratio=(50, 50), is_constrained=True)),
@@ -924,25 +978,35 @@ def test_validate_scene_returns_new_normalised_scene():
 
 
 @pytest.mark.parametrize("change, expected", [
-    pytest.param(lambda s: setattr(s.bodies[1], "mass_density", "1000"), ["slider", "mass_density"], id="string-number"),
+    pytest.param(lambda s: setattr(s.bodies[1], "mass_density", "1000"), ["slider", "mass_density"],
+                 id="string-number"),
     pytest.param(lambda s: setattr(s.bodies[1], "kappa", None), ["slider", "kappa"], id="none-number"),
-    pytest.param(lambda s: setattr(s.bodies[1], "mesh", {"vertices": [], "triangles": []}), ["slider", "mesh"], id="dict-mesh"),
-    pytest.param(lambda s: setattr(s.bodies[1].mesh, "triangles", [["a", "b", "c"]]), ["slider", "mesh.triangles"], id="string-indices"),
+    pytest.param(lambda s: setattr(s.bodies[1], "mesh", {"vertices": [], "triangles": []}), ["slider", "mesh"],
+                 id="dict-mesh"),
+    pytest.param(lambda s: setattr(s.bodies[1].mesh, "triangles", [["a", "b", "c"]]), ["slider", "mesh.triangles"],
+                 id="string-indices"),
     pytest.param(lambda s: setattr(s.bodies[1], "name", 3), ["body #1", "name"], id="non-string-name"),
-    pytest.param(lambda s: setattr(s.bodies[1], "soft_transform", (1, 1)), ["slider", "soft_transform"], id="tuple-soft"),
+    pytest.param(lambda s: setattr(s.bodies[1], "soft_transform", (1, 1)), ["slider", "soft_transform"],
+                 id="tuple-soft"),
     pytest.param(lambda s: setattr(s.joints[0], "limit", {"lower": 0}), ["rail", "limit"], id="dict-limit"),
     pytest.param(lambda s: setattr(s.joints[0], "l_body", None), ["rail", "l_body"], id="none-body-name"),
-    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", "far"), ["rail", "driving.aim_distance"], id="string-series"),
-    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", [1, "x", 2, 3]), ["rail", "driving.aim_distance"], id="mixed-series"),
-    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", 1 + 2j), ["rail", "driving.aim_distance"], id="complex"),
+    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", "far"), ["rail", "driving.aim_distance"],
+                 id="string-series"),
+    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", [1, "x", 2, 3]),
+                 ["rail", "driving.aim_distance"], id="mixed-series"),
+    pytest.param(lambda s: setattr(s.joints[0].driving, "aim_distance", 1 + 2j), ["rail", "driving.aim_distance"],
+                 id="complex"),
     pytest.param(lambda s: setattr(s.settings, "gravity", "down"), ["settings", "gravity"], id="string-gravity"),
-    pytest.param(lambda s: setattr(s.settings, "frame_count", 10**7), ["settings", "frame_count", "<="], id="huge-frame-count"),
+    pytest.param(lambda s: setattr(s.settings, "frame_count", 10**7), ["settings", "frame_count", "<="],
+                 id="huge-frame-count"),
     pytest.param(lambda s: setattr(s, "settings", None), ["settings"], id="no-settings"),
     pytest.param(lambda s: s.bodies.append("box"), ["body #2"], id="not-a-body"),
     pytest.param(lambda s: s.joints.append(None), ["joint #1"], id="not-a-joint"),
     pytest.param(lambda s: setattr(s, "joints", None), ["joints"], id="joints-none"),
-    pytest.param(lambda s: setattr(s.bodies[1], "transform", np.diag([1.0, 1.0, 1.0 + 1e-3, 1.0])), ["slider", "transform", "bake"], id="scaled"),
-    pytest.param(lambda s: setattr(s.bodies[1].mesh, "vertices", np.array(s.bodies[1].mesh.vertices) * 1e200), ["slider", "mesh"], id="overflow"),
+    pytest.param(lambda s: setattr(s.bodies[1], "transform", np.diag([1.0, 1.0, 1.0 + 1e-3, 1.0])),
+                 ["slider", "transform", "bake"], id="scaled"),
+    pytest.param(lambda s: setattr(s.bodies[1].mesh, "vertices", np.array(s.bodies[1].mesh.vertices) * 1e200),
+                 ["slider", "mesh"], id="overflow"),
 ])
 def test_validate_scene_checks_types(change, expected):
     scene = dataclass_scene()
@@ -1149,7 +1213,8 @@ def test_cli_refuses_to_write_its_trajectory_over_an_input(tmp_path, monkeypatch
     np.savez(tmp_path / "scene.npz", body1_vertices=vertices)
     arrays_before = (tmp_path / "scene.npz").read_bytes()
     load_scene(scene_path)  # a valid scene
-    for argv in ([], ["--out", str(tmp_path / "scene.npz")], ["--out", str(tmp_path / "scene")], ["--out", str(tmp_path)]):
+    for argv in ([], ["--out", str(tmp_path / "scene.npz")], ["--out", str(tmp_path / "scene")],
+                 ["--out", str(tmp_path)]):
         assert cli.main(["run", str(scene_path), *argv]) == 2
         err = capsys.readouterr().err
         assert "is an input of the run (the scene file or its arrays file)" in err, err
@@ -1336,7 +1401,8 @@ def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
         while True:
             assert process.poll() is None and time.monotonic() < deadline, "the run never opened its arrays file"
             try:
-                opened = {os.path.realpath(f"/proc/{process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{process.pid}/fd")}
+                descriptors = f"/proc/{process.pid}/fd"
+                opened = {os.path.realpath(f"{descriptors}/{fd}") for fd in os.listdir(descriptors)}
             except OSError:  # a descriptor closed while being read
                 continue
             if str(arrays) in opened:
@@ -1356,10 +1422,11 @@ def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
     pytest.param("arm\0", r"body #1: name: must not contain control characters, got '\x00' in 'arm\x00'", id="nul"),
     pytest.param("\0", r"body #1: name: must not contain control characters, got '\x00'", id="only-nul"),
     pytest.param("two\nlines", r"body #1: name: must not contain control characters, got '\n'", id="line-break"),
-    pytest.param("a" * 20_000_000, "body #1: name: 20000000 characters, more than the 1000 a name may have", id="20-MB"),
+    pytest.param("a" * 20_000_000, "body #1: name: 20000000 characters, more than the 1000 a name may have",
+                 id="20-MB"),
 ])
 def test_a_body_name_with_control_characters_or_too_long_is_refused(name, expected):
-    """Names that differ by a NUL (``arm``, ``arm\\0``) collapsed into one in the trajectory file's
+    r"""Names that differ by a NUL (``arm``, ``arm\0``) collapsed into one in the trajectory file's
     names, and a 20 MB name was quoted whole in an error line. Both are refused, in a short line."""
     document = prismatic()
     body(document, "slider")["name"] = name

@@ -97,7 +97,8 @@ class Bullet:
     def __init__(self, path: Path, *, fixed_base: bool, dt: float = 1.0 / 240.0, q0=None, qd0=None):
         self.client = pybullet.connect(pybullet.DIRECT)
         p, c = pybullet, self.client
-        self.robot = p.loadURDF(str(path), useFixedBase=fixed_base, flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
+        self.robot = p.loadURDF(str(path), useFixedBase=fixed_base, flags=p.URDF_USE_INERTIA_FROM_FILE,
+                                physicsClientId=c)
         self.count = p.getNumJoints(self.robot, physicsClientId=c)
         self.info = [p.getJointInfo(self.robot, k, physicsClientId=c) for k in range(self.count)]
         self.names = [info[1].decode() for info in self.info]
@@ -422,8 +423,9 @@ def write(tmp_path: Path, text: str, name="robot.urdf") -> Path:
 def test_revolute_limit_holds_the_urdf_range_with_a_nonzero_initial_angle(tmp_path, q0, expected):
     """The +x arm about +y falls towards positive q and must rest on the URDF upper bound 0.5.
 
-    The solver compares the raw angle with limit + init_angle (docs/constitutions/670_revolute_joint_limit.md), so the importer writes
-    limit = [lo - 2 q0, hi - 2 q0]; without that the arm would stop at 0.5 + 2 q0 instead.
+    The solver compares the raw angle with limit + init_angle
+    (docs/constitutions/670_revolute_joint_limit.md), so the importer writes limit = [lo - 2 q0,
+    hi - 2 q0]; without that the arm would stop at 0.5 + 2 q0 instead.
     """
     path = write(tmp_path, ARM.format(lower=-0.2, upper=0.5))
     scene = scene_from_urdf(path, joint_positions={"hinge": q0},
@@ -608,7 +610,8 @@ MASS_WITHOUT_INERTIA = """<?xml version="1.0"?>
 <robot name="r">
 <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
   <collision><geometry><box size="2 2 2"/></geometry></collision></link>
-<link name="b"><inertial><mass value="1"/></inertial><collision><geometry><sphere radius="0.01"/></geometry></collision></link>
+<link name="b"><inertial><mass value="1"/></inertial>
+  <collision><geometry><sphere radius="0.01"/></geometry></collision></link>
 <joint name="f" type="fixed"><parent link="a"/><child link="b"/><origin xyz="3 0 0"/></joint>
 </robot>
 """
@@ -669,7 +672,9 @@ def test_open_mesh_massless_link_and_bad_inertia_are_approximated_with_warnings(
 <robot name="approx">
   <link name="base">
     <inertial><mass value="1"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial>
-    <collision><geometry><mesh filename="package://approx/meshes/open_box.obj" scale="0.5 0.5 0.5"/></geometry></collision>
+    <collision>
+      <geometry><mesh filename="package://approx/meshes/open_box.obj" scale="0.5 0.5 0.5"/></geometry>
+    </collision>
   </link>
   <link name="dummy"/>
   <link name="hand">
@@ -719,10 +724,12 @@ def test_mesh_with_an_inside_out_part_is_replaced_by_its_hull_and_a_cavity_is_ke
 
     big, small = box_mesh([1.0, 1.0, 1.0]), box_mesh([0.2, 0.2, 0.2], center=(1.0, 0.0, 0.0))
     inner = box_mesh([0.5, 0.5, 0.5])
-    (tmp_path / "stray.obj").write_text(_obj([(big.vertices, big.triangles), (small.vertices, small.triangles[:, ::-1])]))
-    (tmp_path / "hollow.obj").write_text(_obj([(big.vertices, big.triangles), (inner.vertices, inner.triangles[:, ::-1])]))
-    link = ('<link name="{0}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>'
-            '</inertial><collision><geometry><mesh filename="{0}.obj"/></geometry></collision></link>')
+    outside = (big.vertices, big.triangles)
+    (tmp_path / "stray.obj").write_text(_obj([outside, (small.vertices, small.triangles[:, ::-1])]))
+    (tmp_path / "hollow.obj").write_text(_obj([outside, (inner.vertices, inner.triangles[:, ::-1])]))
+    link = ('<link name="{0}"><inertial><mass value="1"/>'
+            '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>'
+            '<collision><geometry><mesh filename="{0}.obj"/></geometry></collision></link>')
     path = write(tmp_path, '<?xml version="1.0"?><robot name="parts">' + link.format("stray") + link.format("hollow")
                  + '<joint name="j" type="continuous"><parent link="stray"/><child link="hollow"/></joint></robot>')
     with warnings.catch_warnings(record=True) as caught:
@@ -848,10 +855,13 @@ MALFORMED = [
     pytest.param(dict(joints=hinge(type="ball")), r"joint 'hinge': unknown joint type 'ball'", id="unknown-type"),
     pytest.param(dict(joints=hinge(extra='<axis xyz="0 0 0"/>')), r"joint 'hinge': <axis xyz> must be a non-zero",
                  id="zero-axis"),
-    pytest.param(dict(joints=hinge(), geometry='<visual><geometry><mesh filename="meshes/missing.stl"/></geometry></visual>'),
+    pytest.param(dict(joints=hinge(),
+                      geometry='<visual><geometry><mesh filename="meshes/missing.stl"/></geometry></visual>'),
                  r"link 'arm': <visual> #1: mesh 'meshes/missing.stl': file not found", id="missing-mesh"),
-    pytest.param(dict(joints=hinge(), geometry='<collision><geometry><mesh filename="package://pkg/arm.dae"/></geometry></collision>'),
-                 r"link 'arm': <collision> #1: mesh 'package://pkg/arm.dae': file not found", id="missing-package-mesh"),
+    pytest.param(dict(joints=hinge(),
+                      geometry='<collision><geometry><mesh filename="package://pkg/arm.dae"/></geometry></collision>'),
+                 r"link 'arm': <collision> #1: mesh 'package://pkg/arm.dae': file not found",
+                 id="missing-package-mesh"),
     pytest.param(dict(joints=hinge(), geometry="<collision><origin xyz='0 0 0'/></collision>"),
                  r"link 'arm': <collision> at line \d+ has no <geometry>", id="no-geometry"),
     pytest.param(dict(joints='<joint name="hinge" type="continuous"><parent link="base"/></joint>'),
@@ -862,7 +872,8 @@ MALFORMED = [
                  id="spherical"),
     pytest.param(dict(joints=hinge(type="revolute", extra='<limit lower="-1" upper="1" effort="1O" velocity="1"/>')),
                  r"joint 'hinge': <limit effort=\"1O\"> at line \d+: expected a number", id="bad-effort"),
-    pytest.param(dict(joints=hinge(), geometry='<visual><geometry><mesh filename="m.stl" scale="1 2"/></geometry></visual>'),
+    pytest.param(dict(joints=hinge(),
+                      geometry='<visual><geometry><mesh filename="m.stl" scale="1 2"/></geometry></visual>'),
                  r"link 'arm': <mesh scale=\"1 2\"> at line \d+: expected a number or 3 numbers", id="bad-scale"),
 ]
 

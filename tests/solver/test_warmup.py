@@ -309,5 +309,6 @@ def test_the_command_line_warm_up_fills_the_cache_that_runs_load(tmp_path):
     assert f"cache={folder}" in result.stdout
     kernels = {path.name.split("-")[0] for path in folder.rglob("*.nbi")}
     for kernel in ("prismatic_group._gradient_hessian_kernel", "revolute_joint_limit._gradient_hessian_kernel",
-                   "ortho_potential._gradient_hessian_kernel", "linear_solver._transpose_band", "newton._direction_size"):
+                   "ortho_potential._gradient_hessian_kernel", "linear_solver._transpose_band",
+                   "newton._direction_size"):
         assert kernel in kernels, sorted(kernels)
