@@ -28,10 +28,10 @@ $(STAMP): requirements.txt
 
 test: lint test-solver test-solver-numpy2 test-addon test-addon-range test-farm
 
-# ruff (pycodestyle, Pyflakes, bugbear and docstring rules) and mypy on the solver; their settings
-# are in pyproject.toml.
+# ruff (pycodestyle, Pyflakes, bugbear and docstring rules) on every Python file of the project,
+# mypy on the solver; their settings are in pyproject.toml.
 lint: venv
-	$(PY) -m ruff check --no-cache solver
+	$(PY) -m ruff check --no-cache .
 	$(PY) -m mypy
 
 # The add-on's quick tests: registration, the operators, the export and the bake (the batch, the
