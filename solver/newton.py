@@ -16,8 +16,8 @@ dimensionless affine entries. :func:`solve_step` runs one time step as the phase
    their sum is positive definite, else their modifications, :meth:`IncrementalPotential.factorize`),
    factorised, and the direction dq from H dq = -g (:mod:`solver.linear_solver`);
 3. convergence test on the raw direction: max |J(x_bar) dq| over each body's bounding-box corners
-   <= velocity_tol dt and max |dq[3:12]| <= transrate_tol dt; a later direction also within
-   TIGHT_ACCEPTANCE of it (:func:`newton_error_estimate`);
+   <= velocity_tol dt and max |dq[3:12]| <= transrate_tol dt; a later direction passes only where
+   the error it leaves (:func:`newton_error_estimate`) is within TIGHT_ACCEPTANCE of that;
 4. confirmation: a first direction that passes (every one where a limit penalty is active), and a
    full step after the line search, is followed by chord steps from the same factorisation, which
    end the step where the error they leave is at most CHORD_ERROR_FRACTION of the tolerance
@@ -492,7 +492,7 @@ class NewtonStep:
         self.line_search_iterations = 0
         self.residual = np.inf  # the latest direction's size relative to the tolerance (NewtonResult.residual)
 
-    def size(self, direction: np.ndarray, gradient: np.ndarray) -> Size:
+    def measure(self, direction: np.ndarray, gradient: np.ndarray) -> Size:
         """The convergence test's measures of a ``direction`` (dynamic, 12) found for ``gradient``.
 
         Raises:
@@ -540,7 +540,9 @@ class NewtonStep:
 
     def result(self, iterations: int, converged: bool, reusable: bool = False) -> NewtonResult:
         """The step's :class:`NewtonResult`, and whether the linear solver's factorisation may
-        start the next step (``reusable``, :meth:`IncrementalPotential.try_reuse`)."""
+        start the next step (``reusable``, :meth:`IncrementalPotential.try_reuse`): only where this
+        step ended through chord steps (where they do not contract within a step, a lagged Hessian
+        would not either)."""
         self.potential.factorization_reusable = reusable
         return NewtonResult(iterations, self.line_search_iterations, converged, float(self.residual))
 
@@ -582,26 +584,17 @@ class ChordNewtonStep(NewtonStep):
             direction, size = self.iterate()
             error = newton_error_estimate(size, size_before)
             # A step's first direction carries the step's motion from the start, not a contraction
-            # of Newton's error: the second direction's error is not estimated from it.
+            # of Newton's error: the second direction's error is not estimated from it, so a second
+            # direction is accepted only within CHORD_ERROR_FRACTION, else a third follows.
             size_before = size if iteration > 1 else 0.0
             start = self.q[self.dynamic].copy()
             if size <= 1.0:
                 self.q[self.dynamic] = start + direction
                 result = self.convergence_test(iteration, size, error)
-                if result is not None:
-                    return result
-                continue
-            # A full step is followed by chord steps (skipped for a while where they keep failing,
-            # potential.chord_backoff): one costs a gradient and a triangular solve instead of a
-            # new Hessian and factorisation; where they do not converge, a full Newton iteration
-            # follows from the improved state.
-            if self.line_search(start, direction) and self.may_end_after(iteration + 1) and (
-                self.chords_trusted and self.potential.chord_backoff.ready()
-            ):
-                converged = self.confirm(size)
-                self.potential.chord_backoff.record(converged)
-                if converged:
-                    return self.result(iteration + 1, True, reusable=True)
+            else:
+                result = self.descend(iteration, start, direction, size)
+            if result is not None:
+                return result
         return self.result(self.settings.max_iterations, False)
 
     def direction(self, gradient: np.ndarray, solution: np.ndarray | None = None) -> tuple[np.ndarray, float]:
@@ -612,7 +605,7 @@ class ChordNewtonStep(NewtonStep):
             solution = self.potential.linear_solver.solve_factorized(-gradient)
         direction = solution.reshape(-1, 12)
         self.solves += 1
-        self.residual = self.relative(self.size(direction, gradient))
+        self.residual = self.relative(self.measure(direction, gradient))
         return direction, self.residual
 
     def lagged_step(self) -> bool:
@@ -698,6 +691,22 @@ class ChordNewtonStep(NewtonStep):
             return self.result(iteration, True)
         return None
 
+    def descend(self, iteration: int, start: np.ndarray, direction: np.ndarray, size: float) -> NewtonResult | None:
+        """Phase 5: the line search along a ``direction`` of relative ``size`` that does not pass
+        the convergence test, from q = ``start``; after a full step, chord steps with the same
+        factorisation (:meth:`confirm`, skipped for a while where they keep failing,
+        potential.chord_backoff): one costs a gradient and a triangular solve instead of a new
+        Hessian and factorisation. The step's result where they converge, None where a full
+        Newton iteration follows from the improved state."""
+        if self.line_search(start, direction) and self.may_end_after(iteration + 1) and (
+            self.chords_trusted and self.potential.chord_backoff.ready()
+        ):
+            converged = self.confirm(size)
+            self.potential.chord_backoff.record(converged)
+            if converged:
+                return self.result(iteration + 1, True, reusable=True)
+        return None
+
     def confirm(self, newton_size: float) -> bool:
         """Phase 4: a chord step H(q_k)^-1 g(q) with the current factorisation after a Newton
         direction of relative size ``newton_size``; where it passes the convergence test, apply it
@@ -775,7 +784,7 @@ class ContactNewtonStep(NewtonStep):
         q = self.q
         for iteration in range(1, self.settings.max_iterations + 1):
             gradient, direction = self.iterate()
-            size = self.size(direction, gradient)
+            size = self.measure(direction, gradient)
             self.residual = self.relative(size)
             if self.residual <= 1.0:
                 self.residual = max(self.residual, self.relative(self.force_size(gradient)))
