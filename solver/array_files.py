@@ -125,11 +125,13 @@ class ArrayFile:
             with self._zip.open(info) as member:
                 version = np.lib.format.read_magic(member)
                 if version == (1, 0):
-                    shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(member, MAX_HEADER_SIZE)
+                    read_header = np.lib.format.read_array_header_1_0
                 elif version == (2, 0):
-                    shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(member, MAX_HEADER_SIZE)
+                    read_header = np.lib.format.read_array_header_2_0
                 else:
                     raise ArrayFileError(self.path, f"{where}: .npy format version {version} is not read")
+                # numpy's stubs (lib/format.pyi) leave out the max_header_size argument numpy >= 1.24 takes
+                shape, fortran_order, dtype = read_header(member, MAX_HEADER_SIZE)  # type: ignore[call-arg]
                 header_size = member.tell()
             if dtype.kind not in PLAIN_KINDS or dtype.hasobject or dtype.names is not None:
                 raise ArrayFileError(

@@ -111,6 +111,23 @@ def contact_surface(scene: Scene, masses: list, dynamic: np.ndarray, q0: np.ndar
     return surface
 
 
+def body_arrays(scene: Scene) -> tuple[list[DyadicMass], np.ndarray, np.ndarray]:
+    """Per body of a validated scene: its :class:`DyadicMass`, whether it is dynamic ((bodies,)
+    bool), and its prescribed q at every frame ((frame_count + 1, bodies, 12): animated bodies
+    follow their ``animated_transforms``, the others stay at their ``transform``); frame 0 is the
+    initial q."""
+    bodies = scene.bodies
+    masses = [body_mass(body) for body in bodies]
+    dynamic = np.array([body.motion == "dynamic" for body in bodies], dtype=bool)
+    animated_q = np.empty((scene.settings.frame_count + 1, len(bodies), 12))
+    for index, body in enumerate(bodies):
+        if body.motion == "animated":
+            animated_q[:, index] = q_from_transform(body.animated_transforms)
+        else:
+            animated_q[:, index] = q_from_transform(body.transform)
+    return masses, dynamic, animated_q
+
+
 def intersecting_bodies(scene: Scene) -> list[tuple[str, str]]:
     """Names of every two contact-enabled bodies of a validated scene that intersect at frame 0:
     the pairs :class:`Model` refuses (the same surfaces, shrinking and test; empty where contact
@@ -121,9 +138,8 @@ def intersecting_bodies(scene: Scene) -> list[tuple[str, str]]:
     """
     if not scene.settings.contact.enable:
         return []
-    masses = [body_mass(body) for body in scene.bodies]
-    dynamic = np.array([body.motion == "dynamic" for body in scene.bodies], dtype=bool)
-    q0 = np.array([q_from_transform(body.transform) for body in scene.bodies]).reshape(-1, 12)
+    masses, dynamic, animated_q = body_arrays(scene)
+    q0 = animated_q[0]
     return contact_surface(scene, masses, dynamic, q0, refuse_intersections=False).intersecting_pairs(q0)
 
 
@@ -170,21 +186,13 @@ class Model:
         settings = scene.settings
         bodies = scene.bodies
         count = len(bodies)
-        frames = settings.frame_count + 1
         dt = settings.dt
         self.dt = dt
-        self.masses = [body_mass(body) for body in bodies]
-        self.dynamic = np.array([body.motion == "dynamic" for body in bodies], dtype=bool)
+        self.masses, self.dynamic, self.animated_q = body_arrays(scene)
         self.slot = np.where(self.dynamic, np.cumsum(self.dynamic) - 1, -1).astype(np.int64)
-        self.animated_q = np.empty((frames, count, 12))
-        self.q0 = np.empty((count, 12))
+        self.q0 = self.animated_q[0].copy()
         self.dq0 = np.zeros((count, 12))
         for index, body in enumerate(bodies):
-            if body.motion == "animated":
-                self.animated_q[:, index] = q_from_transform(body.animated_transforms)
-            else:
-                self.animated_q[:, index] = q_from_transform(body.transform)
-            self.q0[index] = self.animated_q[0, index]
             if body.motion == "dynamic":
                 self.dq0[index] = velocity_q(
                     body.transform, self.masses[index].mass_center, body.linear_velocity, body.angular_velocity

@@ -52,7 +52,7 @@ def leftovers(path: Union[str, Path], suffixes: tuple = (".part",)) -> list:
                   for found in glob.glob(os.path.join(glob.escape(folder or "."), f".{glob.escape(name)}.*{suffix}")))
 
 
-def write_aside(path: Union[str, Path], write: Callable[[BinaryIO], None]) -> Path:
+def write_aside(path: Union[str, Path], write: Callable[[BinaryIO], object]) -> Path:
     """Write a file meant for ``path`` into a new temporary file in the same folder, through
     ``write(stream)`` (a binary stream), and return the temporary file's path; the caller moves it
     into place with :func:`move_into_place` (or removes it). Where the write fails, the temporary
@@ -90,7 +90,7 @@ def move_into_place(temporary: Union[str, Path], path: Union[str, Path]) -> None
         raise
 
 
-def write_whole(path: Union[str, Path], write: Callable[[BinaryIO], None]) -> None:
+def write_whole(path: Union[str, Path], write: Callable[[BinaryIO], object]) -> None:
     """Write the file at ``path`` through ``write(stream)`` whole or not at all
     (:func:`write_aside`, then :func:`move_into_place`).
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from .array_files import ArrayFile, ArrayFileError, save_npz
 from .output_files import move_into_place, write_aside
@@ -300,13 +301,13 @@ def scene_input_files(path: Union[str, Path]) -> list[Path]:
     return [path, path.parent / name] if isinstance(name, str) else [path]
 
 
-def _plain(array: np.ndarray, flag: bool = False):
+def _plain(array: npt.ArrayLike, flag: bool = False):
     """A JSON value of a float array: nested lists of floats (ints for flags)."""
     array = np.asarray(array)
     return array.astype(np.int64).tolist() if flag else array.astype(np.float64).tolist()
 
 
-def _series_value(series: np.ndarray, flag: bool = False):
+def _series_value(series: npt.ArrayLike, flag: bool = False):
     """One value when every frame of a broadcast series is equal, else the per-frame list."""
     series = np.asarray(series)
     if np.all(series == series[0]):
@@ -357,12 +358,12 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
         document["settings"]["contact"] = dict(vars(settings.contact))
     limit = INLINE_VERTEX_LIMIT if inline_limit is None else inline_limit
     for index, body in enumerate(scene.bodies):
-        mesh = {"vertices": _plain(body.mesh.vertices), "triangles": body.mesh.triangles.tolist()} if (
-            arrays is None or len(body.mesh.vertices) <= limit) else None
-        if mesh is None:
+        if arrays is not None and len(body.mesh.vertices) > limit:
             mesh = {"vertices": f"body{index}_vertices", "triangles": f"body{index}_triangles"}
             arrays[mesh["vertices"]] = np.asarray(body.mesh.vertices, dtype=np.float64)
             arrays[mesh["triangles"]] = np.asarray(body.mesh.triangles, dtype=np.int64)
+        else:
+            mesh = {"vertices": _plain(body.mesh.vertices), "triangles": body.mesh.triangles.tolist()}
         entry: dict = {
             "name": body.name,
             "mesh": mesh,
@@ -381,6 +382,7 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             }
         if body.soft_transform is not None:
             soft = body.soft_transform
+            assert soft.aim_transform is not None  # validate_scene fills it in (the body's transform)
             entry["soft_transform"] = {
                 "strength_ratio": _series_value(soft.strength_ratio),
                 "aim_transform": _series_value(soft.aim_transform),
@@ -399,9 +401,12 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             "l_body": joint.l_body,
             "r_body": joint.r_body,
         }
+        # validate_scene checks that a joint has the points of its type
         if joint.type in AXIS_JOINT_TYPES:
+            assert joint.position0 is not None and joint.position1 is not None
             entry["position0"], entry["position1"] = _plain(joint.position0), _plain(joint.position1)
         else:
+            assert joint.position is not None
             entry["position"] = _plain(joint.position)
         entry["strength_ratio"] = joint.strength_ratio
         if joint.type == "prismatic":
@@ -504,18 +509,18 @@ def save_scene(scene: Scene, path: Union[str, Path]) -> Path | None:
     # a failed write leaves the files that were there as they were (no truncated JSON, no new
     # arrays beside an old document) and no partial file.
     text = _document_text(document).encode("utf-8")
-    written_arrays = None
+    arrays_aside = None  # (the arrays file written aside, its path)
     if arrays_path is not None:  # a stream: savez would append ".npz" to a name
-        written_arrays = write_aside(arrays_path, lambda stream: save_npz(stream, arrays))
+        arrays_aside = (write_aside(arrays_path, lambda stream: save_npz(stream, arrays)), arrays_path)
     try:
         written = write_aside(path, lambda stream: stream.write(text))
     except BaseException:
-        if written_arrays is not None:
-            os.remove(written_arrays)
+        if arrays_aside is not None:
+            os.remove(arrays_aside[0])
         raise
-    if written_arrays is not None:
+    if arrays_aside is not None:
         try:
-            move_into_place(written_arrays, arrays_path)
+            move_into_place(*arrays_aside)
         except BaseException:
             os.remove(written)
             raise

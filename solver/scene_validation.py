@@ -220,7 +220,8 @@ def _check_transforms(matrices: np.ndarray, where: str, field_name: str, *, seri
             )
         raise _fail(
             where, field_name,
-            f"is not rigid{at}: |R^T R - I| = {error[frame]:.3g} > {RIGID_TOLERANCE:g} (det R = {determinant[frame]:.6g}): "
+            f"is not rigid{at}: |R^T R - I| = {error[frame]:.3g} > {RIGID_TOLERANCE:g} "
+            f"(det R = {determinant[frame]:.6g}): "
             "it is scaled or sheared; bake (apply) the scale into the mesh vertices and give a "
             "rotation + translation only",
         )
@@ -286,7 +287,8 @@ def _validate_body_contact(contact, where: str, default_friction: float) -> Body
             isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) and 0 <= c < COLLECTION_COUNT
             for c in contact.collections):
         raise _fail(where, "contact.collections",
-                    f"must be a list of collection numbers 0 to {COLLECTION_COUNT - 1}, got {contact.collections!r:.60}")
+                    f"must be a list of collection numbers 0 to {COLLECTION_COUNT - 1}, "
+                    f"got {contact.collections!r:.60}")
     collections = tuple(sorted({int(c) for c in contact.collections}))
     return BodyContact(enable=_flag(contact.enable, where, "contact.enable"), friction=friction, shape=contact.shape,
                        collections=collections)
@@ -334,7 +336,7 @@ def _validate_settings(settings) -> Settings:
 #: The meshes :func:`_validate_mesh` returned, by id: (a weak reference to the mesh, its vertices
 #: and triangles arrays, which it made read-only). A run validates its scene more than once
 #: (loading, its digest, the simulation); a mesh checked before is returned as it is.
-_VALIDATED_MESHES: dict = {}
+_VALIDATED_MESHES: dict[int, tuple[weakref.ReferenceType[Mesh], np.ndarray, np.ndarray]] = {}
 
 
 def _validate_mesh(mesh, where: str) -> Mesh:
@@ -348,7 +350,7 @@ def _validate_mesh(mesh, where: str) -> Mesh:
     checked.vertices.setflags(write=False)
     checked.triangles.setflags(write=False)
     key = id(checked)
-    _VALIDATED_MESHES[key] = (weakref.ref(checked, lambda _, key=key: _VALIDATED_MESHES.pop(key, None)),
+    _VALIDATED_MESHES[key] = (weakref.ref(checked, lambda _: _VALIDATED_MESHES.pop(key, None)),
                               checked.vertices, checked.triangles)
     return checked
 
@@ -508,8 +510,8 @@ def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float
     if stretch > MAX_STRETCH:
         bound = weight * extent / (16.0 * volume * MAX_STRETCH)
         raise _fail(where, "kappa", f"{kappa:g} Pa cannot keep the body rigid: hanging from one end under "
-                                    f"gravity it would stretch by about {stretch:.3g} (m g L / (16 kappa V)), more than "
-                                    f"{MAX_STRETCH:g}; need kappa >= {bound:.3g} Pa (default 1e8)")
+                                    f"gravity it would stretch by about {stretch:.3g} (m g L / (16 kappa V)), "
+                                    f"more than {MAX_STRETCH:g}; need kappa >= {bound:.3g} Pa (default 1e8)")
 
 
 def _validate_body(body, index: int, frames: int, gravity: float, default_friction: float = 0.5) -> Body:
@@ -538,12 +540,15 @@ def _validate_body(body, index: int, frames: int, gravity: float, default_fricti
             raise _fail(where, "animated_transforms", f"an animated body needs frame_count + 1 = {frames} 4x4 poses")
         animated = _float_array(body.animated_transforms, where, "animated_transforms")
         if animated.ndim != 3 or animated.shape[1:] != (4, 4):
-            raise _fail(where, "animated_transforms", f"must be a list of frame_count + 1 = {frames} 4x4 matrices, got shape {animated.shape}")
+            raise _fail(where, "animated_transforms",
+                        f"must be a list of frame_count + 1 = {frames} 4x4 matrices, got shape {animated.shape}")
         if animated.shape[0] != frames:
-            raise _fail(where, "animated_transforms", f"must have exactly frame_count + 1 = {frames} entries, got {animated.shape[0]}")
+            raise _fail(where, "animated_transforms",
+                        f"must have exactly frame_count + 1 = {frames} entries, got {animated.shape[0]}")
         finite = np.isfinite(animated).reshape(frames, -1).all(axis=1)
         if not finite.all():
-            raise _fail(where, "animated_transforms", f"must be finite (NaN or infinity at frame {int(np.argmin(finite))})")
+            raise _fail(where, "animated_transforms",
+                        f"must be finite (NaN or infinity at frame {int(np.argmin(finite))})")
         _check_magnitude(animated, where, "animated_transforms")
         animated = _check_transforms(animated, where, "animated_transforms", series=True)
         if np.abs(animated[0] - transform).max() > RIGID_TOLERANCE * max(1.0, np.abs(transform).max()):
@@ -713,9 +718,10 @@ def validate_scene(scene: Scene) -> Scene:
             "frame_count or split the scene"
         )
     bodies: list[Body] = []
-    seen: dict = {}
+    seen: dict[str, int] = {}
     for index, body in enumerate(scene.bodies):
-        checked = _validate_body(body, index, frames, float(np.linalg.norm(settings.gravity)), settings.contact.friction)
+        checked = _validate_body(body, index, frames, float(np.linalg.norm(settings.gravity)),
+                                 settings.contact.friction)
         if checked.name in seen:
             raise SceneError(
                 f"body {checked.name!r}: name: duplicate body name (bodies #{seen[checked.name]} and #{index})"
@@ -726,11 +732,12 @@ def validate_scene(scene: Scene) -> Scene:
     joints: list[Joint] = []
     seen = {}
     for index, joint in enumerate(scene.joints):
-        checked = _validate_joint(joint, index, frames, motions)
-        if checked.name in seen:
+        checked_joint = _validate_joint(joint, index, frames, motions)
+        if checked_joint.name in seen:
             raise SceneError(
-                f"joint {checked.name!r}: name: duplicate joint name (joints #{seen[checked.name]} and #{index})"
+                f"joint {checked_joint.name!r}: name: duplicate joint name "
+                f"(joints #{seen[checked_joint.name]} and #{index})"
             )
-        seen[checked.name] = index
-        joints.append(checked)
+        seen[checked_joint.name] = index
+        joints.append(checked_joint)
     return Scene(settings=settings, bodies=bodies, joints=joints)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -225,7 +225,8 @@ class Trajectory:
                 damaged field, or one beyond the limits (a ValueError; the message names the file).
         """
         with ArrayFile(path, MAX_FILE_BYTES) as data:
-            stored = {f.name: data[f.name] for f in fields(cls) if f.name in data or f.name not in OPTIONAL_FIELDS}
+            stored: dict[str, Any] = {
+                f.name: data[f.name] for f in fields(cls) if f.name in data or f.name not in OPTIONAL_FIELDS}
         steps = len(stored["converged"])  # files from before the newer fields:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))
