@@ -681,9 +681,8 @@ class ChordNewtonStep(NewtonStep):
         other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance; a first
         one not confirmed (a body turning fast, CHORD_TURN_MAX) only within CHORD_ERROR_FRACTION.
         """
-        if (iteration == 1 or self.confirm_every_direction) and self.chords_trusted and size > CHORD_ERROR_FRACTION and (
-            self.may_end_after(iteration + 1)
-        ):
+        to_confirm = iteration == 1 or self.confirm_every_direction
+        if to_confirm and self.chords_trusted and size > CHORD_ERROR_FRACTION and self.may_end_after(iteration + 1):
             return self.result(iteration + 1, True, reusable=True) if self.confirm(size) else None
         if error > TIGHT_ACCEPTANCE and size > CHORD_ERROR_FRACTION:
             return None  # a later direction: not yet (TIGHT_ACCEPTANCE); after the last, not converged
