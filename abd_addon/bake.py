@@ -38,11 +38,12 @@ from typing import Callable, Optional
 import bpy
 import numpy as np
 
-from .export import Export, export_scene, refuse_tweak_mode
+from .export import Export, export_scene
 from .fcurves import (KEYED_PREFIXES, action_fcurves, add_fcurve_copy, baked_slot, ensure_fcurve, fcurve_owner,
                        set_linear_keys)
 from .keys import ObjectKeys, compute_keys
 from .names import READOUT_PROPERTIES
+from .rig_rules import refuse_tweak_mode
 from .snapshot import (Snapshot, apply_previous, baked_objects, keep_animation_edits, original_animation,
                        record_previous, unshare_previous_actions)
 
@@ -293,7 +294,7 @@ def bake(scene: bpy.types.Scene, depsgraph=None, progress=None) -> BakeJob:
     """Export -> simulate -> write keyframes, synchronously. Returns the finished :class:`BakeJob`.
 
     Raises:
-        abd_addon.export.RigError, solver.scene.SceneError: invalid rig (nothing changed).
+        abd_addon.rig_rules.RigError, solver.scene.SceneError: invalid rig (nothing changed).
         solver.simulation.SolverError (incl. SimulationCancelled): solver failure or cancel
             (nothing changed).
     """

@@ -17,8 +17,9 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
 from ..solver.trajectory import READOUT_ARRAYS
-from .export import Export, RigError, rigid_transforms
+from .export import Export, rigid_transforms
 from .names import READOUT_PROPERTIES
+from .rig_rules import RigError
 
 
 @dataclass

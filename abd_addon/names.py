@@ -5,3 +5,11 @@
 #: the rotation vector (3 numbers: axis times angle, rad) of a spherical (Ball) joint's child
 #: relative to its parent since the first frame, in the parent's axes as they were then.
 READOUT_PROPERTIES = {"prismatic": "abd_distance", "revolute": "abd_angle", "spherical": "abd_rotation"}
+
+#: An object's transform properties: what a bake keys (and saves before, for Free Bake).
+TRANSFORM_PROPERTIES = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
+
+#: Properties whose drivers would override a bake's keys: the transform and its deltas (which
+#: the bake leaves as they are).
+TRANSFORM_PATHS = TRANSFORM_PROPERTIES + ("delta_location", "delta_rotation_euler", "delta_rotation_quaternion",
+                                          "delta_scale")

@@ -22,9 +22,9 @@ from mathutils import Vector
 from ..solver.scene import SceneError
 from . import bake as bake_module
 from . import preview, rig, warmup
-from .export import RigError
 from .extension import extension_package, extension_root
 from .properties import JOINT_TYPE_ITEMS
+from .rig_rules import RigError
 
 #: Exceptions that mean "the user's rig, settings or files are wrong" (reported without a traceback).
 USER_ERRORS = (RigError, SceneError, bake_module.TrajectoryFileError)

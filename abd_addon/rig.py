@@ -2,7 +2,7 @@
 
 The operators Add / Remove Affine Body and Connect call these functions; scripts, the importers
 and the tests call them too. Nothing here reports or draws: bad input raises
-:class:`~.export.RigError` naming the object, and changes nothing.
+:class:`~.rig_rules.RigError` naming the object, and changes nothing.
 
 A joint Empty has its origin at the joint's anchor (the pivot) and its local Z along the joint
 axis; its ``abd_joint`` names the parent (``l_body``) and the child (``r_body``).
@@ -16,8 +16,8 @@ import bpy
 from mathutils import Matrix, Vector
 from mathutils.kdtree import KDTree
 
-from .export import RigError
 from .properties import JOINT_TYPE_ITEMS, MOTION_ITEMS, store_groups
+from .rig_rules import RigError
 
 #: How a new joint Empty of each type is drawn: an arrow along a prismatic or revolute joint's axis.
 EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE"}

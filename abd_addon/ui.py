@@ -12,9 +12,10 @@ import math
 from bpy.types import Panel
 
 from . import preview
-from .snapshot import baked_objects
-from .export import gpu_advice, playback_override
+from .gpu_advice import gpu_advice
 from .properties import AXIS_JOINT_TYPES
+from .rig_rules import playback_override
+from .snapshot import baked_objects
 
 
 class _PhysicsPanel:
@@ -37,7 +38,7 @@ def _joint(context):
 
 def _override_warning(layout, context, keyed: bool) -> None:
     """An error line when something would override the context object's bake on playback
-    (:func:`abd_addon.export.playback_override`; the bake refuses it)."""
+    (:func:`abd_addon.rig_rules.playback_override`; the bake refuses it)."""
     override = playback_override(context.object, context.scene, keyed)
     if override is not None:
         layout.label(text=f"Its {override[0]} would override the bake", icon="ERROR")

@@ -1,7 +1,9 @@
-"""Rig builders and scene snapshots shared by the add-on tests (operators only where it matters)."""
+"""Rig builders and scene snapshots shared by the add-on tests (built with the extension's rig API,
+``abd_addon.rig``; the operators are tested on their own)."""
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 
@@ -39,6 +41,30 @@ def add_box(name: str, size: float = 1.0, location=(0.0, 0.0, 0.0), scale=(1.0, 
     return ob
 
 
+def joined_to_fixed_base(base, child, joint_type: str, axis: str = "Z", operators: bool = False):
+    """Make ``base`` a fixed and ``child`` a dynamic affine body and join them with a joint of
+    ``joint_type`` at the base's origin, its local Z along the world ``axis`` ('X', 'Y' or 'Z'):
+    through ``abd_addon.rig``, or with ``operators`` through Add Affine Body and Connect (pivot at
+    the active body), which make the same. Either way the joint is left selected and active.
+    Returns the joint Empty."""
+    if operators:
+        select_only(base, child)
+        assert bpy.ops.abd.body_add() == {"FINISHED"}
+        base.abd_body.motion = "FIXED"
+        select_only(base, child, active=base)
+        assert bpy.ops.abd.connect(type=joint_type, pivot_type="ACTIVE", axis=axis) == {"FINISHED"}
+        return bpy.context.active_object
+    rig = importlib.import_module(PACKAGE + ".abd_addon.rig")
+    bpy.context.view_layer.update()  # the world matrices of the boxes just added and scaled
+    rig.add_body(base, motion="FIXED")
+    rig.add_body(child)
+    joint = rig.connect(base, child, joint_type, pivot=base.matrix_world.translation.copy(),
+                        axis=[float(name == axis) for name in "XYZ"])
+    select_only(joint)
+    bpy.context.view_layer.update()
+    return joint
+
+
 def key_property(owner, path: str, keys, interpolation: str = "LINEAR") -> None:
     """Keyframe ``owner.path`` at (frame, value) pairs with ``interpolation``."""
     for frame, value in keys:
@@ -63,8 +89,9 @@ def fcurves(ob) -> list:
     return list(channelbag.fcurves) if channelbag is not None else []
 
 
-def slider_rig(frame_end: int = 24, aim_keys=((1, 0.0), (12, -0.5))):
-    """Fixed base + dynamic slider, joined by a prismatic joint built only through operators.
+def slider_rig(frame_end: int = 24, aim_keys=((1, 0.0), (12, -0.5)), operators: bool = False):
+    """Fixed base + dynamic slider, joined by a prismatic joint along world Z at the base's centre
+    (with ``operators``, made by Add Affine Body and Connect: :func:`joined_to_fixed_base`).
 
     The joint has a limit and a drive whose ``aim_distance`` is animated. Returns
     ``(base, slider, joint)``.
@@ -74,12 +101,7 @@ def slider_rig(frame_end: int = 24, aim_keys=((1, 0.0), (12, -0.5))):
     scene.frame_start, scene.frame_end = 1, frame_end
     base = add_box("Base", 1.0, (0.0, 0.0, 0.0))
     slider = add_box("Slider", 1.0, (0.0, 0.0, -1.2), scale=(0.5, 0.5, 1.0))
-    select_only(base, slider)
-    assert bpy.ops.abd.body_add() == {"FINISHED"}
-    base.abd_body.motion = "FIXED"
-    select_only(base, slider, active=base)
-    assert bpy.ops.abd.connect(type="PRISMATIC", pivot_type="ACTIVE", axis="Z") == {"FINISHED"}
-    joint = bpy.context.active_object
+    joint = joined_to_fixed_base(base, slider, "PRISMATIC", operators=operators)
     joint.abd_joint.limit.use = True
     joint.abd_joint.limit.lower, joint.abd_joint.limit.upper = -0.8, 0.3
     joint.abd_joint.drive.is_constrained = True
@@ -98,28 +120,17 @@ def hinge_rig(frame_end: int = 12, rotation_mode: str = "XYZ"):
     base = add_box("Base", 0.4, (0.0, 0.0, 0.0))
     arm = add_box("Arm", 1.0, (0.6, 0.0, 0.0), scale=(1.0, 0.2, 0.2))
     arm.rotation_mode = rotation_mode
-    select_only(base, arm)
-    bpy.ops.abd.body_add()
-    base.abd_body.motion = "FIXED"
-    select_only(base, arm, active=base)
-    bpy.ops.abd.connect(type="REVOLUTE", pivot_type="ACTIVE", axis="Y")
-    joint = bpy.context.active_object
-    return base, arm, joint
+    return base, arm, joined_to_fixed_base(base, arm, "REVOLUTE", axis="Y")
 
 
 def hanging_pair(joint_type: str, frame_end: int = 24):
     """A fixed base and a box hanging 0.6 m below it, tilted 0.3 rad about world X, joined at the
-    base's centre by a joint of ``joint_type`` made with Connect."""
+    base's centre by a joint of ``joint_type`` (local Z along world Z)."""
     clear_objects()
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, frame_end
     base = add_box("Base", 0.2, (0.0, 0.0, 0.0))
     bob = add_box("Bob", 0.2, (0.0, 0.6 * math.sin(0.3), -0.6 * math.cos(0.3)))
-    select_only(base, bob)
-    assert bpy.ops.abd.body_add() == {"FINISHED"}
-    base.abd_body.motion = "FIXED"
-    select_only(base, bob, active=base)
-    assert bpy.ops.abd.connect(type=joint_type, pivot_type="ACTIVE") == {"FINISHED"}
-    return base, bob, bpy.context.active_object
+    return base, bob, joined_to_fixed_base(base, bob, joint_type)
 
 
 def hinge_rig_library(folder) -> str:

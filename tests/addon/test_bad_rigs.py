@@ -415,7 +415,7 @@ def test_what_does_not_override_the_bake_is_allowed(harmless):
 def test_bad_rig_export_raises_rig_error_before_any_solver_work(addon):
     base, slider, joint = slider_rig(frame_end=8)
     _zero_scale(base, slider, joint)
-    with pytest.raises(addon.export.RigError, match="'Slider' has zero scale"):
+    with pytest.raises(addon.rig_rules.RigError, match="'Slider' has zero scale"):
         addon.export.export_scene(bpy.context.scene)
 
 

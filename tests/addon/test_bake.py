@@ -9,7 +9,9 @@ from importlib import import_module
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import add_box, fcurves, hinge_rig, key_property, scene_snapshot, select_only, slider_rig, world
+from abd_rigs import (
+    add_box, fcurves, hinge_rig, joined_to_fixed_base, key_property, scene_snapshot, select_only, slider_rig, world,
+)
 
 TOLERANCE = 1e-5  # m (and rad-scale entries of rotation matrices)
 
@@ -36,7 +38,7 @@ def assert_body_follows(ob, export, trajectory, rigid, frames):
 
 
 def test_rig_built_with_operators_bakes_to_the_trajectory(addon):
-    base, slider, joint = slider_rig(frame_end=24)
+    base, slider, joint = slider_rig(frame_end=24, operators=True)
     export, trajectory, rigid = reference(addon)
     assert bpy.ops.abd.bake() == {"FINISHED"}
     frames = (1, 2, 6, 12, 18, 24)
@@ -151,14 +153,18 @@ def test_object_parented_to_a_path_curve_is_keyed_in_its_parent_matrix(addon):
     np.testing.assert_allclose(world(arm), start, atol=TOLERANCE)
 
 
+def hinged_tip(addon, arm) -> tuple:
+    """A dynamic 0.3 m 'Tip' box beyond :func:`hinge_rig`'s arm, hinged to it about world Y
+    halfway between their origins (``abd_addon.rig``); returns (tip, joint)."""
+    tip = add_box("Tip", 0.3, (1.4, 0.0, 0.0))
+    addon.rig.add_body(tip)
+    bpy.context.view_layer.update()  # the tip's world matrix, for the midpoint
+    return tip, addon.rig.connect(arm, tip, "REVOLUTE", axis=(0.0, 1.0, 0.0))
+
+
 def test_joint_empty_follows_a_dynamic_parent_body(addon):
     base, arm, joint = hinge_rig(frame_end=12)
-    tip = add_box("Tip", 0.3, (1.4, 0.0, 0.0))
-    select_only(tip)
-    bpy.ops.abd.body_add()
-    select_only(arm, tip, active=arm)
-    bpy.ops.abd.connect(type="REVOLUTE", pivot_type="CENTER", axis="Y")
-    second = bpy.context.active_object
+    tip, second = hinged_tip(addon, arm)
     start = world(second)
     export, trajectory, rigid = reference(addon)
     assert bpy.ops.abd.bake() == {"FINISHED"}
@@ -469,12 +475,7 @@ def test_unconverged_steps_fail_unless_accepted(addon):
 
 def test_rebake_frees_the_bake_of_objects_it_no_longer_keys(addon):
     base, arm, joint = hinge_rig(frame_end=12)
-    tip = add_box("Tip", 0.3, (1.4, 0.0, 0.0))
-    select_only(tip)
-    assert bpy.ops.abd.body_add() == {"FINISHED"}
-    select_only(arm, tip, active=arm)
-    assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="CENTER", axis="Y") == {"FINISHED"}
-    arm_joint = bpy.context.active_object
+    tip, arm_joint = hinged_tip(addon, arm)
     bpy.context.scene.frame_set(1)
     arm_start = world(arm)
     assert bpy.ops.abd.bake() == {"FINISHED"}
@@ -528,12 +529,7 @@ def _second_rig(collection_name: str):
     bpy.context.scene.collection.children.link(collection)
     base = add_box("Base2", 0.4, (0.0, 3.0, 0.0))
     arm = add_box("Arm2", 1.0, (0.6, 3.0, 0.0), scale=(1.0, 0.2, 0.2))
-    select_only(base, arm)
-    assert bpy.ops.abd.body_add() == {"FINISHED"}
-    base.abd_body.motion = "FIXED"
-    select_only(base, arm, active=base)
-    assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="ACTIVE", axis="Y") == {"FINISHED"}
-    joint = bpy.context.active_object
+    joint = joined_to_fixed_base(base, arm, "REVOLUTE", axis="Y")
     for ob in (base, arm, joint):
         for owner in list(ob.users_collection):
             owner.objects.unlink(ob)

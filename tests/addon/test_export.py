@@ -115,14 +115,14 @@ def test_frame_is_restored_even_when_export_fails(addon):
     clear_objects()
     scene = bpy.context.scene
     scene.frame_set(5)
-    with pytest.raises(addon.export.RigError):
+    with pytest.raises(addon.rig_rules.RigError):
         _export(addon)  # no bodies at all
     box = add_box("Box")
     _bodies(box)
     monkey = bpy.data.objects.new("Not a mesh", None)
     bpy.context.collection.objects.link(monkey)
     monkey.abd_body.enabled = True
-    with pytest.raises(addon.export.RigError, match="Not a mesh"):
+    with pytest.raises(addon.rig_rules.RigError, match="Not a mesh"):
         _export(addon)
     assert scene.frame_current == 5
 

@@ -9,7 +9,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import add_box, clear_objects, select_only
+from abd_rigs import add_box, clear_objects, joined_to_fixed_base
 from test_ui import draw_panel
 
 
@@ -22,12 +22,7 @@ def falling_arm(init_angle: float = 0.0):
     scene.frame_start, scene.frame_end = 1, 31
     base = add_box("Base", 0.2, (0.0, 0.0, 0.0))
     arm = add_box("Arm", 1.0, (0.55, 0.0, 0.0), scale=(1.0, 0.1, 0.1))
-    select_only(base, arm)
-    assert bpy.ops.abd.body_add() == {"FINISHED"}
-    base.abd_body.motion = "FIXED"
-    select_only(base, arm, active=base)
-    assert bpy.ops.abd.connect(type="REVOLUTE", pivot_type="ACTIVE", axis="Y") == {"FINISHED"}
-    joint = bpy.context.active_object
+    joint = joined_to_fixed_base(base, arm, "REVOLUTE", axis="Y")
     joint.abd_joint.init_angle = init_angle
     limit = joint.abd_joint.limit
     limit.use, limit.lower_angle, limit.upper_angle = True, -0.5, 0.5

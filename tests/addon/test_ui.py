@@ -138,7 +138,7 @@ def test_solver_panel_warns_when_the_gpu_device_lacks_cupy(addon):
 
 def test_solver_panel_says_when_the_cpu_would_bake_faster_than_the_gpu(addon):
     """The GPU path pays only on rigs of many dynamic bodies whose joints couple them in a wide
-    band (export.gpu_advice); the Solver panel says so under Device: GPU."""
+    band (gpu_advice.gpu_advice); the Solver panel says so under Device: GPU."""
     clear_objects()
     cubes = [add_box(f"Cube{i}", 0.2, (0.4 * (i % 3), 0.0, -0.4 * (i // 3))) for i in range(9)]
     select_only(*cubes)
@@ -150,7 +150,7 @@ def test_solver_panel_says_when_the_cpu_would_bake_faster_than_the_gpu(addon):
 
     for a, b in ((0, 1), (1, 2), (2, 5), (5, 4), (4, 3), (3, 6), (6, 7), (7, 8)):
         connect(a, b)  # a chain snaking through the 3 x 3 grid: a band one body wide
-    advice, view_layer = addon.export.gpu_advice, bpy.context.view_layer
+    advice, view_layer = addon.gpu_advice.gpu_advice, bpy.context.view_layer
     few = "9 dynamic bodies: the CPU is usually faster below about 500"
     assert advice(view_layer) == few
     assert advice(view_layer, min_bodies=9, min_band=2) == "Its joints form a band 1 body wide: the CPU is faster"

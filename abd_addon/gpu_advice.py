@@ -1,0 +1,43 @@
+"""Whether the GPU path (Device: GPU) would pay for a rig, read from its settings alone (no UI).
+
+The Solver panel shows :func:`gpu_advice` under Device: GPU; the bake does not use it.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from ..solver.linear_solver import band_order
+
+#: Where the GPU path (Device: GPU) pays against the CPU's banded solve: at least this many
+#: dynamic bodies, coupled in a band at least this many bodies wide (a net of 400 hinged cubes is
+#: about 20 wide, of 1024 about 32, a chain 1), from the runs in docs/performance.md ("The GPU
+#: path"). Below these the panel advises the CPU.
+GPU_MIN_BODIES = 500
+GPU_MIN_BAND = 16
+
+
+def gpu_advice(view_layer: bpy.types.ViewLayer, min_bodies: int = GPU_MIN_BODIES,
+               min_band: int = GPU_MIN_BAND) -> str | None:
+    """Why the CPU would bake this view layer's rig faster than the GPU path, or None where the
+    GPU may pay: fewer than ``min_bodies`` dynamic bodies, or a Newton matrix that the CPU stores
+    as a band narrower than ``min_band`` bodies (in the order of
+    :func:`solver.linear_solver.band_order`: chains, trees and rigs with few loops; joints to
+    fixed or animated bodies couple nothing). Reads only the bodies' and joints' settings."""
+    names = sorted(ob.name_full for ob in view_layer.objects if ob.abd_body.enabled and ob.abd_body.motion == "DYNAMIC")
+    if len(names) < min_bodies:
+        return f"{len(names)} dynamic bodies: the CPU is usually faster below about {min_bodies}"
+    index = {name: i for i, name in enumerate(names)}
+    rows, columns = list(range(len(names))), list(range(len(names)))
+    for ob in view_layer.objects:
+        joint = ob.abd_joint
+        if joint.enabled and joint.l_body is not None and joint.r_body is not None:
+            i, j = index.get(joint.l_body.name_full), index.get(joint.r_body.name_full)
+            if i is not None and j is not None:
+                rows += [i, j]
+                columns += [j, i]
+    band = band_order(len(names), np.array(rows), np.array(columns))[2]
+    if band < min_band:
+        return f"Its joints form a band {band} bod{'y' if band == 1 else 'ies'} wide: the CPU is faster"
+    return None
