@@ -75,32 +75,34 @@ class CompileTask:
             return True
 
 
-def compile_tasks(model, potential, q: np.ndarray) -> list[CompileTask]:
+def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]:
     """The kernels a run of ``model`` calls, each with a call that compiles it.
 
     Args:
         model: the run's :class:`solver.model.Model`.
         potential: its :class:`solver.newton.IncrementalPotential`.
         q: (bodies, 12) a valid state (q0).
+        control: a :class:`solver.control.Control` sized for the model (the run's).
 
     Per non-empty energy term its energy, gradient and gradient-Hessian kernels (the
     ``_energy_kernel``, ``_gradient_kernel`` and ``_gradient_hessian_kernel`` of the module that
     defines its ``bind``, where it has them, called through the term's methods; the terms with a
     constant Hessian form it in NumPy); then the scatter of the assembly, the banded scatter and
     transpose of the linear solver, Newton's starting point, the convergence measure and the
-    joint readouts. The calls have no effect on the run: they read the terms' current parameters
-    and write only scratch arrays.
+    joint readouts. The calls have no effect on the run: they read the control's inputs as they
+    are when called and write only scratch arrays.
     """
     tasks: list[CompileTask] = []
-    for term in potential.terms:
+    for term, inputs in zip(potential.terms, potential.term_inputs(control)):
         if not len(term.bodies):
             continue
         module = sys.modules[type(term).bind.__module__]  # the fixed and spherical joints share one
-        tasks.append(CompileTask(module._energy_kernel, functools.partial(term.energy, q)))
+        tasks.append(CompileTask(module._energy_kernel, functools.partial(term.energy, q, *inputs)))
         if hasattr(module, "_gradient_hessian_kernel"):  # the constant Hessians are formed in NumPy
-            tasks.append(CompileTask(module._gradient_hessian_kernel, functools.partial(term.gradient_hessian, q)))
+            tasks.append(CompileTask(module._gradient_hessian_kernel,
+                                     functools.partial(term.gradient_hessian, q, *inputs)))
         if hasattr(module, "_gradient_kernel") and hasattr(term, "gradient"):
-            tasks.append(CompileTask(module._gradient_kernel, functools.partial(term.gradient, q)))
+            tasks.append(CompileTask(module._gradient_kernel, functools.partial(term.gradient, q, *inputs)))
 
     def zero_derivatives():  # per term, zero element gradients and Hessians (built only when needed)
         return [(np.zeros((len(b), 12 * b.shape[1])), np.zeros((len(b), 12 * b.shape[1], 12 * b.shape[1])))

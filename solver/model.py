@@ -152,7 +152,8 @@ class JointGroup:
 
 
 class Model:
-    """Everything the time stepper needs, built once from a validated :class:`Scene`.
+    """What the time stepper needs that holds for the whole run, built once from a validated
+    :class:`Scene` (what changes per step is a :class:`solver.control.Control`).
 
     Attributes:
         q0: (bodies, 12) initial states (animated bodies: their frame-0 animated pose).
@@ -170,10 +171,12 @@ class Model:
             their shared F (:mod:`solver.constitutions.prismatic_group`).
         terms: every energy term, in the order the Newton loop sums them (the prismatic joints and
             their extras as ``prismatic_group``).
+        term_inputs: per term of ``terms``, the names of the :class:`solver.control.Control`
+            parts its methods take after q, in order (empty for a term without per-step inputs).
         contact: the :class:`solver.contact.ContactSurface` with its barrier stiffness set, or
             None where contact is off.
         animated_pull: with contact and animated bodies, the :class:`Kinetic` term that holds
-            each animated body to its pose (its q_tilde), else None.
+            each animated body to its pose (the q_tilde of ``Control.animated_pull``), else None.
         unknown_slot: (bodies,) the row block of each body in the Newton system: ``slot``, and
             with ``animated_pull`` the animated bodies too.
 
@@ -221,6 +224,8 @@ class Model:
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
                       self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base]
+        self.term_inputs = [("kinetic",), (), ("soft",), (), ("driving", "prismatic_limit"), ("revolute_limit",),
+                            ("revolute_driving",), (), ()]
         # With contact, animated bodies are unknowns of the Newton system too, each pulled to its
         # pose by a stiff quadratic (``animated_pull``, a kinetic term of PULL times its mass
         # whose q_tilde is the pose), so that the barrier can push back on it and CCD bounds its

@@ -230,19 +230,25 @@ class IncrementalPotential:
     """Sum of energy terms over the global state, restricted to the dynamic bodies' DOFs.
 
     Args:
-        terms: constitution objects with ``bodies``, ``state_rows``, ``gradient_hessian(q)`` (for
-            the constant Hessians) and ``bind()`` (:class:`solver.constitutions._kernels.BoundTerm`,
-            with a gradient kernel where ``constant_hessian`` is true).
+        terms: constitution objects with ``bodies``, ``state_rows``, ``gradient_hessian(q, *inputs)``
+            (for the constant Hessians) and ``bind(*inputs)``
+            (:class:`solver.constitutions._kernels.BoundTerm`, with a gradient kernel where
+            ``constant_hessian`` is true).
         slot: (bodies,) index of each dynamic body among the unknowns, -1 otherwise.
         device: where the Newton system is solved (``Settings.device``,
             :func:`solver.device_solver.linear_solver_for`).
+        inputs: per term, the names of the :class:`solver.control.Control` parts it takes, in
+            order (:attr:`solver.model.Model.term_inputs`); default none for every term.
 
     Raises:
         solver.device_solver.DeviceUnavailable: the device cannot be used.
     """
 
-    def __init__(self, terms: list, slot: np.ndarray, device: str = "cpu"):
+    def __init__(self, terms: list, slot: np.ndarray, device: str = "cpu", inputs: list | None = None):
         self.terms = terms
+        self.inputs = [tuple(names) for names in inputs] if inputs is not None else [()] * len(terms)
+        if len(self.inputs) != len(terms):
+            raise ValueError(f"inputs: expected one tuple of Control parts per term ({len(terms)}), got {len(self.inputs)}")
         self.slot = slot
         self.dynamic_indices = np.flatnonzero(slot >= 0)
         self.dynamic_rows = row_selector(self.dynamic_indices)  # the same rows, as a slice when they can be
@@ -264,6 +270,7 @@ class IncrementalPotential:
         self._blocks: np.ndarray | None = None  # the assembled block values, allocated at the first gradient_hessian
         self.state_rows = max([term.state_rows for term in terms], default=0)
         self._energies: list | None = None  # what each evaluation calls, set by bind
+        self._control = None  # the Control bound by bind
         # Factorisation reuse across time steps and chord steps (see solve_step): whether the
         # linear solver holds a factorisation that the next step may start from, and the
         # back-offs after failed tries.
@@ -276,13 +283,19 @@ class IncrementalPotential:
         self._weighted = [term for term in terms if hasattr(term, "curvature_projection") and len(term.bodies)]
         self.exact_backoff = BackOff()
 
-    def refresh_constant_hessian(self, q: np.ndarray) -> None:
+    def term_inputs(self, control) -> list[tuple]:
+        """Per term, its parts of ``control`` (a :class:`solver.control.Control`), in the order its
+        methods take them after q."""
+        return [tuple(getattr(control, name) for name in names) for names in self.inputs]
+
+    def refresh_constant_hessian(self, q: np.ndarray, control) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
-        revolute joint, soft transform), once per frame after their parameters were set.
-        The factorisation of an earlier Hessian is not reused after this."""
+        revolute joint, soft transform), once per frame with that frame's ``control``
+        (:class:`solver.control.Control`). The factorisation of an earlier Hessian is not reused
+        after this."""
         derivatives = [
-            term.gradient_hessian(q) if constant and len(term.bodies) else None
-            for term, constant in zip(self.terms, self.constant)
+            term.gradient_hessian(q, *inputs) if constant and len(term.bodies) else None
+            for term, constant, inputs in zip(self.terms, self.constant, self.term_inputs(control))
         ]
         self.constant_blocks = self.assembly.assemble(derivatives, self.element_bodies)[1]
         if self.linear_solver.method == "banded":
@@ -294,19 +307,27 @@ class IncrementalPotential:
         no failed try is being backed off from, :attr:`reuse_backoff`)."""
         return self.factorization_reusable and self.reuse_backoff.ready()
 
-    def bind(self, q: np.ndarray) -> None:
-        """Check q (bodies, 12) and every term's current parameters, and bind the terms' kernels
-        (:class:`solver.constitutions._kernels.BoundTerm`) for :meth:`energy`, :meth:`gradient`,
-        :meth:`gradient_hessian` and :meth:`factorize`: once per time step, after its parameters
-        were set (``solve_step`` does it), so that the many evaluations of a step check nothing.
-        Those then take q as this array, updated in place, or any array of the same shape, dtype
-        and layout.
+    def bind(self, q: np.ndarray, control) -> None:
+        """Check q (bodies, 12) and the step's inputs ``control`` (:class:`solver.control.Control`),
+        and bind the terms' kernels to them (:class:`solver.constitutions._kernels.BoundTerm`) for
+        :meth:`energy`, :meth:`gradient`, :meth:`gradient_hessian` and :meth:`factorize`: once per
+        time step, before solving it, so that the many evaluations of a step check nothing. Those
+        then take q as this array, updated in place, or any array of the same shape, dtype and
+        layout; the inputs are those at binding (bind again after changing one).
 
         Raises:
-            ValueError: on a wrong q or parameters a term rejects.
+            ValueError: on a wrong q, or inputs a term rejects (naming the Control part).
         """
         check_state(q, self.state_rows)
-        bound = [term.bind() if len(term.bodies) else None for term in self.terms]
+        bound = []
+        for term, names, inputs in zip(self.terms, self.inputs, self.term_inputs(control)):
+            try:
+                bound.append(term.bind(*inputs) if len(term.bodies) else None)
+            except ValueError as error:
+                if not names:
+                    raise
+                raise ValueError(f"control.{' or control.'.join(names)}: {error}") from error
+        self._control = control
         self._energies = [term.energy for term in bound if term is not None]
         # Per term: its gradient alone, and its derivatives for the assembly (the gradient alone
         # where the Hessian is constant: that comes from refresh_constant_hessian), None if empty.
@@ -323,7 +344,7 @@ class IncrementalPotential:
             RuntimeError: :meth:`bind` was not called.
         """
         if self._energies is None:
-            raise RuntimeError("IncrementalPotential: call bind(q) before evaluating it")
+            raise RuntimeError("IncrementalPotential: call bind(q, control) before evaluating it")
         return self._energies
 
     def energy(self, q: np.ndarray) -> float:
@@ -360,7 +381,7 @@ class IncrementalPotential:
         first time), or None for a term without elements."""
         self._require_bound()
         if self.constant_blocks is None:
-            self.refresh_constant_hessian(q)
+            self.refresh_constant_hessian(q, self._control)
         return [None if call is None else call(q) for call in self._derivatives]
 
     def factorize(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -854,7 +875,8 @@ def solve_step(
     (:class:`ChordNewtonStep`).
 
     Args:
-        potential: the step's :class:`IncrementalPotential` (its per-step parameters set).
+        potential: the step's :class:`IncrementalPotential`, bound to q and the step's inputs
+            (:meth:`IncrementalPotential.bind`).
         q: (bodies, 12) Newton's starting point on entry (the last step's motion repeated, or
             q^t, :meth:`solver.simulation._Stepper.start_newton`); the minimiser on return.
             Rows of non-dynamic bodies are not touched.
@@ -873,9 +895,7 @@ def solve_step(
 
     Raises:
         NewtonFailure: on a non-finite energy, gradient or Newton direction.
-        ValueError: on a wrong q or a term's invalid parameters (:meth:`IncrementalPotential.bind`).
     """
-    potential.bind(q)
     return ChordNewtonStep(potential, q, corners, dt, settings, confirm_every_direction, turning).solve()
 
 
@@ -895,7 +915,8 @@ def solve_contact_step(potential: IncrementalPotential, contact: ContactSurface,
     :data:`FRICTION_RELAGS_MAX` times, and Newton goes on from there.
 
     Args:
-        potential: the step's :class:`IncrementalPotential` (its per-step parameters set).
+        potential: the step's :class:`IncrementalPotential`, bound to q and the step's inputs
+            (:meth:`IncrementalPotential.bind`).
         contact: the :class:`solver.contact.ContactSurface`, its step begun at q^t.
         q: (bodies, 12) q^t on entry, the minimiser on return (non-dynamic rows untouched).
         corners: (bodies, 8, 3) body-local bounding-box corners, m (the convergence test's points).
@@ -906,5 +927,4 @@ def solve_contact_step(potential: IncrementalPotential, contact: ContactSurface,
     Raises:
         NewtonFailure: a non-finite energy, gradient or direction, or a singular system.
     """
-    potential.bind(q)
     return ContactNewtonStep(potential, contact, q, corners, dt, settings, mass_inverse).solve()

@@ -1,4 +1,4 @@
-"""Frames and substeps: per-frame parameters, prediction, Newton solve, state update.
+"""Frames and substeps: per-step inputs, prediction, Newton solve, state update.
 
 Source: docs/constitutions/affine_body.md (the time step, frames and substeps, joint
 readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate substeps):
@@ -7,17 +7,18 @@ readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
    rotation turning about a fixed axis and the stretch and origin changing linearly
    (:class:`solver.affine_body.PoseInterpolation`; exact at the frame boundaries); fixed bodies
    stay at q0;
-2. per-frame values of frame f are applied (drive and limit strengths, soft-transform strengths,
-   the flags); targets and bounds at s / substeps of the way from frame f - 1 to f (a drive's
-   aim or aim velocity linearly, limit bounds linearly, a soft transform's aim as animated poses
-   move: :meth:`_Stepper.begin_step`); per-step values are taken from the committed state
+2. the step's inputs to the energy terms go into the run's :class:`solver.control.Control` (the
+   model is not changed): per-frame values of frame f (drive and limit strengths, soft-transform
+   strengths, the flags); targets and bounds at s / substeps of the way from frame f - 1 to f (a
+   drive's aim or aim velocity linearly, limit bounds linearly, a soft transform's aim as animated
+   poses move: :meth:`_Stepper.begin_step`); per-step values taken from the committed state
    (passive drive target, a velocity drive's target = committed coordinate + dt times the
    velocity, the revolute limit's and drive's accumulated angle);
 3. prediction q_tilde = q^t + dt dq/dt + dt^2 [g, 0_9] for dynamic bodies (M^-1 G = [g, 0] for a
    uniform field, docs/constitutions/affine_body.md);
-4. Newton (:mod:`solver.newton`) from the last step's motion repeated (T^t (T^(t-1))^-1 T^t,
-   :func:`solver.affine_body.repeated_motion`), or from q^t where
-   a joint-limit penalty is active at either (:meth:`_Stepper.start_newton`);
+4. Newton (:mod:`solver.newton`, the incremental potential bound to q and the Control) from the
+   last step's motion repeated (T^t (T^(t-1))^-1 T^t, :func:`solver.affine_body.repeated_motion`),
+   or from q^t where a joint-limit penalty is active at either (:meth:`_Stepper.start_newton`);
 5. dq/dt = (q - q^t) / dt, and the joint readouts are committed (:mod:`solver.joint_state`).
 """
 
@@ -32,6 +33,7 @@ import threadpoolctl
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
 from .compilation import compile_in_parallel, compile_tasks
 from .contact import ContactUnavailable
+from .control import Control
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
@@ -103,13 +105,15 @@ class Simulation:
             raise SolverError(str(error)) from error
         try:
             pull = [model.animated_pull] if model.animated_pull is not None else []
-            self._potential = IncrementalPotential(model.terms + pull, model.unknown_slot, settings.device)
+            self._potential = IncrementalPotential(model.terms + pull, model.unknown_slot, settings.device,
+                                                   model.term_inputs + [("animated_pull",)] * len(pull))
         except DeviceUnavailable as error:
             raise SolverError(str(error)) from error
-        self._compile_tasks = compile_tasks(model, self._potential, model.q0)
+        control = Control.for_model(model)
+        self._compile_tasks = compile_tasks(model, self._potential, model.q0, control)
         if compile_now:
             self.compile()
-        self._stepper = stepper = _Stepper(scene, model)
+        self._stepper = stepper = _Stepper(scene, model, control)
         frames, steps = settings.frame_count, settings.frame_count * settings.substeps
         self._transforms = np.empty((frames + 1, len(scene.bodies), 4, 4))
         self._distance = np.full((frames + 1, len(scene.joints)), np.nan)
@@ -205,7 +209,7 @@ class Simulation:
         if substep == 1:
             stepper.begin_frame(frame)
             if stepper.constant_hessian_changes(frame):
-                potential.refresh_constant_hessian(stepper.q)
+                potential.refresh_constant_hessian(stepper.q, stepper.control)
         step = self._step
         try:
             result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
@@ -291,11 +295,14 @@ def _one_blas_thread():
 
 
 class _Stepper:
-    """The mutable state of a run (q, dq/dt, joint readouts) and the per-step updates."""
+    """The mutable state of a run (q, dq/dt, joint readouts) and the per-step updates: the
+    energy terms' inputs go into ``control`` (:class:`solver.control.Control`, sized for
+    ``model``); ``model`` is only read."""
 
-    def __init__(self, scene: Scene, model: Model):
+    def __init__(self, scene: Scene, model: Model, control: Control):
         self.scene = scene
         self.model = model
+        self.control = control
         self.settings = scene.settings
         self.dt = scene.settings.dt
         self.q = model.q0.copy()
@@ -318,26 +325,31 @@ class _Stepper:
         self.kinematic = row_selector(np.array(moving, dtype=np.int64)) if moving else None
         self.kinematic_poses = PoseInterpolation(model.animated_q[:, moving]) if moving else None
 
-        # Per kind of drive: its term, its series, the offsets of its coordinate and the committed
-        # raw coordinates (JointState updates both arrays in place).
+        # Per kind of drive: its term, its inputs, its series, the offsets of its coordinate and the
+        # committed raw coordinates (JointState updates both arrays in place).
         self.drives = tuple(
-            (term, _DriveSeries([joints[k].driving for k in term.joint_indices], aim_key, frames), init, raw)
-            for term, aim_key, init, raw in (
-                (model.driving, "aim_distance", self.joints.init_distance, self.joints.raw_distance),
-                (model.revolute_driving, "aim_angle", self.joints.init_angle, self.joints.raw_angle))
+            (term, inputs, _DriveSeries([joints[k].driving for k in term.joint_indices], aim_key, frames), init, raw)
+            for term, inputs, aim_key, init, raw in (
+                (model.driving, control.driving, "aim_distance", self.joints.init_distance, self.joints.raw_distance),
+                (model.revolute_driving, control.revolute_driving, "aim_angle", self.joints.init_angle,
+                 self.joints.raw_angle))
         )
         self.limit_series = {}
         for key, extra in (("prismatic", model.prismatic_limit), ("revolute", model.revolute_limit)):
             limits = [joints[k].limit for k in extra.joint_indices]
-            self.limit_series[key] = {name: np.array([getattr(limit, name) for limit in limits], dtype=np.float64).reshape(len(limits), frames)
-                                      for name in ("lower", "upper", "strength")}
+            self.limit_series[key] = {
+                name: np.array([getattr(limit, name) for limit in limits], dtype=np.float64).reshape(
+                    len(limits), frames)
+                for name in ("lower", "upper", "strength")}
         soft = [scene.bodies[b].soft_transform for b in model.soft_indices]
         self.soft_strength = np.array([s.strength_ratio for s in soft], dtype=np.float64).reshape(len(soft), frames, 2)
         self.soft_active = np.array([s.is_constrained for s in soft], dtype=np.float64).reshape(len(soft), frames)
-        self.soft_aim_q = q_from_transform(np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
+        self.soft_aim_q = q_from_transform(
+            np.array([s.aim_transform for s in soft], dtype=np.float64).reshape(len(soft), frames, 4, 4))
         # Whether any target or bound interpolated between frames (begin_step) changes from frame
         # f - 1 to frame f: only then is it set per step, else once per frame.
-        series = [self.soft_aim_q] + [values for _, drive, _, _ in self.drives for values in (drive.aim, drive.velocity)]
+        series = [self.soft_aim_q]
+        series += [values for _, _, drive, _, _ in self.drives for values in (drive.aim, drive.velocity)]
         series += [limits[name] for limits in self.limit_series.values() for name in ("lower", "upper")]
         self.targets_move = np.zeros(frames, dtype=bool)
         for values in series:  # (series, frames) or (series, frames, 12): one row per frame
@@ -355,46 +367,47 @@ class _Stepper:
             self.mass_inverse = np.linalg.inv(matrices)
 
     def begin_frame(self, frame: int) -> None:
-        """Apply the per-frame series values of ``frame`` (1..frame_count) that hold for all its
-        steps (strengths and flags) to the energy terms; the targets and bounds that move
-        between frames are set per step (:meth:`begin_step`)."""
-        model = self.model
-        for term, drive, _, _ in self.drives:
-            term.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
+        """Put the per-frame series values of ``frame`` (1..frame_count) that hold for all its
+        steps (strengths and flags) into the control; the targets and bounds that move between
+        frames are set per step (:meth:`begin_step`)."""
+        control = self.control
+        for term, inputs, drive, _, _ in self.drives:
+            inputs.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
             drive.passive = drive.is_passive[:, frame] != 0.0
-        model.prismatic_limit.strength = self.limit_series["prismatic"]["strength"][:, frame].copy()
-        model.revolute_limit.strength = self.limit_series["revolute"]["strength"][:, frame].copy()
-        model.soft.strength_ratio = self.soft_strength[:, frame].copy()
-        model.soft.active = self.soft_active[:, frame].copy()
+        control.prismatic_limit.strength = self.limit_series["prismatic"]["strength"][:, frame].copy()
+        control.revolute_limit.strength = self.limit_series["revolute"]["strength"][:, frame].copy()
+        control.soft.strength_ratio = self.soft_strength[:, frame].copy()
+        control.soft.active = self.soft_active[:, frame].copy()
         if not self.targets_move[frame]:
             self.begin_step(frame, 1.0)  # the targets and bounds are the frame's in every step
 
     def begin_step(self, frame: int, ratio: float) -> None:
-        """Apply the targets and bounds at ``ratio`` in (0, 1] of the way from frame - 1 to
-        ``frame`` (exactly the frame's values at 1): a drive's aim (aim_distance, aim_angle or
-        aim_velocity) and a joint limit's lower and upper bounds linearly, a soft transform's aim_transform as animated bodies'
-        poses (:class:`PoseInterpolation`). As Blender interpolates an animated value between
-        its frames: a target held at the frame's value for all the frame's steps would be
-        reached in the first step and then held, so that a body following a moving target would
-        move in jumps and stand still at every frame's end (released there, it would stop dead
-        instead of keeping its speed), and the motion would change with the substeps."""
-        model = self.model
+        """Put the targets and bounds at ``ratio`` in (0, 1] of the way from frame - 1 to
+        ``frame`` (exactly the frame's values at 1) into the control: a drive's aim (aim_distance,
+        aim_angle or aim_velocity) and a joint limit's lower and upper bounds linearly, a soft
+        transform's aim_transform as animated bodies' poses (:class:`PoseInterpolation`). As
+        Blender interpolates an animated value between its frames: a target held at the frame's
+        value for all the frame's steps would be reached in the first step and then held, so that
+        a body following a moving target would move in jumps and stand still at every frame's end
+        (released there, it would stop dead instead of keeping its speed), and the motion would
+        change with the substeps."""
+        control = self.control
 
         def between(series: np.ndarray) -> np.ndarray:
             return (1.0 - ratio) * series[:, frame - 1] + ratio * series[:, frame]
 
-        for _, drive, _, _ in self.drives:
+        for _, _, drive, _, _ in self.drives:
             drive.step_aim, drive.step_velocity = between(drive.aim), between(drive.velocity)
         limits = self.limit_series["prismatic"]
-        model.prismatic_limit.lower = between(limits["lower"])
-        model.prismatic_limit.upper = between(limits["upper"])
+        control.prismatic_limit.lower = between(limits["lower"])
+        control.prismatic_limit.upper = between(limits["upper"])
         # Seed 001: the revolute limit's effective bounds are offset by init_angle.
         limits = self.limit_series["revolute"]
-        init_angle = self.joints.init_angle[model.revolute_limit.joint_indices]
-        model.revolute_limit.lower = between(limits["lower"]) + init_angle
-        model.revolute_limit.upper = between(limits["upper"]) + init_angle
-        model.soft.aim_q = (self.soft_aim_poses.at(frame, ratio) if self.soft_aim_poses is not None
-                            else self.soft_aim_q[:, frame].copy())
+        init_angle = self.joints.init_angle[self.model.revolute_limit.joint_indices]
+        control.revolute_limit.lower = between(limits["lower"]) + init_angle
+        control.revolute_limit.upper = between(limits["upper"]) + init_angle
+        control.soft.aim_q = (self.soft_aim_poses.at(frame, ratio) if self.soft_aim_poses is not None
+                              else self.soft_aim_q[:, frame].copy())
 
     def constant_hessian_changes(self, frame: int) -> bool:
         """Whether the constant Hessians (kinetic M, revolute K JᵀJ, soft transform) differ in
@@ -410,7 +423,7 @@ class _Stepper:
         starting point: the last step's motion repeated (:func:`solver.affine_body.repeated_motion`,
         T^t (T^(t-1))^-1 T^t), nearer the answer than q^t (fewer iterations and factorisations),
         unless a joint-limit penalty is active (its coordinate outside [lower, upper]; the step's
-        limit parameters must be set) at q^t or at the prediction, where q^t is kept. Returns
+        limit inputs must be in the control) at q^t or at the prediction, where q^t is kept. Returns
         whether one is (the Newton loop then confirms every direction it accepts:
         :func:`solver.newton.solve_step`).
 
@@ -421,12 +434,12 @@ class _Stepper:
         Newton closes the overshoot only linearly; a joint resting on its limit would be carried
         across the bound at many steps, hence q^t there (docs/performance.md, "Accuracy of the
         shortcuts")."""
-        if self.has_limits and np.any(_active_limits(self.model, self.q)):
+        if self.has_limits and np.any(_active_limits(self.model, self.control, self.q)):
             return True
         predicted = np.empty_like(start)
         repeated_motion(start, np.ascontiguousarray(self.velocity[self.dynamic]), self.dt, predicted)
         self.q[self.dynamic] = predicted
-        if self.has_limits and np.any(_active_limits(self.model, self.q)):
+        if self.has_limits and np.any(_active_limits(self.model, self.control, self.q)):
             self.q[self.dynamic] = start
             return True
         return False
@@ -440,30 +453,33 @@ class _Stepper:
             return self._contact_step(potential, frame, ratio)
         if self.kinematic is not None:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
-        start = self._set_step_parameters(frame, ratio)
+        start = self._set_step_inputs(frame, ratio)
         limited = self.start_newton(start)
         turning = float(np.max(np.abs(self.velocity[self.dynamic][:, 3:]), initial=0.0)) * dt  # about rad per step
+        potential.bind(self.q, self.control)
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
                             turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         return result, self.joints.commit(model, self.q)
 
-    def _set_step_parameters(self, frame: int, ratio: float) -> np.ndarray:
-        """Set the step's targets, prediction q_tilde and lagged joint values; returns q^t of
-        the dynamic bodies (dynamic, 12)."""
-        model, dt = self.model, self.dt
+    def _set_step_inputs(self, frame: int, ratio: float) -> np.ndarray:
+        """Put the step's targets, prediction q_tilde and lagged joint values into the control;
+        returns q^t of the dynamic bodies (dynamic, 12)."""
+        model, control, dt = self.model, self.control, self.dt
         if self.targets_move[frame]:
             self.begin_step(frame, ratio)
         start = self.q[self.dynamic].copy()
-        model.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
-        for term, drive, init, raw in self.drives:
+        control.kinetic.q_tilde = start + dt * self.velocity[self.dynamic] + dt * dt * self.gravity_q
+        for term, inputs, drive, init, raw in self.drives:
             if len(term.joint_indices):
-                term.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
-        for term in (model.revolute_limit, model.revolute_driving):  # the step start of the unwrapped angle
+                inputs.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
+        # The step start of the unwrapped angle.
+        for term, inputs in ((model.revolute_limit, control.revolute_limit),
+                             (model.revolute_driving, control.revolute_driving)):
             if len(term.joint_indices):
-                term.angle_t = self.joints.raw_angle[term.joint_indices].copy()
-                term.sin_t = self.joints.sin[term.joint_indices].copy()
-                term.cos_t = self.joints.cos[term.joint_indices].copy()
+                inputs.angle_t = self.joints.raw_angle[term.joint_indices].copy()
+                inputs.sin_t = self.joints.sin[term.joint_indices].copy()
+                inputs.cos_t = self.joints.cos[term.joint_indices].copy()
         return start
 
     def _contact_step(self, potential: IncrementalPotential, frame: int, ratio: float):
@@ -474,13 +490,14 @@ class _Stepper:
         each is set exactly to its pose where the way there is collision-free (CCD), which it is
         unless a body is jammed against it."""
         model, dt, contact = self.model, self.dt, self.model.contact
-        start = self._set_step_parameters(frame, ratio)
+        start = self._set_step_inputs(frame, ratio)
         contact.begin_step(self.q, dt)
         if model.animated_pull is not None:
             poses = self.q[self.pulled].copy()
             if self.kinematic is not None:
                 poses[self.pulled_moving] = self.kinematic_poses.at(frame, ratio)
-            model.animated_pull.q_tilde = poses
+            self.control.animated_pull.q_tilde = poses
+        potential.bind(self.q, self.control)
         result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings, self.mass_inverse)
         if model.animated_pull is not None:
             motion = np.zeros_like(self.q)
@@ -536,14 +553,15 @@ class _DriveSeries:
         return np.where(self.passive, committed, moved)
 
 
-def _active_limits(model: Model, q: np.ndarray) -> np.ndarray:
+def _active_limits(model: Model, control: Control, q: np.ndarray) -> np.ndarray:
     """(revolute limits + prismatic limits,) bool: whether each joint-limit penalty is active at q
-    (bodies, 12), its coordinate outside [lower, upper] (the revolute one measured from the
-    step start, so the step's limit parameters must be set)."""
+    (bodies, 12), its coordinate outside [lower, upper] of ``control`` (the revolute one measured
+    from the step start, so the step's limit inputs must be set)."""
     active = []
-    for limit, coordinate in ((model.revolute_limit, model.revolute_limit.angle),
-                              (model.prismatic_limit, model.prismatic_limit.distance)):
-        if len(limit.joint_indices):
-            x = coordinate(q)
-            active.append((x < limit.lower) | (x > limit.upper))
+    if len(model.revolute_limit.joint_indices):
+        x, bounds = model.revolute_limit.angle(q, control.revolute_limit), control.revolute_limit
+        active.append((x < bounds.lower) | (x > bounds.upper))
+    if len(model.prismatic_limit.joint_indices):
+        x, bounds = model.prismatic_limit.distance(q), control.prismatic_limit
+        active.append((x < bounds.lower) | (x > bounds.upper))
     return np.concatenate(active) if active else np.zeros(0, dtype=bool)

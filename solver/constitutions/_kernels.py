@@ -11,8 +11,8 @@ gradient = J_Fᵀ ∇_F E and Hessian = J_Fᵀ H_F J_F, with H_F projected to PS
 The compiled functions here are helpers (:data:`solver.jit.helper`), called only from the
 per-constitution kernels; the J_F are built at construction from the batched point/direction
 Jacobians of :mod:`solver.affine_body`; the plain-Python functions at the end convert and check
-constructor arguments and per-step attributes, and :class:`BoundTerm` is what a term's ``bind``
-returns: its kernels with those attributes checked once, for the calls of one time step.
+constructor arguments and per-step inputs, and :class:`BoundTerm` is what a term's ``bind``
+returns: its kernels with those inputs checked once, for the calls of one time step.
 Note: Numba's on-disk cache of a caller is not invalidated when only this module changes; clear
 ``$NUMBA_CACHE_DIR`` after editing it.
 
@@ -368,10 +368,10 @@ class CurvatureProjection:
 
 
 class BoundTerm(NamedTuple):
-    """An energy term's kernels with its current parameters checked once and bound (the terms'
-    ``bind(project=True)``), for the many calls of one time step: the Newton loop checks a
-    term's parameters once per step, not at each of its ten or so calls (at 10 bodies those
-    checks cost more than the kernels).
+    """An energy term's kernels with its parameters and per-step inputs checked once and bound
+    (the terms' ``bind(*inputs, project=True)``), for the many calls of one time step: the Newton
+    loop checks a term's inputs once per step, not at each of its ten or so calls (at 10 bodies
+    those checks cost more than the kernels).
 
     Each callable takes q (n_bodies, 12), a C-contiguous float64 array already checked by
     :func:`check_state` against the term's ``state_rows``:
@@ -382,7 +382,7 @@ class BoundTerm(NamedTuple):
     - ``gradient_hessian(q, gradient, hessian)`` fills the per-element gradient (n, 12 k) and
       Hessian (n, 12 k, 12 k), PSD-projected where ``bind`` was asked to project.
 
-    The parameters are those at the moment of binding: bind again after changing one.
+    The parameters and inputs are those at the moment of binding: bind again after changing one.
     """
 
     energy: Callable[[np.ndarray], float]
@@ -390,17 +390,18 @@ class BoundTerm(NamedTuple):
     gradient_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 
 
-def bound_gradient_hessian(term, q, project: bool, out, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """A term's public ``gradient_hessian(q, project, out)`` through its ``bind(project)``: q
-    (n_bodies, 12) checked, the outputs from :func:`element_outputs` (``size`` = 12 k), filled
-    and returned as (gradient (n, size), Hessian (n, size, size)).
+def bound_gradient_hessian(term, q, inputs: tuple, project: bool, out, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A term's public ``gradient_hessian(q, *inputs, project, out)`` through its
+    ``bind(*inputs, project=project)`` (``inputs``: its per-step inputs, empty for a term without
+    any): q (n_bodies, 12) checked, the outputs from :func:`element_outputs` (``size`` = 12 k),
+    filled and returned as (gradient (n, size), Hessian (n, size, size)).
 
     Raises:
-        ValueError: on a wrong q or ``out``, or parameters the term's ``bind`` rejects.
+        ValueError: on a wrong q or ``out``, or inputs the term's ``bind`` rejects.
     """
     q = check_state(q, term.state_rows)
     gradient, hessian = element_outputs(out, term.bodies.shape[0], size)
-    term.bind(project).gradient_hessian(q, gradient, hessian)
+    term.bind(*inputs, project=project).gradient_hessian(q, gradient, hessian)
     return gradient, hessian
 
 

@@ -7,7 +7,7 @@ Source: seed ``000_dbb64491e78f3022.txt``; docs/constitutions/21_driving_prismat
 with c_k = J(c̄_k) q_k, t_k = A_k t̄_k (not re-normalised), d̃ the raw target (``target``; the caller
 converts: d̃ = aim_distance − init_distance when active, current_distance − init_distance when
 passive) and K = γ_drive (m_i + m_j) (the caller sets K = 0 when ``driving/is_constrained`` = 0).
-Not dt²-scaled.
+Not dt²-scaled. K and d̃ are per-step inputs (:class:`DrivingPrismaticJointInput`).
 
 F = [d; t_i; t_j] (9), d = c_j − c_i. With r_k = t_k·d − d̃:
 ∇_F E = K r_i [t_i; d; 0] + K r_j [t_j; 0; d],
@@ -18,6 +18,8 @@ or by a weight between the projection and the exact Hessian in the Newton loop's
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -150,6 +152,24 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, exact, grad
         add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 
+@dataclass
+class DrivingPrismaticJointInput:
+    """A :class:`DrivingPrismaticJoint` term's per-step input.
+
+    Attributes:
+        stiffness: (n,) K = γ_drive (m_i + m_j), kg; 0 disables the element (is_constrained = 0).
+        target: (n,) raw target distance d̃, m.
+    """
+
+    stiffness: np.ndarray
+    target: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> DrivingPrismaticJointInput:
+        """For ``n`` elements: disabled (K 0), target 0."""
+        return cls(np.zeros(n), np.zeros(n))
+
+
 class DrivingPrismaticJoint:
     """Driving term of a prismatic joint, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 21.
 
@@ -158,9 +178,7 @@ class DrivingPrismaticJoint:
         anchor_i, anchor_j: (n, 3) body-local anchors c̄_i, c̄_j of the base joints, m.
         tangent_i, tangent_j: (n, 3) body-local unit axis t̄_i, t̄_j of the base joints.
 
-    Attributes (set by the caller before each step):
-        stiffness: (n,) K = γ_drive (m_i + m_j), kg; 0 disables the element (is_constrained = 0). Default 0.
-        target: (n,) raw target distance d̃, m. Default 0.
+    Its methods take the step's stiffness and target as a :class:`DrivingPrismaticJointInput`.
 
     Raises:
         ValueError: on wrong shapes, negative body indices or non-finite values.
@@ -176,21 +194,25 @@ class DrivingPrismaticJoint:
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
         self.tangent_i = as_float_array(tangent_i, (n, 3), "tangent_i")
         self.tangent_j = as_float_array(tangent_j, (n, 3), "tangent_j")
-        self.stiffness = np.zeros(n)
-        self.target = np.zeros(n)
         self._jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.tangent_i, self.tangent_j)
 
-    def _parameters(self) -> tuple[np.ndarray, np.ndarray]:
-        n = self.bodies.shape[0]
-        return as_float_view(self.stiffness, (n,), "stiffness"), as_float_view(self.target, (n,), "target")
+    def parameters(self, inputs: DrivingPrismaticJointInput) -> tuple[np.ndarray, np.ndarray]:
+        """(stiffness (n,), target (n,)) of ``inputs``, checked.
 
-    def energy(self, q: np.ndarray) -> float:
+        Raises:
+            ValueError: on wrong shapes or non-float values.
+        """
+        n = self.bodies.shape[0]
+        return as_float_view(inputs.stiffness, (n,), "stiffness"), as_float_view(inputs.target, (n,), "target")
+
+    def energy(self, q: np.ndarray, inputs: DrivingPrismaticJointInput) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
         q = check_state(q, self.state_rows)
-        stiffness, target = self._parameters()
+        stiffness, target = self.parameters(inputs)
         return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness, target))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, inputs: DrivingPrismaticJointInput, project: bool = True,
+                         out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True projects the 9x9 F-Hessian to PSD; project=False gives the exact Hessian.
@@ -198,7 +220,7 @@ class DrivingPrismaticJoint:
         """
         q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
-        stiffness, target = self._parameters()
+        stiffness, target = self.parameters(inputs)
         gradient, hessian = element_outputs(out, n, 24)
         _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, exact_argument(project), gradient,
                                  hessian)

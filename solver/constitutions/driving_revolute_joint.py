@@ -11,7 +11,8 @@ raw angle θᵗ (``angle_t``; δ ∈ (−π, π] the turn since the step start, 
 sinθ, cosθ of q and of the step start, ``sin_t``/``cos_t``), θ̃ the raw target (``target``; the
 caller converts: aim_angle − init_angle when active, θᵗ when passive, θᵗ + dt ω in velocity mode)
 and K = γ_drive (m_i + m_j) (the caller sets K = 0 when ``driving/is_constrained`` = 0). Not
-dt²-scaled. libuipc shifts θ̃ by the whole turns instead of x; the energy is the same.
+dt²-scaled. libuipc shifts θ̃ by the whole turns instead of x; the energy is the same. K, θ̃ and the
+step-start values are per-step inputs (:class:`DrivingRevoluteJointInput`).
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. With r = x − θ̃: ∇_F E = K r ∇x,
 H_F = K ∇x ∇xᵀ + P(K r ∇²x), P the PSD projection of the product when requested (as the revolute
@@ -19,6 +20,8 @@ limit); ∇x and ∇²x are those of :func:`.revolute_joint_limit.limit_angle_de
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -75,6 +78,31 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, angle_t, si
         add_mapped_derivatives_into(jacobian[e], gradient_x, hessian_F, gradient[e], hessian[e], scratch)
 
 
+@dataclass
+class DrivingRevoluteJointInput:
+    """A :class:`DrivingRevoluteJoint` term's per-step input.
+
+    Attributes:
+        stiffness: (n,) K = γ_drive (m_i + m_j), kg; 0 disables the element (is_constrained = 0).
+        target: (n,) raw target angle θ̃, rad (any number of turns).
+        angle_t: (n,) committed raw accumulated angle θᵗ at the step start, rad.
+        sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`DrivingRevoluteJoint.sin_cos`) at the
+            step-start state.
+    """
+
+    stiffness: np.ndarray
+    target: np.ndarray
+    angle_t: np.ndarray
+    sin_t: np.ndarray
+    cos_t: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> DrivingRevoluteJointInput:
+        """For ``n`` elements: disabled (K 0), target 0, the step starting at the rest frame
+        (θᵗ 0, sinθᵗ 0, cosθᵗ 1)."""
+        return cls(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n))
+
+
 class DrivingRevoluteJoint:
     """Driving term of a revolute joint, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 19.
 
@@ -83,12 +111,8 @@ class DrivingRevoluteJoint:
         basis_i, basis_j: (n, 2, 3) body-local [n̄, b̄] of the base joints' angle frames
             (:class:`.revolute_joint.RevoluteJoint`).
 
-    Attributes (set by the caller before each step):
-        stiffness: (n,) K = γ_drive (m_i + m_j), kg; 0 disables the element (is_constrained = 0). Default 0.
-        target: (n,) raw target angle θ̃, rad (any number of turns). Default 0.
-        angle_t: (n,) committed raw accumulated angle θᵗ at the step start, rad. Default 0.
-        sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`sin_cos`) at the step-start state.
-            Defaults 0 and 1 (the rest frame).
+    Its methods take the step's stiffness, target and step-start angle as a
+    :class:`DrivingRevoluteJointInput`.
 
     Raises:
         ValueError: on wrong shapes, negative body indices or non-finite values.
@@ -102,28 +126,23 @@ class DrivingRevoluteJoint:
         n = self.bodies.shape[0]
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
-        self.stiffness = np.zeros(n)
-        self.target = np.zeros(n)
-        self.angle_t = np.zeros(n)
-        self.sin_t = np.zeros(n)
-        self.cos_t = np.ones(n)
         self.basis_i.flags.writeable = self.basis_j.flags.writeable = False  # the F-Jacobian is built from them once
         self._jacobian = build_basis_jacobians(self.basis_i, self.basis_j)
 
-    def _parameters(self) -> tuple:
+    def _parameters(self, inputs: DrivingRevoluteJointInput) -> tuple:
         n = self.bodies.shape[0]
-        return tuple(as_float_view(getattr(self, name), (n,), name)
+        return tuple(as_float_view(getattr(inputs, name), (n,), name)
                      for name in ("stiffness", "target", "angle_t", "sin_t", "cos_t"))
 
-    def bind(self, project: bool = True) -> BoundTerm:
-        """The kernels with the current stiffness, target and step-start angles checked and bound,
-        for one time step (:class:`BoundTerm`, no gradient-only kernel); ``project``:
+    def bind(self, inputs: DrivingRevoluteJointInput, project: bool = True) -> BoundTerm:
+        """The kernels with the step's stiffness, target and step-start angles (``inputs``) checked
+        and bound, for one time step (:class:`BoundTerm`, no gradient-only kernel); ``project``:
         K ∇x∇xᵀ + PSD(K r ∇²x) (True) or the exact Hessian.
 
         Raises:
             ValueError: on wrong shapes or non-float values.
         """
-        arguments = (self.bodies, self._jacobian) + self._parameters()
+        arguments = (self.bodies, self._jacobian) + self._parameters(inputs)
         exact = exact_argument(project)
 
         def energy(q):
@@ -134,19 +153,20 @@ class DrivingRevoluteJoint:
 
         return BoundTerm(energy, None, gradient_hessian)
 
-    def energy(self, q: np.ndarray) -> float:
+    def energy(self, q: np.ndarray, inputs: DrivingRevoluteJointInput) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
+        return self.bind(inputs).energy(check_state(q, self.state_rows))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, inputs: DrivingRevoluteJointInput, project: bool = True,
+                         out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True: K ∇x∇xᵀ + PSD(K r ∇²x); project=False: the exact Hessian.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        return bound_gradient_hessian(self, q, project, out, 24)
+        return bound_gradient_hessian(self, q, (inputs,), project, out, 24)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(sinθ (n,), cosθ (n,)) at q, the values to store in ``sin_t``/``cos_t`` at a step start."""
+        """(sinθ (n,), cosθ (n,)) at q, the ``sin_t``/``cos_t`` of a step starting at q."""
         q = check_state(q, self.state_rows)
         return sin_cos_kernel(q, self.bodies, self.basis_i, self.basis_j)

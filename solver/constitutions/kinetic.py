@@ -4,11 +4,13 @@ Source: docs/constitutions/affine_body.md (the time step; the 12x12 mass matrix)
 
     E = ½ (q − q̃)ᵀ M (q − q̃),   gradient M (q − q̃),   Hessian M (constant, PSD).
 
-No 1/dt² factor: every potential is multiplied by dt² instead. q̃ (``q_tilde``) is
-the predicted state, set by the time integrator before each step.
+No 1/dt² factor: every potential is multiplied by dt² instead. q̃ (``q_tilde``, a
+:class:`KineticInput`) is the predicted state, which the time integrator gives each step.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,6 +55,23 @@ def _gradient_kernel(q, bodies, mass, mass_x_bar, second_moment, q_tilde, gradie
         dyadic_product_into(mass, mass_x_bar, second_moment, e, delta, gradient, e)
 
 
+@dataclass
+class KineticInput:
+    """A :class:`Kinetic` term's per-step input.
+
+    Attributes:
+        q_tilde: (n, 12) predicted state q̃ (m and dimensionless A entries), or the pose an
+            animated body is pulled to.
+    """
+
+    q_tilde: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> KineticInput:
+        """Zeros for ``n`` elements."""
+        return cls(np.zeros((n, 12)))
+
+
 class Kinetic:
     """Inertia term ½ (q − q̃)ᵀ M (q − q̃) per body (``uid = 0``: not a libuipc constitution).
 
@@ -65,8 +84,8 @@ class Kinetic:
 
     Attributes:
         mass_matrix: (n, 12, 12) M per element, the (constant) Hessian.
-        q_tilde: (n, 12) predicted state q̃ (m and dimensionless A entries); zeros until the caller
-            sets it before each step.
+
+    Its methods take the step's q̃ as a :class:`KineticInput`.
 
     Raises:
         ValueError: on wrong shapes, negative body indices or non-finite values.
@@ -83,17 +102,16 @@ class Kinetic:
         self.mass, self.mass_x_bar, self.second_moment = as_dyadic_mass(n, mass, mass_x_bar, second_moment)
         self.mass_matrix = mass_matrices(self.mass, self.mass_x_bar, self.second_moment)
         self.mass_matrix.flags.writeable = False
-        self.q_tilde = np.zeros((n, 12))
 
-    def bind(self, project: bool = True) -> BoundTerm:
-        """The kernels with the current q̃ checked and bound, for one time step (:class:`BoundTerm`);
-        ``project`` is ignored (M is exact and PSD).
+    def bind(self, inputs: KineticInput, project: bool = True) -> BoundTerm:
+        """The kernels with the step's q̃ (``inputs``) checked and bound, for one time step
+        (:class:`BoundTerm`); ``project`` is ignored (M is exact and PSD).
 
         Raises:
             ValueError: on a wrong or non-float ``q_tilde``.
         """
         n = self.bodies.shape[0]
-        q_tilde = as_float_view(self.q_tilde, (n, 12), "q_tilde")
+        q_tilde = as_float_view(inputs.q_tilde, (n, 12), "q_tilde")
         arguments = (self.bodies, self.mass, self.mass_x_bar, self.second_moment)
 
         def energy(q):
@@ -110,19 +128,20 @@ class Kinetic:
 
         return BoundTerm(energy, gradient, gradient_hessian)
 
-    def energy(self, q: np.ndarray) -> float:
+    def energy(self, q: np.ndarray, inputs: KineticInput) -> float:
         """Sum of ½ (q − q̃)ᵀ M (q − q̃) over elements, J. q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
+        return self.bind(inputs).energy(check_state(q, self.state_rows))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, inputs: KineticInput, project: bool = True,
+                         out=None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient M (q − q̃) (n, 12) and Hessian M (n, 12, 12); exact and PSD, ``project`` is ignored.
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        return bound_gradient_hessian(self, q, project, out, 12)
+        return bound_gradient_hessian(self, q, (inputs,), project, out, 12)
 
-    def gradient(self, q: np.ndarray) -> np.ndarray:
+    def gradient(self, q: np.ndarray, inputs: KineticInput) -> np.ndarray:
         """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
-        gradient = self.bind().gradient
+        gradient = self.bind(inputs).gradient
         assert gradient is not None  # this term has a gradient-only kernel
         return gradient(check_state(q, self.state_rows))

@@ -336,7 +336,7 @@ class OrthoPotential:
         ``curvature_projection``; project=False the exact one.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        return bound_gradient_hessian(self, q, project, out, 12)
+        return bound_gradient_hessian(self, q, (), project, out, 12)
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Per-element gradient (n, 12) alone, as in :meth:`gradient_hessian`."""

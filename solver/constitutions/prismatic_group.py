@@ -35,6 +35,7 @@ from ._kernels import (
 )
 from .driving_prismatic_joint import (
     DrivingPrismaticJoint,
+    DrivingPrismaticJointInput,
     add_driving_gradient_F,
     add_driving_hessian_F,
     driving_derivatives_F,
@@ -44,7 +45,12 @@ from .joint_limit_penalty import penalty
 from .prismatic_joint import PrismaticJoint, add_cross_terms_gradient_F, add_cross_terms_hessian_F
 from .prismatic_joint import add_axis_transpose_into, add_distance_gradient_F, add_frame_terms, axis_F_into
 from .prismatic_joint import cross_terms_derivatives_F, cross_terms_energy_F, distance_F, frame_terms_into
-from .prismatic_joint_limit import PrismaticJointLimit, add_limit_projected_derivatives_F, limit_derivatives_F
+from .prismatic_joint_limit import (
+    PrismaticJointLimit,
+    PrismaticJointLimitInput,
+    add_limit_projected_derivatives_F,
+    limit_derivatives_F,
+)
 
 
 @kernel
@@ -131,8 +137,9 @@ class PrismaticJointGroup:
             the row of each one's base joint in ``joint``.
         limit: limit terms likewise, with ``limit_rows`` (n_limit,) int.
 
-    The extras keep their own parameters (``driving.stiffness``, ``.target``, ``limit.lower``,
-    ``.upper``, ``.strength``), read at every call. ``bodies`` (n, 2) is the joints' body list.
+    Its methods take the extras' per-step inputs: a :class:`.driving_prismatic_joint.DrivingPrismaticJointInput`
+    (one element per drive) and a :class:`.prismatic_joint_limit.PrismaticJointLimitInput` (one per
+    limit). ``bodies`` (n, 2) is the joints' body list.
 
     Attributes:
         curvature_projection: the weight w in [0, 1] of the PSD correction of the joints' cross
@@ -175,10 +182,11 @@ class PrismaticJointGroup:
             raise ValueError(f"{name}: its bodies and F-Jacobian must be those of its base joints")
         return rows
 
-    def bind(self, project: bool = True) -> BoundTerm:
-        """The kernels with the joints' stiffness and the extras' parameters checked and bound,
-        for one time step (:class:`BoundTerm`); ``project``: each term's Hessian projected on its
-        own (True) or the exact sum. The energy and gradient-only kernels apply the F-maps in
+    def bind(self, driving: DrivingPrismaticJointInput, limit: PrismaticJointLimitInput,
+             project: bool = True) -> BoundTerm:
+        """The kernels with the joints' stiffness and the extras' inputs (``driving``, ``limit``)
+        checked and bound, for one time step (:class:`BoundTerm`); ``project``: each term's Hessian
+        projected on its own (True) or the exact sum. The energy and gradient-only kernels apply the F-maps in
         structured form (anchors and frames), the Hessian kernel the dense F-Jacobians.
 
         Raises:
@@ -187,9 +195,9 @@ class PrismaticJointGroup:
         n, joint = self.bodies.shape[0], self.joint
         stiffness = as_float_view(joint.stiffness, (n,), "stiffness")
         parameters = ((stiffness,)
-                      + self._per_joint(self.driving._parameters(), self.driving_rows, self._every_joint[0])
+                      + self._per_joint(self.driving.parameters(driving), self.driving_rows, self._every_joint[0])
                       + (self.limited,)
-                      + self._per_joint(self.limit._parameters(), self.limit_rows, self._every_joint[1]))
+                      + self._per_joint(self.limit.parameters(limit), self.limit_rows, self._every_joint[1]))
         structured = (self.bodies, joint.anchor_i, joint.anchor_j, joint.frame_i, joint.frame_j) + parameters
         dense = (self.bodies, joint._axis_jacobian, joint._frame_jacobian) + parameters
         exact = exact_argument(project)
@@ -218,21 +226,23 @@ class PrismaticJointGroup:
             array[rows] = value
         return arrays
 
-    def energy(self, q: np.ndarray) -> float:
+    def energy(self, q: np.ndarray, driving: DrivingPrismaticJointInput, limit: PrismaticJointLimitInput) -> float:
         """E of the joints plus their extras, J. q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
+        return self.bind(driving, limit).energy(check_state(q, self.state_rows))
 
-    def gradient(self, q: np.ndarray) -> np.ndarray:
+    def gradient(self, q: np.ndarray, driving: DrivingPrismaticJointInput,
+                 limit: PrismaticJointLimitInput) -> np.ndarray:
         """Per-joint gradient (n, 24) alone, as in :meth:`gradient_hessian`."""
-        gradient = self.bind().gradient
+        gradient = self.bind(driving, limit).gradient
         assert gradient is not None  # this term has a gradient-only kernel
         return gradient(check_state(q, self.state_rows))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, driving: DrivingPrismaticJointInput, limit: PrismaticJointLimitInput,
+                         project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-joint gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first: the sum of the
         three terms' ``gradient_hessian`` (each projected on its own when ``project``, the joints'
         cross terms and the drives by :attr:`curvature_projection`).
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        return bound_gradient_hessian(self, q, project, out, 24)
+        return bound_gradient_hessian(self, q, (driving, limit), project, out, 24)

@@ -11,10 +11,13 @@ H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (
 closed form because ∇²x is constant (:func:`limit_projected_hessian_F`).
 ``lower``/``upper`` are the raw bounds; the seed applies no init_distance offset, so the caller
 passes ``limit/lower`` and ``limit/upper`` unchanged (libuipc's code subtracts init_distance,
-the seed wins). Not dt²-scaled; ``strength`` is used raw.
+the seed wins). Not dt²-scaled; ``strength`` is used raw. The bounds and strength are per-step
+inputs (:class:`PrismaticJointLimitInput`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -140,6 +143,25 @@ def _gradient_hessian_kernel(q, bodies, jacobian, lower, upper, strength, exact,
             add_mapped_derivatives(jacobian[e], gradient_F, hessian_F, gradient[e], hessian[e])
 
 
+@dataclass
+class PrismaticJointLimitInput:
+    """A :class:`PrismaticJointLimit` term's per-step input.
+
+    Attributes:
+        lower, upper: (n,) effective raw bounds l <= u on d(q), m.
+        strength: (n,) s, J (raw, no mass or dt² scaling).
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    strength: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> PrismaticJointLimitInput:
+        """For ``n`` elements: bounds 0, strength 1 (the seed's and libuipc's default)."""
+        return cls(np.zeros(n), np.zeros(n), np.ones(n))
+
+
 class PrismaticJointLimit:
     """Prismatic joint limit, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 669.
 
@@ -148,9 +170,7 @@ class PrismaticJointLimit:
         anchor_i, anchor_j: (n, 3) body-local anchors c̄_i, c̄_j of the base joints, m.
         tangent_i, tangent_j: (n, 3) body-local unit axis t̄_i, t̄_j of the base joints.
 
-    Attributes (set by the caller before each step):
-        lower, upper: (n,) effective raw bounds l <= u on d(q), m. Default 0.
-        strength: (n,) s, J (raw, no mass or dt² scaling). Default 1 (seed/libuipc default).
+    Its methods take the step's bounds and strength as a :class:`PrismaticJointLimitInput`.
 
     Raises:
         ValueError: on wrong shapes, negative body indices, non-finite values, or (per call) lower > upper.
@@ -166,26 +186,29 @@ class PrismaticJointLimit:
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
         self.tangent_i = as_float_array(tangent_i, (n, 3), "tangent_i")
         self.tangent_j = as_float_array(tangent_j, (n, 3), "tangent_j")
-        self.lower = np.zeros(n)
-        self.upper = np.zeros(n)
-        self.strength = np.ones(n)
         for array in (self.anchor_i, self.anchor_j, self.tangent_i, self.tangent_j):
             array.flags.writeable = False  # the F-Jacobian below is built from them once
         self._jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.tangent_i, self.tangent_j)
 
-    def _parameters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        n = self.bodies.shape[0]
-        lower = as_float_view(self.lower, (n,), "lower")
-        upper = as_float_view(self.upper, (n,), "upper")
-        check_limits(lower, upper)
-        return lower, upper, as_float_view(self.strength, (n,), "strength")
+    def parameters(self, inputs: PrismaticJointLimitInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lower (n,), upper (n,), strength (n,)) of ``inputs``, checked.
 
-    def energy(self, q: np.ndarray) -> float:
+        Raises:
+            ValueError: on wrong shapes or non-float values, or lower > upper.
+        """
+        n = self.bodies.shape[0]
+        lower = as_float_view(inputs.lower, (n,), "lower")
+        upper = as_float_view(inputs.upper, (n,), "upper")
+        check_limits(lower, upper)
+        return lower, upper, as_float_view(inputs.strength, (n,), "strength")
+
+    def energy(self, q: np.ndarray, inputs: PrismaticJointLimitInput) -> float:
         """Sum of the element penalties, J. q: (n_bodies, 12)."""
         q = check_state(q, self.state_rows)
-        return float(_energy_kernel(q, self.bodies, self._jacobian, *self._parameters()))
+        return float(_energy_kernel(q, self.bodies, self._jacobian, *self.parameters(inputs)))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, inputs: PrismaticJointLimitInput, project: bool = True,
+                         out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
@@ -194,8 +217,8 @@ class PrismaticJointLimit:
         q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self._parameters(), exact_argument(project), gradient,
-                                 hessian)
+        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self.parameters(inputs), exact_argument(project),
+                                 gradient, hessian)
         return gradient, hessian
 
     def distance(self, q: np.ndarray) -> np.ndarray:

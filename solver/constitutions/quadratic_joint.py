@@ -131,7 +131,7 @@ class QuadraticJoint:
     def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first; exact and
         PSD, ``project`` changes nothing. ``out``: optional (gradient, hessian) arrays to fill."""
-        return bound_gradient_hessian(self, q, project, out, 24)
+        return bound_gradient_hessian(self, q, (), project, out, 24)
 
     def rotation_vector(self, q: np.ndarray) -> np.ndarray:
         """(n, 3) rotation vector (axis times angle, rad, angle in [0, π]) of body j relative to

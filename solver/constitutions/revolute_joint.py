@@ -230,7 +230,7 @@ class RevoluteJoint:
         The energy is quadratic in q: the Hessian is exact and PSD, ``project`` changes nothing.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        return bound_gradient_hessian(self, q, project, out, 24)
+        return bound_gradient_hessian(self, q, (), project, out, 24)
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient Jᵀ (K F) (n, 24) alone (the Hessian K JᵀJ is constant)."""

@@ -11,7 +11,8 @@ with θᵗ (``angle_t``) the accumulated raw angle at the step start, sinθᵗ/c
 the current q (see :mod:`.revolute_joint`; sinθ = (b_i·n_j − n_i·b_j)/2 so that x follows the
 right-hand rule about +t̂). Effective bounds follow the seed: l = limit/lower + init_angle,
 u = limit/upper + init_angle (the caller computes them; the reference subtracts init_angle instead,
-the seed wins). Not dt²-scaled; ``strength`` is used raw.
+the seed wins). Not dt²-scaled; ``strength`` is used raw. The bounds, strength and step-start
+values are per-step inputs (:class:`RevoluteJointLimitInput`).
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. δ differs from atan2(sinθ, cosθ) by a locally constant
 angle (the step-start one, up to 2π), so with s = sinθ, c = cosθ, ρ² = s² + c²,
@@ -24,6 +25,7 @@ there.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -120,6 +122,33 @@ def _angle_kernel(q, bodies, jacobian, angle_t, sin_t, cos_t):
     return out
 
 
+@dataclass
+class RevoluteJointLimitInput:
+    """A :class:`RevoluteJointLimit` term's per-step input.
+
+    Attributes:
+        lower, upper: (n,) effective bounds l <= u on the raw accumulated angle, rad (already
+            offset by init_angle, as the seed writes it).
+        strength: (n,) s, J (raw).
+        angle_t: (n,) accumulated raw angle θᵗ at the step start, rad.
+        sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`RevoluteJointLimit.sin_cos`) at the
+            step-start state.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    strength: np.ndarray
+    angle_t: np.ndarray
+    sin_t: np.ndarray
+    cos_t: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> RevoluteJointLimitInput:
+        """For ``n`` elements: bounds 0, strength 1 (the seed's and libuipc's default), the step
+        starting at the rest frame (θᵗ 0, sinθᵗ 0, cosθᵗ 1)."""
+        return cls(np.zeros(n), np.zeros(n), np.ones(n), np.zeros(n), np.zeros(n), np.ones(n))
+
+
 class RevoluteJointLimit:
     """Revolute joint limit, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 670.
 
@@ -127,13 +156,8 @@ class RevoluteJointLimit:
         bodies: (n, 2) int, global body indices (i, j) of the base revolute joints.
         basis_i, basis_j: (n, 2, 3) body-local [n̄, b̄] of the base joints' angle frames.
 
-    Attributes (set by the caller before each step):
-        lower, upper: (n,) effective bounds l <= u on the raw accumulated angle, rad (already
-            offset by init_angle, as the seed writes it). Default 0.
-        strength: (n,) s, J (raw). Default 1 (seed/libuipc default).
-        angle_t: (n,) accumulated raw angle θᵗ at the step start, rad. Default 0.
-        sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`sin_cos`) at the step-start state.
-            Defaults 0 and 1 (the rest frame).
+    Its methods take the step's bounds, strength and step-start angle as a
+    :class:`RevoluteJointLimitInput`.
 
     Raises:
         ValueError: on wrong shapes, negative body indices, non-finite values, or (per call) lower > upper.
@@ -147,39 +171,33 @@ class RevoluteJointLimit:
         n = self.bodies.shape[0]
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
-        self.lower = np.zeros(n)
-        self.upper = np.zeros(n)
-        self.strength = np.ones(n)
-        self.angle_t = np.zeros(n)
-        self.sin_t = np.zeros(n)
-        self.cos_t = np.ones(n)
         self.basis_i.flags.writeable = self.basis_j.flags.writeable = False  # the F-Jacobian is built from them once
         self._jacobian = build_basis_jacobians(self.basis_i, self.basis_j)
 
-    def _limits(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _limits(self, inputs: RevoluteJointLimitInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = self.bodies.shape[0]
-        lower = as_float_view(self.lower, (n,), "lower")
-        upper = as_float_view(self.upper, (n,), "upper")
+        lower = as_float_view(inputs.lower, (n,), "lower")
+        upper = as_float_view(inputs.upper, (n,), "upper")
         check_limits(lower, upper)
-        return lower, upper, as_float_view(self.strength, (n,), "strength")
+        return lower, upper, as_float_view(inputs.strength, (n,), "strength")
 
-    def _step_start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _step_start(self, inputs: RevoluteJointLimitInput) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         n = self.bodies.shape[0]
         return (
-            as_float_view(self.angle_t, (n,), "angle_t"),
-            as_float_view(self.sin_t, (n,), "sin_t"),
-            as_float_view(self.cos_t, (n,), "cos_t"),
+            as_float_view(inputs.angle_t, (n,), "angle_t"),
+            as_float_view(inputs.sin_t, (n,), "sin_t"),
+            as_float_view(inputs.cos_t, (n,), "cos_t"),
         )
 
-    def bind(self, project: bool = True) -> BoundTerm:
-        """The kernels with the current limits and step-start angles checked and bound, for one
-        time step (:class:`BoundTerm`, no gradient-only kernel); ``project``: f'' ∇x∇xᵀ + PSD(f' ∇²x)
-        (True) or the exact f'' ∇x∇xᵀ + f' ∇²x.
+    def bind(self, inputs: RevoluteJointLimitInput, project: bool = True) -> BoundTerm:
+        """The kernels with the step's limits and step-start angles (``inputs``) checked and bound,
+        for one time step (:class:`BoundTerm`, no gradient-only kernel); ``project``:
+        f'' ∇x∇xᵀ + PSD(f' ∇²x) (True) or the exact f'' ∇x∇xᵀ + f' ∇²x.
 
         Raises:
             ValueError: on wrong shapes or non-float values, or lower > upper.
         """
-        arguments = (self.bodies, self._jacobian) + self._limits() + self._step_start()
+        arguments = (self.bodies, self._jacobian) + self._limits(inputs) + self._step_start(inputs)
         exact = exact_argument(project)
 
         def energy(q):
@@ -190,24 +208,25 @@ class RevoluteJointLimit:
 
         return BoundTerm(energy, None, gradient_hessian)
 
-    def energy(self, q: np.ndarray) -> float:
+    def energy(self, q: np.ndarray, inputs: RevoluteJointLimitInput) -> float:
         """Sum of the element penalties, J. q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
+        return self.bind(inputs).energy(check_state(q, self.state_rows))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, inputs: RevoluteJointLimitInput, project: bool = True,
+                         out=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
 
         project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        return bound_gradient_hessian(self, q, project, out, 24)
+        return bound_gradient_hessian(self, q, (inputs,), project, out, 24)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(sinθ (n,), cosθ (n,)) at q, the values to store in ``sin_t``/``cos_t`` at a step start."""
+        """(sinθ (n,), cosθ (n,)) at q, the ``sin_t``/``cos_t`` of a step starting at q."""
         q = check_state(q, self.state_rows)
         return sin_cos_kernel(q, self.bodies, self.basis_i, self.basis_j)
 
-    def angle(self, q: np.ndarray) -> np.ndarray:
-        """The limited coordinate x = θᵗ + δ(q) (n,), rad."""
+    def angle(self, q: np.ndarray, inputs: RevoluteJointLimitInput) -> np.ndarray:
+        """The limited coordinate x = θᵗ + δ(q) (n,), rad, from the step start of ``inputs``."""
         q = check_state(q, self.state_rows)
-        return _angle_kernel(q, self.bodies, self._jacobian, *self._step_start())
+        return _angle_kernel(q, self.bodies, self._jacobian, *self._step_start(inputs))

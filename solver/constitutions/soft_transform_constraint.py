@@ -8,10 +8,13 @@ where M is the body's 12x12 ABD mass matrix from (m, m x̄, S) and M_cm = m J(c)
 matrix of a point mass m at the centre of mass c = m x̄ / m, i.e. dyadic (m, m c, m c cᵀ).
 η_p weights the centre-of-mass translation, η_a the rotation/deformation about it. Gradient M̃ δq,
 Hessian M̃ (constant; PSD for η_p, η_a >= 0, no projection). Not dt²-scaled (same footing as the
-kinetic term). ``active`` (0/1, libuipc ``is_constrained``) multiplies the term.
+kinetic term). ``active`` (0/1, libuipc ``is_constrained``) multiplies the term. η_p, η_a, q̂
+and ``active`` are per-step inputs (:class:`SoftTransformConstraintInput`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +47,31 @@ def _energy_kernel(q, bodies, weighted, aim_q):
     return total
 
 
+#: q of the identity pose [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]: p = 0, A = I.
+IDENTITY_Q = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0])
+
+
+@dataclass
+class SoftTransformConstraintInput:
+    """A :class:`SoftTransformConstraint` term's per-step input.
+
+    Attributes:
+        strength_ratio: (n, 2) (η_p, η_a), dimensionless, >= 0.
+        aim_q: (n, 12) target state q̂.
+        active: (n,) 1.0 where constrained, 0.0 where not (libuipc ``is_constrained``).
+    """
+
+    strength_ratio: np.ndarray
+    aim_q: np.ndarray
+    active: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> SoftTransformConstraintInput:
+        """libuipc's defaults for ``n`` elements: strength_ratio (100, 100) (its pybind default),
+        aim_q the identity pose, inactive (``is_constrained`` 0)."""
+        return cls(np.full((n, 2), 100.0), np.tile(IDENTITY_Q, (n, 1)), np.zeros(n))
+
+
 class SoftTransformConstraint:
     """Soft transform constraint ½ δqᵀ M̃ δq per body (UID 16).
 
@@ -53,10 +81,7 @@ class SoftTransformConstraint:
         mass_x_bar: (n, 3) first moment m x̄, kg m.
         second_moment: (n, 3, 3) S = ∫ρ x̄ x̄ᵀ dV, kg m².
 
-    Attributes (set by the caller before each step):
-        strength_ratio: (n, 2) (η_p, η_a), dimensionless, >= 0. Default (100, 100) (libuipc pybind default).
-        aim_q: (n, 12) target state q̂. Default the identity pose [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1].
-        active: (n,) 1.0 where constrained, 0.0 where not (libuipc ``is_constrained``, default 0).
+    Its methods take the step's strengths, aim and flags as a :class:`SoftTransformConstraintInput`.
 
     Raises:
         ValueError: on wrong shapes, negative body indices, non-finite values or mass <= 0;
@@ -79,13 +104,10 @@ class SoftTransformConstraint:
         self.center_mass_matrix = mass_matrices(
             self.mass, self.mass_x_bar, self.mass[:, None, None] * center[:, :, None] * center[:, None, :]
         )
-        self.strength_ratio = np.full((n, 2), 100.0)
-        self.aim_q = np.tile(np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]), (n, 1))
-        self.active = np.zeros(n)
 
-    def bind(self, project: bool = True) -> BoundTerm:
-        """The term with the current strength_ratio, aim_q and active checked and bound, for one
-        time step (:class:`BoundTerm`); ``project`` is ignored (the Hessian is exact and PSD).
+    def bind(self, inputs: SoftTransformConstraintInput, project: bool = True) -> BoundTerm:
+        """The term with the step's strength_ratio, aim_q and active (``inputs``) checked and bound,
+        for one time step (:class:`BoundTerm`); ``project`` is ignored (the Hessian is exact and PSD).
         active · M̃ (n, 12, 12) is formed here once (NumPy), then the energy kernel, the gradient
         active · M̃ δq and the (constant) Hessian read it.
 
@@ -93,10 +115,10 @@ class SoftTransformConstraint:
             ValueError: on wrong shapes, non-float values or a negative strength_ratio.
         """
         n = self.bodies.shape[0]
-        strength_ratio = as_float_view(self.strength_ratio, (n, 2), "strength_ratio")
+        strength_ratio = as_float_view(inputs.strength_ratio, (n, 2), "strength_ratio")
         if np.any(strength_ratio < 0.0):
             raise ValueError("strength_ratio must be >= 0")
-        aim_q, active = as_float_view(self.aim_q, (n, 12), "aim_q"), as_float_view(self.active, (n,), "active")
+        aim_q, active = as_float_view(inputs.aim_q, (n, 12), "aim_q"), as_float_view(inputs.active, (n,), "active")
         position, affine = strength_ratio[:, 0, None, None], strength_ratio[:, 1, None, None]
         weighted = active[:, None, None] * (affine * self.mass_matrix + (position - affine) * self.center_mass_matrix)
         bodies = self.bodies[:, 0]
@@ -113,19 +135,20 @@ class SoftTransformConstraint:
 
         return BoundTerm(energy, gradient, gradient_hessian)
 
-    def energy(self, q: np.ndarray) -> float:
+    def energy(self, q: np.ndarray, inputs: SoftTransformConstraintInput) -> float:
         """Sum of the element energies, J. q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
+        return self.bind(inputs).energy(check_state(q, self.state_rows))
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
+    def gradient_hessian(self, q: np.ndarray, inputs: SoftTransformConstraintInput, project: bool = True,
+                         out=None) -> tuple[np.ndarray, np.ndarray]:
         """Gradient active·M̃ δq (n, 12) and Hessian active·M̃ (n, 12, 12); exact and PSD, ``project`` is ignored.
 
         ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
         """
-        return bound_gradient_hessian(self, q, project, out, 12)
+        return bound_gradient_hessian(self, q, (inputs,), project, out, 12)
 
-    def gradient(self, q: np.ndarray) -> np.ndarray:
+    def gradient(self, q: np.ndarray, inputs: SoftTransformConstraintInput) -> np.ndarray:
         """Gradient active·M̃ δq (n, 12) alone (the Hessian M̃ is constant within a frame)."""
-        gradient = self.bind().gradient
+        gradient = self.bind(inputs).gradient
         assert gradient is not None  # this term has a gradient-only kernel
         return gradient(check_state(q, self.state_rows))

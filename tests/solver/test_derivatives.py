@@ -17,15 +17,21 @@ import pytest
 from solver.affine_body import central_inertia_floor, mass_matrix, point_jacobian
 from solver.constitutions import (
     DrivingPrismaticJoint,
+    DrivingPrismaticJointInput,
     DrivingRevoluteJoint,
+    DrivingRevoluteJointInput,
     FixedJoint,
     Kinetic,
+    KineticInput,
     OrthoPotential,
     PrismaticJoint,
     PrismaticJointLimit,
+    PrismaticJointLimitInput,
     RevoluteJoint,
     RevoluteJointLimit,
+    RevoluteJointLimitInput,
     SoftTransformConstraint,
+    SoftTransformConstraintInput,
     SphericalJoint,
 )
 from solver.constitutions import joint_limit_penalty, ortho_potential, prismatic_joint_limit
@@ -117,9 +123,10 @@ def to_local_direction(q_body: np.ndarray, world: np.ndarray) -> np.ndarray:
     return np.linalg.solve(q_body[3:12].reshape(3, 3), world)
 
 
-def assemble(constitution, q: np.ndarray, project: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Global gradient (12 N,) and Hessian (12 N, 12 N) from the per-element arrays."""
-    gradient_e, hessian_e = constitution.gradient_hessian(q, project=project)
+def assemble(constitution, q: np.ndarray, project: bool, inputs: tuple = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Global gradient (12 N,) and Hessian (12 N, 12 N) from the per-element arrays (``inputs``:
+    the term's per-step inputs)."""
+    gradient_e, hessian_e = constitution.gradient_hessian(q, *inputs, project=project)
     bodies = constitution.bodies
     k = bodies.shape[1]
     size = q.size
@@ -137,10 +144,11 @@ def relative_error(value: np.ndarray, reference: np.ndarray, floor: float = 1e-8
     return float(np.linalg.norm(value - reference) / max(np.linalg.norm(reference), floor))
 
 
-def check_derivatives(constitution, q: np.ndarray) -> None:
-    """Gradient vs central differences of the energy; exact Hessian vs central differences of the gradient."""
+def check_derivatives(constitution, q: np.ndarray, inputs: tuple = ()) -> None:
+    """Gradient vs central differences of the energy; exact Hessian vs central differences of the
+    gradient (``inputs``: the term's per-step inputs)."""
     q = np.ascontiguousarray(q, dtype=np.float64)
-    gradient, hessian = assemble(constitution, q, project=False)
+    gradient, hessian = assemble(constitution, q, False, inputs)
     flat = q.reshape(-1)
     gradient_fd = np.empty(flat.size)
     hessian_fd = np.empty((flat.size, flat.size))
@@ -150,33 +158,34 @@ def check_derivatives(constitution, q: np.ndarray) -> None:
         plus[index] += STEP
         minus[index] -= STEP
         q_plus, q_minus = plus.reshape(q.shape), minus.reshape(q.shape)
-        gradient_fd[index] = (constitution.energy(q_plus) - constitution.energy(q_minus)) / (2 * STEP)
-        hessian_fd[:, index] = (assemble(constitution, q_plus, False)[0] - assemble(constitution, q_minus, False)[0]) / (
-            2 * STEP
-        )
+        gradient_fd[index] = (constitution.energy(q_plus, *inputs) - constitution.energy(q_minus, *inputs)) / (2 * STEP)
+        hessian_fd[:, index] = (assemble(constitution, q_plus, False, inputs)[0]
+                                - assemble(constitution, q_minus, False, inputs)[0]) / (2 * STEP)
     assert relative_error(gradient, gradient_fd) <= GRADIENT_TOLERANCE, relative_error(gradient, gradient_fd)
     assert relative_error(hessian, hessian_fd) <= HESSIAN_TOLERANCE, relative_error(hessian, hessian_fd)
     assert np.linalg.norm(gradient) > 0.0  # the state exercises a non-trivial branch
 
 
-def check_dominates(constitution, q: np.ndarray) -> None:
+def check_dominates(constitution, q: np.ndarray, inputs: tuple = ()) -> None:
     """A projection only adds to the exact Hessian (a term-wise one the clamped negative curvature,
     the OrthoPotential's a shift of its diagonal): projected − exact is PSD."""
-    _, exact = constitution.gradient_hessian(q, project=False)
-    _, projected = constitution.gradient_hessian(q, project=True)
+    _, exact = constitution.gradient_hessian(q, *inputs, project=False)
+    _, projected = constitution.gradient_hessian(q, *inputs, project=True)
     for e in range(exact.shape[0]):
         assert np.linalg.eigvalsh(projected[e] - exact[e]).min() >= -1e-9 * max(1.0, np.abs(exact[e]).max())
 
 
-def check_projection(constitution, q: np.ndarray, always_exact: bool = False, whole_projection: bool = True) -> None:
+def check_projection(constitution, q: np.ndarray, always_exact: bool = False, whole_projection: bool = True,
+                     inputs: tuple = ()) -> None:
     """Projected per-element Hessians are symmetric PSD and equal the exact one where that is PSD.
 
     always_exact: the energy is quadratic in q, the projected Hessian must equal the exact one.
     whole_projection: the full F-Hessian is projected (not only a geometric term), so a PSD exact
         Hessian must come back unchanged.
+    inputs: the term's per-step inputs.
     """
-    gradient_exact, exact = constitution.gradient_hessian(q, project=False)
-    gradient_projected, projected = constitution.gradient_hessian(q, project=True)
+    gradient_exact, exact = constitution.gradient_hessian(q, *inputs, project=False)
+    gradient_projected, projected = constitution.gradient_hessian(q, *inputs, project=True)
     # Projection changes the Hessian only; the gradient has its own code path when projecting.
     assert np.allclose(gradient_projected, gradient_exact, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(gradient_exact).max()))
     for e in range(exact.shape[0]):
@@ -212,10 +221,10 @@ def random_dyadic(rng):
 
 
 def make_kinetic(rng, q):
+    """(term, its inputs)."""
     mass, mass_x_bar, second_moment = zip(*[random_dyadic(rng) for _ in range(SINGLE_BODIES.shape[0])])
     kinetic = Kinetic(SINGLE_BODIES, mass, mass_x_bar, second_moment)
-    kinetic.q_tilde = q[SINGLE_BODIES[:, 0]] + 0.1 * rng.standard_normal((SINGLE_BODIES.shape[0], 12))
-    return kinetic
+    return kinetic, KineticInput(q[SINGLE_BODIES[:, 0]] + 0.1 * rng.standard_normal((SINGLE_BODIES.shape[0], 12)))
 
 
 def make_revolute(rng):
@@ -238,10 +247,9 @@ def make_driving(rng):
     n = PAIRS.shape[0]
     joint = DrivingPrismaticJoint(PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)),
                                   random_unit(rng, (n, 3)), random_unit(rng, (n, 3)))
-    joint.stiffness = rng.uniform(1e2, 1e3, n)
-    joint.stiffness[-1] = 0.0  # one disabled element
-    joint.target = rng.uniform(-1.0, 1.0, n)
-    return joint
+    stiffness = rng.uniform(1e2, 1e3, n)
+    stiffness[-1] = 0.0  # one disabled element
+    return joint, DrivingPrismaticJointInput(stiffness, rng.uniform(-1.0, 1.0, n))
 
 
 def limit_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -267,9 +275,7 @@ def make_prismatic_limit(rng, q):
     n = PAIRS.shape[0]
     limit = PrismaticJointLimit(PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)),
                                 random_unit(rng, (n, 3)), random_unit(rng, (n, 3)))
-    limit.lower, limit.upper = limit_bounds(limit.distance(q))
-    limit.strength = rng.uniform(10.0, 100.0, n)
-    return limit
+    return limit, PrismaticJointLimitInput(*limit_bounds(limit.distance(q)), rng.uniform(10.0, 100.0, n))
 
 
 def make_revolute_limit(rng, q):
@@ -278,11 +284,12 @@ def make_revolute_limit(rng, q):
     # Step-start state: q plus a small perturbation; θᵗ its angle plus whole turns (multi-turn tracking).
     q_start = q + 0.05 * rng.standard_normal(q.shape)
     sine, cosine = limit.sin_cos(q_start)
-    limit.sin_t, limit.cos_t = sine, cosine
-    limit.angle_t = np.arctan2(sine, cosine) + 2.0 * np.pi * rng.integers(-2, 3, n)
-    limit.lower, limit.upper = limit_bounds(limit.angle(q))
-    limit.strength = rng.uniform(10.0, 100.0, n)
-    return limit
+    inputs = RevoluteJointLimitInput.default(n)
+    inputs.sin_t, inputs.cos_t = sine, cosine
+    inputs.angle_t = np.arctan2(sine, cosine) + 2.0 * np.pi * rng.integers(-2, 3, n)
+    inputs.lower, inputs.upper = limit_bounds(limit.angle(q, inputs))
+    inputs.strength = rng.uniform(10.0, 100.0, n)
+    return limit, inputs
 
 
 def make_driving_revolute(rng, q):
@@ -290,12 +297,12 @@ def make_driving_revolute(rng, q):
     driving = DrivingRevoluteJoint(PAIRS, random_unit(rng, (n, 2, 3)), random_unit(rng, (n, 2, 3)))
     # Step-start state as for the limit: q perturbed, θᵗ its angle plus whole turns.
     q_start = q + 0.05 * rng.standard_normal(q.shape)
-    driving.sin_t, driving.cos_t = driving.sin_cos(q_start)
-    driving.angle_t = np.arctan2(driving.sin_t, driving.cos_t) + 2.0 * np.pi * rng.integers(-2, 3, n)
-    driving.target = driving.angle_t + rng.uniform(-1.0, 1.0, n)
-    driving.stiffness = rng.uniform(1e2, 1e3, n)
-    driving.stiffness[-1] = 0.0  # one disabled element
-    return driving
+    sine, cosine = driving.sin_cos(q_start)
+    angle_t = np.arctan2(sine, cosine) + 2.0 * np.pi * rng.integers(-2, 3, n)
+    target = angle_t + rng.uniform(-1.0, 1.0, n)
+    stiffness = rng.uniform(1e2, 1e3, n)
+    stiffness[-1] = 0.0  # one disabled element
+    return driving, DrivingRevoluteJointInput(stiffness, target, angle_t, sine, cosine)
 
 
 def make_anchored(constitution, rng):
@@ -313,10 +320,9 @@ def make_soft_transform(rng, q):
     constraint = SoftTransformConstraint(
         SINGLE_BODIES, [d[0] for d in dyadic], [d[1] for d in dyadic], [d[2] for d in dyadic]
     )
-    constraint.strength_ratio = rng.uniform(0.0, 100.0, (n, 2))
-    constraint.aim_q = q[SINGLE_BODIES[:, 0]] + 0.1 * rng.standard_normal((n, 12))
-    constraint.active = np.array([1.0, 1.0, 0.0, 1.0])
-    return constraint
+    return constraint, SoftTransformConstraintInput(rng.uniform(0.0, 100.0, (n, 2)),
+                                                    q[SINGLE_BODIES[:, 0]] + 0.1 * rng.standard_normal((n, 12)),
+                                                    np.array([1.0, 1.0, 0.0, 1.0]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,20 +440,20 @@ def test_ortho_potential_shift_keeps_each_body_block_positive_definite(seed):
 def test_kinetic(seed):
     rng = np.random.default_rng(seed)
     q = random_state(rng)
-    kinetic = make_kinetic(rng, q)
-    check_derivatives(kinetic, q)
-    check_projection(kinetic, q, always_exact=True)
-    gradient, hessian = kinetic.gradient_hessian(q)
-    delta = q[SINGLE_BODIES[:, 0]] - kinetic.q_tilde
+    kinetic, inputs = make_kinetic(rng, q)
+    check_derivatives(kinetic, q, (inputs,))
+    check_projection(kinetic, q, always_exact=True, inputs=(inputs,))
+    gradient, hessian = kinetic.gradient_hessian(q, inputs)
+    delta = q[SINGLE_BODIES[:, 0]] - inputs.q_tilde
     assert np.allclose(gradient, np.einsum("eab,eb->ea", kinetic.mass_matrix, delta))
     assert np.array_equal(hessian, kinetic.mass_matrix)
-    assert np.array_equal(kinetic.gradient(q), gradient)
-    assert kinetic.energy(q) == pytest.approx(0.5 * np.einsum("ea,eab,eb->", delta, kinetic.mass_matrix, delta), rel=1e-12)
+    assert np.array_equal(kinetic.gradient(q, inputs), gradient)
+    assert kinetic.energy(q, inputs) == pytest.approx(0.5 * np.einsum("ea,eab,eb->", delta, kinetic.mass_matrix, delta),
+                                                      rel=1e-12)
     for e in range(SINGLE_BODIES.shape[0]):  # the structured kernels apply the matrix of affine_body.mass_matrix
         assert np.array_equal(kinetic.mass_matrix[e],
                               mass_matrix(kinetic.mass[e], kinetic.mass_x_bar[e], kinetic.second_moment[e]))
-    kinetic.q_tilde = q[SINGLE_BODIES[:, 0]]
-    assert kinetic.energy(q) == 0.0
+    assert kinetic.energy(q, KineticInput(q[SINGLE_BODIES[:, 0]])) == 0.0
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -478,12 +484,12 @@ def test_prismatic_joint(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_driving_prismatic_joint(seed):
     rng = np.random.default_rng(seed)
-    joint = make_driving(rng)
+    joint, inputs = make_driving(rng)
     q = random_state(rng)
-    check_derivatives(joint, q)
-    check_projection(joint, q, whole_projection=False)  # term-wise projection
-    check_dominates(joint, q)
-    gradient, hessian = joint.gradient_hessian(q)
+    check_derivatives(joint, q, (inputs,))
+    check_projection(joint, q, whole_projection=False, inputs=(inputs,))  # term-wise projection
+    check_dominates(joint, q, (inputs,))
+    gradient, hessian = joint.gradient_hessian(q, inputs)
     assert not gradient[-1].any() and not hessian[-1].any()  # stiffness 0: disabled
 
 
@@ -491,29 +497,29 @@ def test_driving_prismatic_joint(seed):
 def test_prismatic_joint_limit(seed):
     rng = np.random.default_rng(seed)
     q = random_state(rng)
-    limit = make_prismatic_limit(rng, q)
-    check_derivatives(limit, q)
-    check_projection(limit, q, whole_projection=False)
-    gradient, hessian = limit.gradient_hessian(q)
+    limit, inputs = make_prismatic_limit(rng, q)
+    check_derivatives(limit, q, (inputs,))
+    check_projection(limit, q, whole_projection=False, inputs=(inputs,))
+    gradient, hessian = limit.gradient_hessian(q, inputs)
     assert not gradient[4].any() and not hessian[4].any()  # inside the window
 
 
 def make_prismatic_group(rng, q):
-    """Prismatic joints on PAIRS; drives on rows 3, 0, 4 (the one on row 4 disabled), limits on rows 1, 4, 2."""
+    """Prismatic joints on PAIRS; drives on rows 3, 0, 4 (the one on row 4 disabled), limits on rows 1, 4, 2:
+    (the group, its inputs (driving, limit))."""
     joint = make_prismatic(rng)
     anchor_i, anchor_j = joint.anchor_i, joint.anchor_j
     tangent_i, tangent_j = joint.frame_i[:, 0], joint.frame_j[:, 0]
     driving_rows, limit_rows = np.array([3, 0, 4]), np.array([1, 4, 2])
     driving = DrivingPrismaticJoint(PAIRS[driving_rows], anchor_i[driving_rows], anchor_j[driving_rows],
                                     tangent_i[driving_rows], tangent_j[driving_rows])
-    driving.stiffness = np.array([300.0, 700.0, 0.0])
-    driving.target = rng.uniform(-1.0, 1.0, 3)
+    driving_inputs = DrivingPrismaticJointInput(np.array([300.0, 700.0, 0.0]), rng.uniform(-1.0, 1.0, 3))
     limit = PrismaticJointLimit(PAIRS[limit_rows], anchor_i[limit_rows], anchor_j[limit_rows],
                                 tangent_i[limit_rows], tangent_j[limit_rows])
     x = limit.distance(q)
-    limit.lower, limit.upper = np.array([x[0] + 0.2, x[1] - 0.3, x[2] - 0.1]), np.array([x[0] + 0.6, x[1] - 0.1, x[2] + 0.1])
-    limit.strength = rng.uniform(10.0, 100.0, 3)
-    return PrismaticJointGroup(joint, driving, driving_rows, limit, limit_rows)
+    limit_inputs = PrismaticJointLimitInput(np.array([x[0] + 0.2, x[1] - 0.3, x[2] - 0.1]),
+                                            np.array([x[0] + 0.6, x[1] - 0.1, x[2] + 0.1]), rng.uniform(10.0, 100.0, 3))
+    return PrismaticJointGroup(joint, driving, driving_rows, limit, limit_rows), (driving_inputs, limit_inputs)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -521,29 +527,32 @@ def test_prismatic_group_is_the_sum_of_its_terms(seed):
     """The fused evaluation equals the three constitutions assembled one by one (each projected on its own)."""
     rng = np.random.default_rng(seed)
     q = random_state(rng)
-    group = make_prismatic_group(rng, q)
-    assert group.energy(q) == pytest.approx(group.joint.energy(q) + group.driving.energy(q) + group.limit.energy(q))
+    group, inputs = make_prismatic_group(rng, q)
+    driving_inputs, limit_inputs = inputs
+    assert group.energy(q, *inputs) == pytest.approx(
+        group.joint.energy(q) + group.driving.energy(q, driving_inputs) + group.limit.energy(q, limit_inputs))
     for project in (False, True):
-        gradient, hessian = group.gradient_hessian(q, project=project)
+        gradient, hessian = group.gradient_hessian(q, *inputs, project=project)
         expected_gradient, expected_hessian = group.joint.gradient_hessian(q, project=project)
-        for extra, rows in ((group.driving, group.driving_rows), (group.limit, group.limit_rows)):
-            extra_gradient, extra_hessian = extra.gradient_hessian(q, project=project)
+        for extra, extra_inputs, rows in ((group.driving, driving_inputs, group.driving_rows),
+                                          (group.limit, limit_inputs, group.limit_rows)):
+            extra_gradient, extra_hessian = extra.gradient_hessian(q, extra_inputs, project=project)
             expected_gradient[rows] += extra_gradient
             expected_hessian[rows] += extra_hessian
         scale = np.abs(expected_hessian).max()
         assert np.allclose(gradient, expected_gradient, rtol=0.0, atol=1e-12 * np.abs(expected_gradient).max())
         assert np.allclose(hessian, expected_hessian, rtol=0.0, atol=1e-12 * scale)
-    assert np.allclose(group.gradient(q), group.gradient_hessian(q)[0], rtol=0.0,
-                       atol=1e-12 * np.abs(group.gradient_hessian(q)[0]).max())
+    assert np.allclose(group.gradient(q, *inputs), group.gradient_hessian(q, *inputs)[0], rtol=0.0,
+                       atol=1e-12 * np.abs(group.gradient_hessian(q, *inputs)[0]).max())
     # The readouts apply F = [c_j − c_i; t_i; t_j] in structured form: d = ½ (c_j − c_i)·(t_i + t_j)
     # of the dense F-Jacobian's F.
     F = np.einsum("eab,eb->ea", group.joint._axis_jacobian, q[group.bodies].reshape(len(group.bodies), 24))
     distance = 0.5 * np.einsum("ea,ea->e", F[:, 0:3], F[:, 3:6] + F[:, 6:9])
     assert np.allclose(group.joint.distance(q), distance, rtol=0.0, atol=1e-12)
     assert np.allclose(group.limit.distance(q), distance[group.limit_rows], rtol=0.0, atol=1e-12)
-    check_derivatives(group, q)
-    check_projection(group, q, whole_projection=False)
-    check_dominates(group, q)
+    check_derivatives(group, q, inputs)
+    check_projection(group, q, whole_projection=False, inputs=inputs)
+    check_dominates(group, q, inputs)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -553,22 +562,23 @@ def test_prismatic_group_curvature_projection_weighs_the_projection_against_the_
     the two it is linear in the weight (the PSD correction times w)."""
     rng = np.random.default_rng(seed)
     q = random_state(rng)
-    group = make_prismatic_group(rng, q)
+    group, inputs = make_prismatic_group(rng, q)
+    driving_inputs, limit_inputs = inputs
     assert group.curvature_projection == 1.0
-    _, projected = group.gradient_hessian(q)
-    _, limit_projected = group.limit.gradient_hessian(q, project=True)
+    _, projected = group.gradient_hessian(q, *inputs)
+    _, limit_projected = group.limit.gradient_hessian(q, limit_inputs, project=True)
     _, exact = group.joint.gradient_hessian(q, project=False)
-    exact[group.driving_rows] += group.driving.gradient_hessian(q, project=False)[1]
+    exact[group.driving_rows] += group.driving.gradient_hessian(q, driving_inputs, project=False)[1]
     exact[group.limit_rows] += limit_projected
     group.curvature_projection = 0.0
-    gradient_at_0, at_0 = group.gradient_hessian(q)
+    gradient_at_0, at_0 = group.gradient_hessian(q, *inputs)
     group.curvature_projection = 0.25
-    _, at_quarter = group.gradient_hessian(q)
+    _, at_quarter = group.gradient_hessian(q, *inputs)
     scale = np.abs(exact).max()
     assert np.allclose(at_0, exact, rtol=0.0, atol=1e-12 * scale)
     assert np.abs(projected - exact).max() > 1e-3 * scale  # the random states strain the joints
     assert np.allclose(at_quarter, 0.75 * exact + 0.25 * projected, rtol=0.0, atol=1e-12 * scale)
-    assert np.allclose(gradient_at_0, group.gradient(q), rtol=0.0, atol=1e-12 * np.abs(gradient_at_0).max())
+    assert np.allclose(gradient_at_0, group.gradient(q, *inputs), rtol=0.0, atol=1e-12 * np.abs(gradient_at_0).max())
     for value in (-0.1, 1.5, np.nan):
         with pytest.raises(ValueError, match="curvature_projection"):
             group.curvature_projection = value
@@ -577,7 +587,7 @@ def test_prismatic_group_curvature_projection_weighs_the_projection_against_the_
 def test_prismatic_group_rejects_foreign_extras():
     rng = np.random.default_rng(3)
     q = random_state(rng)
-    group = make_prismatic_group(rng, q)
+    group, _ = make_prismatic_group(rng, q)
     with pytest.raises(ValueError, match="driving_rows"):
         PrismaticJointGroup(group.joint, group.driving, [3, 0], group.limit, group.limit_rows)
     with pytest.raises(ValueError, match="limit: its bodies and F-Jacobian"):
@@ -588,10 +598,10 @@ def test_prismatic_group_rejects_foreign_extras():
 def test_revolute_joint_limit(seed):
     rng = np.random.default_rng(seed)
     q = random_state(rng)
-    limit = make_revolute_limit(rng, q)
-    check_derivatives(limit, q)
-    check_projection(limit, q, whole_projection=False)
-    gradient, hessian = limit.gradient_hessian(q)
+    limit, inputs = make_revolute_limit(rng, q)
+    check_derivatives(limit, q, (inputs,))
+    check_projection(limit, q, whole_projection=False, inputs=(inputs,))
+    gradient, hessian = limit.gradient_hessian(q, inputs)
     assert not gradient[4].any() and not hessian[4].any()  # inside the window
 
 
@@ -599,11 +609,11 @@ def test_revolute_joint_limit(seed):
 def test_driving_revolute_joint(seed):
     rng = np.random.default_rng(seed)
     q = random_state(rng)
-    driving = make_driving_revolute(rng, q)
-    check_derivatives(driving, q)
-    check_projection(driving, q, whole_projection=False)  # the geometric term K r ∇²x alone
-    check_dominates(driving, q)
-    gradient, hessian = driving.gradient_hessian(q)
+    driving, inputs = make_driving_revolute(rng, q)
+    check_derivatives(driving, q, (inputs,))
+    check_projection(driving, q, whole_projection=False, inputs=(inputs,))  # the geometric term K r ∇²x alone
+    check_dominates(driving, q, (inputs,))
+    gradient, hessian = driving.gradient_hessian(q, inputs)
     assert not gradient[-1].any() and not hessian[-1].any()  # stiffness 0: disabled
 
 
@@ -626,10 +636,10 @@ def test_fixed_and_spherical_joints(constitution, seed):
 def test_soft_transform_constraint(seed):
     rng = np.random.default_rng(seed)
     q = random_state(rng)
-    constraint = make_soft_transform(rng, q)
-    check_derivatives(constraint, q)
-    check_projection(constraint, q, always_exact=True)
-    gradient, hessian = constraint.gradient_hessian(q)
+    constraint, inputs = make_soft_transform(rng, q)
+    check_derivatives(constraint, q, (inputs,))
+    check_projection(constraint, q, always_exact=True, inputs=(inputs,))
+    gradient, hessian = constraint.gradient_hessian(q, inputs)
     assert not gradient[2].any() and not hessian[2].any()  # inactive
 
 
@@ -637,9 +647,9 @@ def test_limit_projection_is_on_the_product():
     """Bug #414: with f' < 0 (below lower) the projected Hessian must stay PSD and differ from the exact one."""
     rng = np.random.default_rng(7)
     q = random_state(rng)
-    limit = make_prismatic_limit(rng, q)
-    _, exact = limit.gradient_hessian(q, project=False)
-    _, projected = limit.gradient_hessian(q, project=True)
+    limit, inputs = make_prismatic_limit(rng, q)
+    _, exact = limit.gradient_hessian(q, inputs, project=False)
+    _, projected = limit.gradient_hessian(q, inputs, project=True)
     for e in (0, 1, 2, 3):  # outside the window: f' != 0 and ∇²x is indefinite
         assert np.linalg.eigvalsh(exact[e]).min() < -1e-9 * np.abs(exact[e]).max()
         assert np.linalg.eigvalsh(projected[e]).min() >= -1e-9 * np.abs(projected[e]).max()
@@ -695,6 +705,7 @@ def rest_joint_data(q: np.ndarray, rng: np.random.Generator, pairs: np.ndarray):
 
 
 def all_joints_at_rest(q: np.ndarray, rng: np.random.Generator):
+    """Each joint term at rest at q with its inputs: [(term, inputs tuple)]."""
     points_i, points_j, basis_i, basis_j, frame_i, frame_j = rest_joint_data(q, rng, PAIRS)
     n = PAIRS.shape[0]
     anchor_i, anchor_j = points_i[:, 0], points_j[:, 0]
@@ -703,21 +714,24 @@ def all_joints_at_rest(q: np.ndarray, rng: np.random.Generator):
     driving = DrivingPrismaticJoint(PAIRS, anchor_i, anchor_j, frame_i[:, 0], frame_j[:, 0])
     prismatic_limit = PrismaticJointLimit(PAIRS, anchor_i, anchor_j, frame_i[:, 0], frame_j[:, 0])
     revolute_limit = RevoluteJointLimit(PAIRS, basis_i, basis_j)
-    for joint in (revolute, prismatic, driving):
+    for joint in (revolute, prismatic):
         joint.stiffness = np.full(n, 1e4)
-    for limit in (prismatic_limit, revolute_limit):
-        limit.strength = np.full(n, 50.0)
-    revolute_limit.sin_t, revolute_limit.cos_t = revolute_limit.sin_cos(q)
-    return revolute, prismatic, driving, prismatic_limit, revolute_limit
+    driving_inputs = DrivingPrismaticJointInput(np.full(n, 1e4), np.zeros(n))
+    prismatic_limit_inputs = PrismaticJointLimitInput(np.zeros(n), np.zeros(n), np.full(n, 50.0))
+    revolute_limit_inputs = RevoluteJointLimitInput.default(n)
+    revolute_limit_inputs.strength = np.full(n, 50.0)
+    revolute_limit_inputs.sin_t, revolute_limit_inputs.cos_t = revolute_limit.sin_cos(q)
+    return [(revolute, ()), (prismatic, ()), (driving, (driving_inputs,)),
+            (prismatic_limit, (prismatic_limit_inputs,)), (revolute_limit, (revolute_limit_inputs,))]
 
 
 @pytest.mark.parametrize("identity", [True, False])
 def test_rest_configuration_is_zero(identity):
     rng = np.random.default_rng(11)
     q = identity_q() if identity else random_state(rng, deformation=0.0)
-    for constitution in all_joints_at_rest(q, rng):
-        gradient, _ = constitution.gradient_hessian(q)
-        assert abs(constitution.energy(q)) <= 1e-18, type(constitution).__name__
+    for constitution, inputs in all_joints_at_rest(q, rng):
+        gradient, _ = constitution.gradient_hessian(q, *inputs)
+        assert abs(constitution.energy(q, *inputs)) <= 1e-18, type(constitution).__name__
         assert np.abs(gradient).max() <= 1e-9, type(constitution).__name__
     ortho = make_ortho(rng)
     assert ortho.energy(q) <= 1e-18 * ortho.kappa.max()
@@ -728,10 +742,10 @@ def test_rest_configuration_identity_exact():
     """Both bodies at identity, points shared: energy and gradient exactly zero, projected = exact."""
     rng = np.random.default_rng(3)
     q = identity_q()
-    for constitution in all_joints_at_rest(q, rng):
-        gradient, projected = constitution.gradient_hessian(q, project=True)
-        _, exact = constitution.gradient_hessian(q, project=False)
-        assert constitution.energy(q) == pytest.approx(0.0, abs=1e-24)
+    for constitution, inputs in all_joints_at_rest(q, rng):
+        gradient, projected = constitution.gradient_hessian(q, *inputs, project=True)
+        _, exact = constitution.gradient_hessian(q, *inputs, project=False)
+        assert constitution.energy(q, *inputs) == pytest.approx(0.0, abs=1e-24)
         assert np.abs(gradient).max() <= 1e-12
         assert np.allclose(projected, exact, rtol=0.0, atol=1e-9 * max(1.0, np.abs(exact).max()))
 
@@ -759,7 +773,8 @@ def test_revolute_angle_sign_right_hand_rule():
         assert cosine[0] == pytest.approx(np.cos(phi), abs=1e-12)
         assert np.allclose(limit.sin_cos(q), joint.sin_cos(q))
         # With θᵗ = 0 at the rest state, the limit coordinate is the same angle.
-        assert np.isclose(np.angle(np.exp(1j * (limit.angle(q)[0] - phi))), 0.0, atol=1e-10)
+        rest_start = RevoluteJointLimitInput.default(1)
+        assert np.isclose(np.angle(np.exp(1j * (limit.angle(q, rest_start)[0] - phi))), 0.0, atol=1e-10)
 
 
 def test_revolute_angle_sign_simple_frame():
@@ -785,11 +800,12 @@ def test_revolute_limit_multi_turn():
     limit = RevoluteJointLimit([[0, 1]], basis, basis)
     q_start = identity_q(2)
     q_start[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.0).reshape(9)
-    limit.sin_t, limit.cos_t = limit.sin_cos(q_start)
-    limit.angle_t = np.array([3.0 + 2.0 * np.pi])
+    inputs = RevoluteJointLimitInput.default(1)
+    inputs.sin_t, inputs.cos_t = limit.sin_cos(q_start)
+    inputs.angle_t = np.array([3.0 + 2.0 * np.pi])
     q = identity_q(2)
     q[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.4).reshape(9)  # crosses the ±π branch of atan2
-    assert limit.angle(q)[0] == pytest.approx(3.4 + 2.0 * np.pi)
+    assert limit.angle(q, inputs)[0] == pytest.approx(3.4 + 2.0 * np.pi)
 
 
 def test_driving_revolute_multi_turn_and_rest():
@@ -798,18 +814,19 @@ def test_driving_revolute_multi_turn_and_rest():
     joints are zero at their rest pose whatever the turn about the anchor (spherical)."""
     basis = np.array([[[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]])
     driving = DrivingRevoluteJoint([[0, 1]], basis, basis)
-    driving.stiffness = np.array([300.0])
+    inputs = DrivingRevoluteJointInput.default(1)
+    inputs.stiffness = np.array([300.0])
     q_start = identity_q(2)
     q_start[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.0).reshape(9)
-    driving.sin_t, driving.cos_t = driving.sin_cos(q_start)
-    driving.angle_t = np.array([3.0 + 10.0 * np.pi])
+    inputs.sin_t, inputs.cos_t = driving.sin_cos(q_start)
+    inputs.angle_t = np.array([3.0 + 10.0 * np.pi])
     q = identity_q(2)
     q[1, 3:12] = rotation([0.0, 0.0, 1.0], 3.4).reshape(9)  # crosses the ±π branch of atan2
-    driving.target = np.array([3.4 + 10.0 * np.pi])
-    assert driving.energy(q) == pytest.approx(0.0, abs=1e-20)
-    assert np.abs(driving.gradient_hessian(q)[0]).max() <= 1e-9
-    driving.target = np.array([3.4 + 8.0 * np.pi])
-    assert driving.energy(q) == pytest.approx(0.5 * 300.0 * (2.0 * np.pi) ** 2)
+    inputs.target = np.array([3.4 + 10.0 * np.pi])
+    assert driving.energy(q, inputs) == pytest.approx(0.0, abs=1e-20)
+    assert np.abs(driving.gradient_hessian(q, inputs)[0]).max() <= 1e-9
+    inputs.target = np.array([3.4 + 8.0 * np.pi])
+    assert driving.energy(q, inputs) == pytest.approx(0.5 * 300.0 * (2.0 * np.pi) ** 2)
     rng = np.random.default_rng(17)
     q0 = random_state(rng, n_bodies=2, deformation=0.0)
     pairs = np.array([[0, 1]])
@@ -878,14 +895,13 @@ def test_driving_target_nonzero():
     pairs = np.array([[0, 1]])
     points_i, points_j, _, _, frame_i, frame_j = rest_joint_data(q0, rng, pairs)
     driving = DrivingPrismaticJoint(pairs, points_i[:, 0], points_j[:, 0], frame_i[:, 0], frame_j[:, 0])
-    driving.stiffness = np.array([200.0])
-    driving.target = np.array([0.4])
+    inputs = DrivingPrismaticJointInput(np.array([200.0]), np.array([0.4]))
     axis = q0[0, 3:12].reshape(3, 3) @ frame_i[0, 0]
-    assert driving.energy(q0) == pytest.approx(200.0 * 0.4**2)
+    assert driving.energy(q0, inputs) == pytest.approx(200.0 * 0.4**2)
     q = q0.copy()
     q[1, 0:3] += 0.4 * axis
-    assert driving.energy(q) == pytest.approx(0.0, abs=1e-20)
-    assert np.abs(driving.gradient_hessian(q)[0]).max() <= 1e-10
+    assert driving.energy(q, inputs) == pytest.approx(0.0, abs=1e-20)
+    assert np.abs(driving.gradient_hessian(q, inputs)[0]).max() <= 1e-10
 
 
 # ---------------------------------------------------------------------------------------------
@@ -920,15 +936,13 @@ def test_soft_transform_mass_split():
     jacobian = point_jacobian(center)
     assert np.allclose(constraint.mass_matrix[0], mass_matrix(mass, mass_x_bar, second))
     assert np.allclose(constraint.center_mass_matrix[0], mass * jacobian.T @ jacobian)
-    constraint.active = np.array([1.0])
-    constraint.strength_ratio = np.array([[3.0, 3.0]])
-    assert np.allclose(constraint.gradient_hessian(identity_q(1))[1][0], 3.0 * constraint.mass_matrix[0])
+    inputs = SoftTransformConstraintInput(np.array([[3.0, 3.0]]), identity_q(1), np.array([1.0]))
+    assert np.allclose(constraint.gradient_hessian(identity_q(1), inputs)[1][0], 3.0 * constraint.mass_matrix[0])
     # η_a = 0: only the centre-of-mass translation is held; a rotation about the centre of mass is free.
-    constraint.strength_ratio = np.array([[50.0, 0.0]])
-    constraint.aim_q = identity_q(1)
+    inputs.strength_ratio = np.array([[50.0, 0.0]])
     turn = rotation(rng.standard_normal(3), 0.7)
     q = q_of(center - turn @ center, turn)[None, :]
-    assert constraint.energy(q) == pytest.approx(0.0, abs=1e-9)
+    assert constraint.energy(q, inputs) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_argument_checks():
@@ -943,9 +957,10 @@ def test_argument_checks():
     with pytest.raises(ValueError):
         SoftTransformConstraint([[0]], [0.0], [[0.0, 0.0, 0.0]], [np.eye(3)])
     limit = PrismaticJointLimit([[0, 1]], np.zeros((1, 3)), np.zeros((1, 3)), [[1.0, 0, 0]], [[1.0, 0, 0]])
-    limit.lower, limit.upper = np.array([0.2]), np.array([0.1])
-    with pytest.raises(ValueError):
-        limit.energy(identity_q(2))
+    with pytest.raises(ValueError, match="lower must be <= upper"):
+        limit.energy(identity_q(2), PrismaticJointLimitInput(np.array([0.2]), np.array([0.1]), np.ones(1)))
+    with pytest.raises(ValueError, match="strength: expected shape"):
+        limit.energy(identity_q(2), PrismaticJointLimitInput(np.zeros(1), np.zeros(1), np.ones(2)))
     with pytest.raises(ValueError):
         RevoluteJoint([[0, 5]], np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), np.zeros((1, 2, 3))).energy(
             identity_q(2)
@@ -978,8 +993,8 @@ def test_geometry_read_by_two_paths_is_read_only():
     rng = np.random.default_rng(0)
     joint = make_revolute(rng)
     limit = RevoluteJointLimit(PAIRS, random_unit(rng, (len(PAIRS), 2, 3)), random_unit(rng, (len(PAIRS), 2, 3)))
-    kinetic = make_kinetic(rng, random_state(rng))
-    group = make_prismatic_group(rng, random_state(rng))
+    kinetic, _ = make_kinetic(rng, random_state(rng))
+    group, _ = make_prismatic_group(rng, random_state(rng))
     for array in (joint.points_i, joint.points_j, joint.basis_i, joint.basis_j, limit.basis_i, limit.basis_j,
                   kinetic.mass, kinetic.mass_x_bar, kinetic.second_moment, kinetic.mass_matrix,
                   group.joint.anchor_i, group.joint.anchor_j, group.joint.frame_i, group.joint.frame_j,

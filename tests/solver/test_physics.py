@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from solver import Body, Driving, Joint, Limit, MassOverride, Scene, Settings, SoftTransform, simulate
+from solver.control import Control
 from solver.primitives import box_mesh
 
 G = 9.81
@@ -593,19 +594,20 @@ def test_shortcuts_back_off_after_failures_and_reset_after_a_success():
     assert not backoff.ready() and backoff.ready()  # back to one chance
 
     model = Model(validate_scene(prismatic_chain_scene(1)))
-    potential = IncrementalPotential(model.terms, model.slot)
+    potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
     assert not potential.try_reuse()  # nothing factorised yet
     potential.factorization_reusable = True
     assert potential.try_reuse()
     potential.reuse_backoff.record(False)
     assert not potential.try_reuse() and potential.try_reuse()
-    potential.refresh_constant_hessian(model.q0)
+    potential.refresh_constant_hessian(model.q0, Control.for_model(model))
     assert not potential.try_reuse()  # a new constant Hessian: factorise afresh
 
 
 def strained_slider(monkeypatch):
     """Two sliders from prismatic_chain_scene(2), the second 10 cm off its axis and turned 0.3 rad
-    about z: (model, its IncrementalPotential, that state q (bodies, 12), tries, factorize).
+    about z: (model, its IncrementalPotential, that state q (bodies, 12), a Control for the model,
+    tries, factorize).
     ``tries`` records the prismatic group's curvature_projection at each factorisation from now on
     (test-scoped); ``factorize`` is IncrementalPotential._factorize unrecorded (one
     factorisation at the projections as set)."""
@@ -614,7 +616,7 @@ def strained_slider(monkeypatch):
     from solver.scene_validation import validate_scene
 
     model = Model(validate_scene(prismatic_chain_scene(2)))
-    potential = IncrementalPotential(model.terms, model.slot)
+    potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
     tries = []
     factorize = IncrementalPotential._factorize
 
@@ -626,7 +628,7 @@ def strained_slider(monkeypatch):
     strained = model.q0.copy()
     strained[2, 1] += 0.1
     strained[2, 3:12] = (rotation_z(0.3) @ strained[2, 3:12].reshape(3, 3)).reshape(-1)
-    return model, potential, strained, tries, factorize
+    return model, potential, strained, Control.for_model(model), tries, factorize
 
 
 def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exact_one_is_indefinite(monkeypatch):
@@ -636,10 +638,10 @@ def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exa
     projections, whose direction it then gives, and the next factorisation does not try (back-off);
     at rest the exact one is positive definite and kept."""
     from solver.linear_solver import SingularSystem
-    model, potential, strained, tries, factorize = strained_slider(monkeypatch)
+    model, potential, strained, control, tries, factorize = strained_slider(monkeypatch)
     group = model.prismatic_group
-    model.kinetic.q_tilde = model.q0[1:].copy()
-    potential.bind(strained)
+    control.kinetic.q_tilde = model.q0[1:].copy()
+    potential.bind(strained, control)
     group.curvature_projection = 0.0
     with pytest.raises(SingularSystem, match="not positive definite"):
         factorize(potential, strained)
@@ -652,7 +654,7 @@ def test_newton_matrix_falls_back_to_the_projected_joint_curvature_where_the_exa
     assert np.allclose(direction, expected, rtol=0.0, atol=1e-9 * np.abs(expected).max())
     potential.factorize(strained)
     assert tries == [0.0, 1.0, 1.0]  # one chance skipped after the failure
-    potential.bind(model.q0)
+    potential.bind(model.q0, control)
     potential.factorize(model.q0)
     assert tries == [0.0, 1.0, 1.0, 0.0] and group.curvature_projection == model.ortho.curvature_projection == 0.0
 
@@ -671,21 +673,21 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     from solver.newton import positive_curvature
 
     monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)  # SuperLU
-    model, potential, saddle, tries, factorize = strained_slider(monkeypatch)
+    model, potential, saddle, control, tries, factorize = strained_slider(monkeypatch)
     assert potential.linear_solver.method == "superlu" and not potential.linear_solver.detects_indefinite
     group = model.prismatic_group
-    model.kinetic.q_tilde = saddle[1:].copy()  # no inertial force at the saddle: the other terms' gradient
-    potential.bind(saddle)
+    control.kinetic.q_tilde = saddle[1:].copy()  # no inertial force at the saddle: the other terms' gradient
+    potential.bind(saddle, control)
     others = potential.gradient(saddle).reshape(-1, 12, 1)
-    model.kinetic.q_tilde = saddle[1:] + np.linalg.solve(model.kinetic.mass_matrix, others)[:, :, 0]
-    potential.bind(saddle)
+    control.kinetic.q_tilde = saddle[1:] + np.linalg.solve(model.kinetic.mass_matrix, others)[:, :, 0]
+    potential.bind(saddle, control)
     assert np.abs(potential.gradient(saddle)).max() < 1e-9 * np.abs(others).max()
     group.curvature_projection = model.ortho.curvature_projection = 0.0
     eigenvalues, eigenvectors = np.linalg.eigh(potential.assembly.matrix(potential.gradient_hessian(saddle)[1]).toarray())
     assert eigenvalues[0] < 0.0  # the premise: the exact Hessian is indefinite there
     beside = saddle.copy()
     beside[1:] += 0.01 * eigenvectors[:, 0].reshape(-1, 12)
-    potential.bind(beside)
+    potential.bind(beside, control)
     gradient = factorize(potential, beside)  # exact, as the projections are set
     exact = potential.linear_solver.solve_factorized(-gradient)
     assert -(gradient @ exact) < 0.0 and not positive_curvature(gradient, exact)
@@ -700,9 +702,9 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     potential.factorize(beside)
     assert tries == [0.0, 1.0, 1.0]  # one chance skipped after the failure
 
-    model.kinetic.q_tilde = model.q0[1:].copy()
-    model.kinetic.q_tilde[:, 2] -= 9.81 / 240**2  # the boxes at rest, a step's fall predicted
-    potential.bind(model.q0)
+    control.kinetic.q_tilde = model.q0[1:].copy()
+    control.kinetic.q_tilde[:, 2] -= 9.81 / 240**2  # the boxes at rest, a step's fall predicted
+    potential.bind(model.q0, control)
     gradient, direction = potential.factorize(model.q0)
     assert tries == [0.0, 1.0, 1.0, 0.0] and group.curvature_projection == model.ortho.curvature_projection == 0.0
     assert positive_curvature(gradient, direction)
@@ -741,57 +743,59 @@ def test_each_step_reports_its_last_direction_relative_to_the_tolerance():
 def test_non_finite_newton_quantities_are_named(broken):
     """A NaN in the gradient, or a direction beyond any float, stops the step with a NewtonFailure
     that says which; q is left finite for the caller's report."""
-    from solver.constitutions import Kinetic
+    from solver.constitutions import Kinetic, KineticInput
     from solver.newton import IncrementalPotential, NewtonFailure, solve_step
 
     kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
-    kinetic.q_tilde = np.full((1, 12), np.nan if broken == "gradient" else 1e308)  # the direction q_tilde - q sums past the largest float
-    potential = IncrementalPotential([kinetic], np.array([0]))
+    # The direction q_tilde - q sums past the largest float.
+    control = Control(kinetic=KineticInput(np.full((1, 12), np.nan if broken == "gradient" else 1e308)))
+    potential = IncrementalPotential([kinetic], np.array([0]), inputs=[("kinetic",)])
     q = np.tile(np.concatenate([np.zeros(3), np.eye(3).reshape(-1)]), (1, 1))
     corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
+    potential.bind(q, control)
     with pytest.raises(NewtonFailure, match=f"the {'gradient' if broken == 'gradient' else 'Newton direction'} is not finite"):
         solve_step(potential, q, corners, 0.01, Settings())
     assert np.all(np.isfinite(q))
 
 
-def test_the_potential_evaluates_the_parameters_bound_at_the_step_start():
-    """IncrementalPotential checks and binds the terms' parameters once per step (bind, called by
-    solve_step): evaluating before that is an error, a parameter changed after it is seen only
-    once bound again, and invalid parameters are rejected when bound."""
-    from solver.constitutions import Kinetic
+def test_the_potential_evaluates_the_inputs_bound_at_the_step_start():
+    """IncrementalPotential checks and binds the terms' inputs once per step (bind, called by the
+    stepper before each solve): evaluating before that is an error, an input changed after it is
+    seen only once bound again, and invalid inputs are rejected when bound, naming the Control part."""
+    from solver.constitutions import Kinetic, KineticInput
     from solver.newton import IncrementalPotential
 
     kinetic = Kinetic([[0]], [2.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
-    potential = IncrementalPotential([kinetic], np.array([0]))
+    potential = IncrementalPotential([kinetic], np.array([0]), inputs=[("kinetic",)])
     q = np.concatenate([np.zeros(3), np.eye(3).reshape(-1)])[None].copy()
     with pytest.raises(RuntimeError, match="bind"):
         potential.energy(q)
-    kinetic.q_tilde = q + np.concatenate([[0.0, 0.0, -0.5], np.zeros(9)])[None]
-    potential.bind(q)
+    control = Control(kinetic=KineticInput(q + np.concatenate([[0.0, 0.0, -0.5], np.zeros(9)])[None]))
+    potential.bind(q, control)
     assert potential.energy(q) == pytest.approx(0.5 * 2.0 * 0.25)  # ½ m |Δp|², x̄ = 0
     np.testing.assert_allclose(potential.gradient(q)[:3], [0.0, 0.0, 1.0])
-    kinetic.q_tilde = q.copy()
+    control.kinetic.q_tilde = q.copy()
     assert potential.energy(q) == pytest.approx(0.25)  # still the bound q̃
-    potential.bind(q)
+    potential.bind(q, control)
     assert potential.energy(q) == 0.0
-    kinetic.q_tilde = np.zeros((2, 12))
-    with pytest.raises(ValueError, match="q_tilde"):
-        potential.bind(q)
+    control.kinetic.q_tilde = np.zeros((2, 12))
+    with pytest.raises(ValueError, match="control.kinetic: q_tilde: expected shape"):
+        potential.bind(q, control)
     with pytest.raises(ValueError, match="q: expected shape"):
-        potential.bind(q[:, :6])
+        potential.bind(q[:, :6], Control(kinetic=KineticInput(q.copy())))
 
 
 def test_lagged_direction_that_raises_the_energy_is_given_up():
     """A held factorisation 100 times too soft makes the first direction overshoot: the trapezoidal
     estimate of the energy change is positive, q goes back to the step's start, and the step is
     solved afresh (exactly, the potential being quadratic), backing off from the next reuse."""
-    from solver.constitutions import Kinetic
+    from solver.constitutions import Kinetic, KineticInput
     from solver.newton import IncrementalPotential, solve_step
 
     kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
-    kinetic.q_tilde = np.concatenate([[0.0, 0.0, -0.01], np.eye(3).reshape(-1)])[None]
-    potential = IncrementalPotential([kinetic], np.array([0]))
-    potential.refresh_constant_hessian(np.zeros((1, 12)))
+    control = Control(kinetic=KineticInput(np.concatenate([[0.0, 0.0, -0.01], np.eye(3).reshape(-1)])[None]))
+    potential = IncrementalPotential([kinetic], np.array([0]), inputs=[("kinetic",)])
+    potential.refresh_constant_hessian(np.zeros((1, 12)), control)
     potential.linear_solver.factorize(0.01 * potential.constant_blocks)  # too soft
     potential.factorization_reusable = True
     q = np.concatenate([np.zeros(3), np.eye(3).reshape(-1)])[None].copy()
@@ -800,10 +804,11 @@ def test_lagged_direction_that_raises_the_energy_is_given_up():
     fresh_from = []
     factorize = potential.factorize
     potential.factorize = lambda state: fresh_from.append(state.copy()) or factorize(state)
+    potential.bind(q, control)
     result = solve_step(potential, q, corners, 0.01, Settings())
     assert result.converged and result.line_search_iterations == 0
     np.testing.assert_array_equal(fresh_from[0], start)  # the overshoot was undone
-    np.testing.assert_allclose(q, kinetic.q_tilde, atol=1e-12)
+    np.testing.assert_allclose(q, control.kinetic.q_tilde, atol=1e-12)
     assert not potential.try_reuse()  # backing off after the failed try
 
 
@@ -836,13 +841,13 @@ def test_a_lagged_step_that_needed_many_solves_makes_the_next_step_factorise(sti
     from the same factorisation; contracting by 0.1, the step still converges on it but needs more
     than REUSED_SOLVES_MAX solves, so the next step factorises afresh instead of trying the aged
     factorisation again."""
-    from solver.constitutions import Kinetic
+    from solver.constitutions import Kinetic, KineticInput
     from solver.newton import REUSED_SOLVES_MAX, IncrementalPotential, solve_step
 
     kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
-    kinetic.q_tilde = np.concatenate([[0.0, 0.0, -0.001], np.eye(3).reshape(-1)])[None]
-    potential = IncrementalPotential([kinetic], np.array([0]))
-    potential.refresh_constant_hessian(np.zeros((1, 12)))
+    control = Control(kinetic=KineticInput(np.concatenate([[0.0, 0.0, -0.001], np.eye(3).reshape(-1)])[None]))
+    potential = IncrementalPotential([kinetic], np.array([0]), inputs=[("kinetic",)])
+    potential.refresh_constant_hessian(np.zeros((1, 12)), control)
     potential.linear_solver.factorize(stiffer * potential.constant_blocks)
     potential.factorization_reusable = True
     solves = []
@@ -851,9 +856,10 @@ def test_a_lagged_step_that_needed_many_solves_makes_the_next_step_factorise(sti
     potential.factorize = lambda state: pytest.fail("the lagged factorisation should have been enough")
     q = np.concatenate([np.zeros(3), np.eye(3).reshape(-1)])[None].copy()
     corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
+    potential.bind(q, control)
     result = solve_step(potential, q, corners, 0.01, Settings())
     assert result.converged
-    np.testing.assert_allclose(q, kinetic.q_tilde, atol=1e-9)
+    np.testing.assert_allclose(q, control.kinetic.q_tilde, atol=1e-9)
     assert (len(solves) <= REUSED_SOLVES_MAX) == (stiffer == 1.0)
     assert potential.try_reuse() == (stiffer == 1.0)
 

@@ -40,6 +40,7 @@ _FIRST_COMPILATION = """
 import json, sys
 from solver import compilation, warmup
 from solver.constitutions import driving_prismatic_joint, ortho_potential, prismatic_joint, prismatic_joint_limit
+from solver.control import Control
 from solver.model import Model
 from solver.newton import IncrementalPotential
 from solver.scene_validation import validate_scene
@@ -47,8 +48,8 @@ from solver.simulation import simulate
 
 scene = validate_scene(warmup.warm_up_scene())
 model = Model(scene)
-potential = IncrementalPotential(model.terms, model.slot)
-tasks = compilation.compile_tasks(model, potential, model.q0)
+potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
+tasks = compilation.compile_tasks(model, potential, model.q0, Control.for_model(model))
 processes = compilation.parallel_processes()
 children = compilation.compile_in_parallel(tasks)
 trajectory = simulate(scene)
@@ -139,10 +140,12 @@ def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
     """The weights of the parallel split name kernels of :func:`compile_tasks` (the warm-up scene
     uses every term): none is left over from a kernel that was removed or renamed."""
     from solver import compilation
+    from solver.control import Control
     from solver.newton import IncrementalPotential
 
     model = Model(validate_scene(warm_up_scene()))
-    tasks = compilation.compile_tasks(model, IncrementalPotential(model.terms, model.slot), model.q0)
+    potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
+    tasks = compilation.compile_tasks(model, potential, model.q0, Control.for_model(model))
     names = {f"{task.kernel.py_func.__module__.rsplit('.', 1)[-1]}.{task.kernel.py_func.__name__}" for task in tasks}
     assert set(compilation.COMPILE_WEIGHTS) <= names, set(compilation.COMPILE_WEIGHTS) - names
 
