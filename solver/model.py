@@ -16,6 +16,7 @@ joint stiffness.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.spatial
@@ -122,6 +123,7 @@ def body_arrays(scene: Scene) -> tuple[list[DyadicMass], np.ndarray, np.ndarray]
     animated_q = np.empty((scene.settings.frame_count + 1, len(bodies), 12))
     for index, body in enumerate(bodies):
         if body.motion == "animated":
+            assert body.animated_transforms is not None  # validate_scene requires them
             animated_q[:, index] = q_from_transform(body.animated_transforms)
         else:
             animated_q[:, index] = q_from_transform(body.transform)
@@ -261,12 +263,15 @@ class Model:
         def local_direction(body: int, direction: np.ndarray) -> np.ndarray:
             return inverses[body] @ direction
 
-        revolute_rows, prismatic_rows, anchored_rows = [], [], {"fixed": [], "spherical": []}
+        revolute_rows: list[dict[str, Any]] = []
+        prismatic_rows: list[dict[str, Any]] = []
+        anchored_rows: dict[str, list[dict[str, Any]]] = {"fixed": [], "spherical": []}
         world_axes = np.eye(3)
         body_indices = {body.name: index for index, body in enumerate(scene.bodies)}
         for index, joint in enumerate(scene.joints):
             i, j = body_indices[joint.l_body], body_indices[joint.r_body]
             if joint.type in anchored_rows:  # one anchor; the world axes for the fixed joint's terms and the readout
+                assert joint.position is not None  # validate_scene: an anchored joint has its anchor
                 anchored_rows[joint.type].append(dict(
                     index=index, bodies=(i, j),
                     stiffness=joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass),
@@ -276,6 +281,7 @@ class Model:
                 ))
                 continue
             p0, p1 = joint.position0, joint.position1
+            assert p0 is not None and p1 is not None  # validate_scene: an axis joint has both points
             tangent = (p1 - p0) / np.linalg.norm(p1 - p0)
             normal, binormal = orthonormal_basis(tangent)
             stiffness = joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass)
@@ -310,12 +316,14 @@ class Model:
                                    column(prismatic_rows, "frame_j", (3, 3)))
         prismatic.stiffness = column(prismatic_rows, "stiffness", ())
         self.prismatic = JointGroup(np.array([row["index"] for row in prismatic_rows], dtype=np.int64), prismatic)
+        anchored = {}
         for kind, constitution in (("fixed", FixedJoint), ("spherical", SphericalJoint)):
             rows = anchored_rows[kind]
             base = constitution(pairs(rows), column(rows, "anchor_i", (3,)), column(rows, "anchor_j", (3,)),
                                 column(rows, "frame_i", (3, 3)), column(rows, "frame_j", (3, 3)))
             base.stiffness = column(rows, "stiffness", ())
-            setattr(self, kind, JointGroup(np.array([row["index"] for row in rows], dtype=np.int64), base))
+            anchored[kind] = JointGroup(np.array([row["index"] for row in rows], dtype=np.int64), base)
+        self.fixed, self.spherical = anchored["fixed"], anchored["spherical"]
 
         # Extras refer to their base joint by explicit index, never by position.
         driving_rows = [r for r in prismatic_rows if scene.joints[r["index"]].driving is not None]
@@ -336,10 +344,10 @@ class Model:
                                                    tangents(prismatic_limit_rows, "i"),
                                                    tangents(prismatic_limit_rows, "j"))
         self.prismatic_limit.joint_indices = np.array([r["index"] for r in prismatic_limit_rows], dtype=np.int64)
-        rows = {r["index"]: position for position, r in enumerate(prismatic_rows)}
+        prismatic_row = {r["index"]: position for position, r in enumerate(prismatic_rows)}
         self.prismatic_group = PrismaticJointGroup(
-            prismatic, self.driving, [rows[r["index"]] for r in driving_rows],
-            self.prismatic_limit, [rows[r["index"]] for r in prismatic_limit_rows],
+            prismatic, self.driving, [prismatic_row[r["index"]] for r in driving_rows],
+            self.prismatic_limit, [prismatic_row[r["index"]] for r in prismatic_limit_rows],
         )
         self.revolute_limit = RevoluteJointLimit(pairs(revolute_limit_rows),
                                                  column(revolute_limit_rows, "basis_i", (2, 3)),

@@ -185,6 +185,10 @@ class DrivingPrismaticJoint:
     """
 
     uid = 21
+    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
+    joint_indices: np.ndarray
+    #: (n,) m_i + m_j of each base joint's two bodies, kg; set by :class:`solver.model.Model`.
+    masses: np.ndarray
 
     def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
         self.bodies = as_bodies(bodies, 2)

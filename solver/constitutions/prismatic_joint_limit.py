@@ -177,6 +177,8 @@ class PrismaticJointLimit:
     """
 
     uid = 669
+    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
+    joint_indices: np.ndarray
 
     def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
         self.bodies = as_bodies(bodies, 2)

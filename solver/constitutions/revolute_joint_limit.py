@@ -164,6 +164,8 @@ class RevoluteJointLimit:
     """
 
     uid = 670
+    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
+    joint_indices: np.ndarray
 
     def __init__(self, bodies, basis_i, basis_j):
         self.bodies = as_bodies(bodies, 2)
