@@ -260,8 +260,11 @@ class BakeJob:
 
         try:
             trajectory = Trajectory.load(path)
-        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:  # missing, not an .npz, a field missing
-            raise TrajectoryFileError(f"{path}: not a readable trajectory file ({type(error).__name__}: {error})") from None
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:
+            # missing, not an .npz, a field missing
+            raise TrajectoryFileError(
+                f"{path}: not a readable trajectory file ({type(error).__name__}: {error})"
+            ) from None
         problem = trajectory.damage(self.export.scene, self.export.frame_start)
         if problem:
             raise TrajectoryFileError(f"{path} is damaged: {problem}")

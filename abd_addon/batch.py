@@ -1,4 +1,4 @@
-"""Headless bake of saved .blend files, for the ``bpy`` wheel (and scripts in ``blender -b``).
+r"""Headless bake of saved .blend files, for the ``bpy`` wheel (and scripts in ``blender -b``).
 
 Command line (from the repository root, with the ``bpy`` wheel installed)::
 
@@ -38,7 +38,7 @@ this process then imports no ``bpy``), with the same output and exit status.
 
 With the Blender binary and the extension installed, the Bake operator does the same::
 
-    blender -b scene.blend --python-exit-code 1 --python-expr \\
+    blender -b scene.blend --python-exit-code 1 --python-expr \
         "import bpy; bpy.ops.abd.bake(); bpy.ops.wm.save_as_mainfile(filepath='baked.blend')"
 
 (an operator error raises in Python, so ``--python-exit-code 1`` turns it into exit status 1),
@@ -360,7 +360,9 @@ def bake_plan(blends: list, out: str | None = None, out_dir: str | None = None, 
     if from_trajectory is not None and from_trajectory_dir is not None:
         raise ValueError("--from-trajectory and --from-trajectory-dir exclude each other")
     if {trajectory, trajectory_dir} != {None} and {from_trajectory, from_trajectory_dir} != {None}:
-        raise ValueError("a bake from a trajectory file saves no trajectory: leave out --trajectory and --trajectory-dir")
+        raise ValueError(
+            "a bake from a trajectory file saves no trajectory: leave out --trajectory and --trajectory-dir"
+        )
 
     def per_input(one: str | None, folder: str | None, name: Path) -> str | None:
         return one if one is not None else str(Path(folder) / f"{name.stem}.npz") if folder is not None else None

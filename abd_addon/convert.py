@@ -40,7 +40,7 @@ from typing import Optional
 import bpy
 import numpy as np
 from bpy.types import Operator
-from mathutils import Matrix, Vector
+from mathutils import Matrix
 
 from .rig import EMPTY_DISPLAY, new_object_collection
 from .properties import store_groups
@@ -251,10 +251,12 @@ def _add_motor(ob, joints: list) -> Optional[str]:
 
 
 class ABD_OT_convert_rigid_bodies(Operator):
-    """Turn the scene's Blender rigid bodies and rigid-body constraints into affine bodies and joints (the originals are kept, disabled)"""
+    """The Convert Rigid Bodies operator (:func:`convert_rigid_bodies`)."""
 
     bl_idname = "abd.convert_rigid_bodies"
     bl_label = "Convert Rigid Bodies"
+    bl_description = ("Turn the scene's Blender rigid bodies and rigid-body constraints into affine bodies and "
+                      "joints (the originals are kept, disabled)")
     bl_options = {"REGISTER", "UNDO"}
 
     @classmethod

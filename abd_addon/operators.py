@@ -170,7 +170,8 @@ class ABD_OT_body_remove(_BodyOperator, Operator):
 
 
 PIVOT_ITEMS = (
-    ("ACTIVE", "Active", "Pivot at the parent's origin: the active object (in a chain, the body of each pair nearer it)"),
+    ("ACTIVE", "Active",
+     "Pivot at the parent's origin: the active object (in a chain, the body of each pair nearer it)"),
     ("CENTER", "Midpoint", "Pivot halfway between the two bodies' origins"),
     ("CURSOR", "3D Cursor", "Pivot at the 3D cursor"),
 )
@@ -280,7 +281,8 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
         job.apply()
     except Exception as error:  # noqa: BLE001
         return report_exception(operator, error, "Bake failed")
-    message = f"Baked {len(job.export.keyed_objects())} object(s), frames {job.export.frame_start}-{job.export.frame_end}"
+    export = job.export
+    message = f"Baked {len(export.keyed_objects())} object(s), frames {export.frame_start}-{export.frame_end}"
     if job.freed:
         message += (f"; freed the earlier bake of {len(job.freed)} object(s) it no longer simulates "
                     f"({named(job.freed)})")
@@ -507,15 +509,18 @@ class ABD_OT_export_scene(Operator, ExportHelper):
             arrays_path = save_scene(export.scene, self.filepath)
         except Exception as error:  # noqa: BLE001
             return report_exception(self, error, "Export failed")
-        self.report({"INFO"}, f"Wrote {self.filepath}" + (f" and its big meshes to {arrays_path}" if arrays_path else ""))
+        arrays_note = f" and its big meshes to {arrays_path}" if arrays_path else ""
+        self.report({"INFO"}, f"Wrote {self.filepath}{arrays_note}")
         return {"FINISHED"}
 
 
 class ABD_OT_apply_trajectory(Operator, ImportHelper):
-    """Bake from a trajectory file computed elsewhere (python -m solver run on this rig's exported scene file, on a render farm): keys as the Bake writes them"""
+    """The Apply Trajectory File operator: keys from a trajectory file instead of a simulation."""
 
     bl_idname = "abd.apply_trajectory"
     bl_label = "Apply Trajectory File"
+    bl_description = ("Bake from a trajectory file computed elsewhere (python -m solver run on this rig's exported "
+                      "scene file, on a render farm): keys as the Bake writes them")
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".npz"
@@ -544,10 +549,12 @@ class ABD_OT_apply_trajectory(Operator, ImportHelper):
 
 
 class ABD_OT_compile_solver(Operator):
-    """Compile the solver's kernels into this machine's cache now, so that every bake loads them (for blender -b set-ups; an interactive session does it in the background)"""
+    """The Compile Solver operator: the solver's kernels into this machine's cache."""
 
     bl_idname = "abd.compile_solver"
     bl_label = "Compile Solver"
+    bl_description = ("Compile the solver's kernels into this machine's cache now, so that every bake loads them "
+                      "(for blender -b set-ups; an interactive session does it in the background)")
     bl_options = {"REGISTER"}
 
     def execute(self, context):

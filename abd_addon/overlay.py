@@ -69,9 +69,10 @@ def joints_geometry(matrices: np.ndarray, revolute: np.ndarray, use_limit: np.nd
         matrices: (n, 4, 4) the joint Empties' world matrices (origin = anchor, local Z = axis).
         revolute: (n,) bool, True for a revolute joint, False for a prismatic one.
         use_limit: (n,) bool, whether to draw each joint's limit range.
-        lower, upper: (n,) the limits, in m (prismatic, along the axis from the anchor) or rad
-            (revolute, about it from the child's current direction); a revolute span of a full
-            turn or more is drawn as the full circle.
+        lower: (n,) the lower limits, in m (prismatic, along the axis from the anchor) or rad
+            (revolute, about it from the child's current direction).
+        upper: (n,) the upper limits, in the same units; a revolute span (upper - lower) of a
+            full turn or more is drawn as the full circle.
         size: (n,) length of the drawn half-axis and radius scale of the angle arc, in m.
         children: (n, 4, 4) the world matrices of the joints' child bodies (r), or of the
             Empties themselves for joints without one.

@@ -15,7 +15,16 @@ from __future__ import annotations
 import math
 
 import bpy
-from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    BoolVectorProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 from bpy.types import PropertyGroup
 
 
@@ -100,7 +109,9 @@ class ABDSoftTransformProperties(PropertyGroup):
         description="η_a: strength of the pull on the rotation, relative to the inertia (keep within 0 to 100)",
         default=100.0, min=0.0, soft_max=100.0,
     )
-    target: EnumProperty(override=OVERRIDABLE, name="Target", items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC)
+    target: EnumProperty(
+        override=OVERRIDABLE, name="Target", items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC,
+    )
     target_object: PointerProperty(
         override=OVERRIDABLE,
         name="Target Object", type=bpy.types.Object,
@@ -112,9 +123,14 @@ class ABDSoftTransformProperties(PropertyGroup):
 class ABDBodyProperties(PropertyGroup):
     """Affine body settings of a mesh object (``Object.abd_body``)."""
 
-    enabled: BoolProperty(override=OVERRIDABLE, name="Affine Body", description="Simulate this mesh as an affine body", default=False, options=STATIC)
+    enabled: BoolProperty(
+        override=OVERRIDABLE,
+        name="Affine Body", description="Simulate this mesh as an affine body", default=False, options=STATIC,
+    )
     motion: EnumProperty(override=OVERRIDABLE, name="Motion", items=MOTION_ITEMS, default="DYNAMIC", options=STATIC)
-    mass_mode: EnumProperty(override=OVERRIDABLE, name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC)
+    mass_mode: EnumProperty(
+        override=OVERRIDABLE, name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC,
+    )
     mass_density: FloatProperty(
         override=OVERRIDABLE,
         name="Density",
@@ -256,28 +272,36 @@ DEFAULT_LIMIT_STRENGTH = 1.0e4
 class ABDLimitProperties(PropertyGroup):
     """Joint limit: Prismatic Joint Limit (#669) or Revolute Joint Limit (#670). Animatable."""
 
-    use: BoolProperty(override=OVERRIDABLE, name="Limit", description="Keep the joint between lower and upper", default=False,
-                      update=_overlay_changed)
-    lower: FloatProperty(override=OVERRIDABLE, name="Lower", description="Lower limit of the distance along Z", default=-1.0,
-                         unit="LENGTH", update=_overlay_changed)
-    upper: FloatProperty(override=OVERRIDABLE, name="Upper", description="Upper limit of the distance along Z", default=1.0,
-                         unit="LENGTH", update=_overlay_changed)
+    use: BoolProperty(
+        override=OVERRIDABLE,
+        name="Limit", description="Keep the joint between lower and upper", default=False, update=_overlay_changed,
+    )
+    lower: FloatProperty(
+        override=OVERRIDABLE,
+        name="Lower", description="Lower limit of the distance along Z", default=-1.0, unit="LENGTH",
+        update=_overlay_changed,
+    )
+    upper: FloatProperty(
+        override=OVERRIDABLE,
+        name="Upper", description="Upper limit of the distance along Z", default=1.0, unit="LENGTH",
+        update=_overlay_changed,
+    )
     lower_angle: FloatProperty(
         override=OVERRIDABLE,
-        name="Lower", description="Lower limit of the angle about Z", default=-math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
-        update=_overlay_changed,
+        name="Lower", description="Lower limit of the angle about Z", default=-math.pi / 4.0,
+        subtype="ANGLE", unit="ROTATION", update=_overlay_changed,
     )
     upper_angle: FloatProperty(
         override=OVERRIDABLE,
-        name="Upper", description="Upper limit of the angle about Z", default=math.pi / 4.0, subtype="ANGLE", unit="ROTATION",
-        update=_overlay_changed,
+        name="Upper", description="Upper limit of the angle about Z", default=math.pi / 4.0,
+        subtype="ANGLE", unit="ROTATION", update=_overlay_changed,
     )
     strength: FloatProperty(
         override=OVERRIDABLE,
         name="Strength",
-        description=("Strength of the cubic penalty beyond the limits (J, the scene file's limit.strength). The default "
-                     "holds a 1 m, 10 kg arm falling onto its stop within a degree at 10 substeps; the scene file's "
-                     "own default, 1, lets it through by several degrees"),
+        description=("Strength of the cubic penalty beyond the limits (J, the scene file's limit.strength). "
+                     "The default holds a 1 m, 10 kg arm falling onto its stop within a degree at 10 substeps; "
+                     "the scene file's own default, 1, lets it through by several degrees"),
         default=DEFAULT_LIMIT_STRENGTH, min=0.0, soft_max=1.0e5,
     )
 
@@ -286,7 +310,10 @@ class ABDDriveProperties(PropertyGroup):
     """Driving Prismatic Joint (#21) or Driving Revolute Joint (#19): drive the joint to
     ``aim_distance`` / ``aim_angle``, or at ``aim_velocity``. Animatable but for the mode."""
 
-    is_constrained: BoolProperty(override=OVERRIDABLE, name="Drive", description="Drive the joint (is_constrained)", default=False)
+    is_constrained: BoolProperty(
+        override=OVERRIDABLE,
+        name="Drive", description="Drive the joint (is_constrained)", default=False,
+    )
     is_passive: BoolProperty(
         override=OVERRIDABLE,
         name="Passive", description="Lock the joint where it is instead of driving it", default=False,
@@ -304,7 +331,8 @@ class ABDDriveProperties(PropertyGroup):
     )
     aim_velocity: FloatProperty(
         override=OVERRIDABLE,
-        name="Aim Velocity", description="Target speed of the joint: m/s along a prismatic joint, rad/s about a revolute one",
+        name="Aim Velocity",
+        description="Target speed of the joint: m/s along a prismatic joint, rad/s about a revolute one",
         default=0.0,
     )
     strength_ratio: FloatProperty(
@@ -316,8 +344,11 @@ class ABDDriveProperties(PropertyGroup):
 class ABDJointProperties(PropertyGroup):
     """A joint on an Empty (``Object.abd_joint``): origin = anchor, local Z = axis."""
 
-    enabled: BoolProperty(override=OVERRIDABLE, name="ABD Joint", description="This Empty is an affine-body joint", default=False,
-                          options=STATIC, update=_overlay_changed)
+    enabled: BoolProperty(
+        override=OVERRIDABLE,
+        name="ABD Joint", description="This Empty is an affine-body joint", default=False,
+        options=STATIC, update=_overlay_changed,
+    )
     type: EnumProperty(override=OVERRIDABLE, name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC,
                        update=_overlay_changed)
     l_body: PointerProperty(
@@ -325,8 +356,11 @@ class ABDJointProperties(PropertyGroup):
         name="Parent", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
         description="Parent body (l): the joint Empty follows it after the bake",
     )
-    r_body: PointerProperty(override=OVERRIDABLE, name="Child", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
-                            description="Child body (r)")
+    r_body: PointerProperty(
+        override=OVERRIDABLE,
+        name="Child", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
+        description="Child body (r)",
+    )
     strength_ratio: FloatProperty(
         override=OVERRIDABLE,
         name="Strength Ratio", description="γ in K = γ (m_l + m_r): how stiffly the joint holds",
@@ -346,7 +380,8 @@ class ABDJointProperties(PropertyGroup):
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
     disable_collisions: BoolProperty(
         override=OVERRIDABLE,
-        name="Disable Collisions", description="The two bodies of this joint do not touch each other (collide_connected off)",
+        name="Disable Collisions",
+        description="The two bodies of this joint do not touch each other (collide_connected off)",
         default=True, options=STATIC, update=_overlay_changed,
     )
 
@@ -373,13 +408,22 @@ class ABDWorldProperties(PropertyGroup):
         default=True, options=STATIC, update=_preview_toggled,
     )
 
-    substeps: IntProperty(override=OVERRIDABLE, name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC)
+    substeps: IntProperty(
+        override=OVERRIDABLE,
+        name="Substeps", description="Time steps per frame", default=10, min=1, soft_max=100, options=STATIC,
+    )
     use_scene_frame_range: BoolProperty(
         override=OVERRIDABLE,
         name="Scene Frame Range", description="Bake the scene's frame range", default=True, options=STATIC,
     )
-    frame_start: IntProperty(override=OVERRIDABLE, name="Start", description="First frame of the bake", default=1, min=0, options=STATIC)
-    frame_end: IntProperty(override=OVERRIDABLE, name="End", description="Last frame of the bake", default=250, min=0, options=STATIC)
+    frame_start: IntProperty(
+        override=OVERRIDABLE,
+        name="Start", description="First frame of the bake", default=1, min=0, options=STATIC,
+    )
+    frame_end: IntProperty(
+        override=OVERRIDABLE,
+        name="End", description="Last frame of the bake", default=250, min=0, options=STATIC,
+    )
     use_scene_gravity: BoolProperty(
         override=OVERRIDABLE,
         name="Scene Gravity", description="Use the scene's gravity (Scene properties)", default=True, options=STATIC,
@@ -390,7 +434,8 @@ class ABDWorldProperties(PropertyGroup):
     )
     max_iterations: IntProperty(
         override=OVERRIDABLE,
-        name="Max Iterations", description="Newton iteration cap per time step", default=100, min=1, soft_max=1000, options=STATIC,
+        name="Max Iterations", description="Newton iteration cap per time step",
+        default=100, min=1, soft_max=1000, options=STATIC,
     )
     velocity_tol: FloatProperty(
         override=OVERRIDABLE,
@@ -450,8 +495,12 @@ class ABDBakeState(PropertyGroup):
 
     is_baked: BoolProperty(override=OVERRIDABLE, default=False, options=STATIC)
     action: PointerProperty(override=OVERRIDABLE, type=bpy.types.Action, options=STATIC, description="The baked action")
-    previous_action: PointerProperty(override=OVERRIDABLE, type=bpy.types.Action, options=STATIC, description="The action before the bake")
-    previous_slot: StringProperty(override=OVERRIDABLE, options=STATIC, description="Identifier of the action slot before the bake")
+    previous_action: PointerProperty(
+        override=OVERRIDABLE, type=bpy.types.Action, options=STATIC, description="The action before the bake",
+    )
+    previous_slot: StringProperty(
+        override=OVERRIDABLE, options=STATIC, description="Identifier of the action slot before the bake",
+    )
     bake_token: StringProperty(override=OVERRIDABLE, options=STATIC,
                                description="Drawn at the object's first bake: a copy made since has the same one")
     baked_name: StringProperty(override=OVERRIDABLE, options=STATIC, description="The object's name at its first bake")
@@ -461,8 +510,12 @@ class ABDBakeState(PropertyGroup):
     previous_extrapolation: StringProperty(override=OVERRIDABLE, default="HOLD", options=STATIC)
     previous_location: FloatVectorProperty(override=OVERRIDABLE, size=3, options=STATIC)
     previous_rotation_euler: FloatVectorProperty(override=OVERRIDABLE, size=3, options=STATIC)
-    previous_rotation_quaternion: FloatVectorProperty(override=OVERRIDABLE, size=4, default=(1.0, 0.0, 0.0, 0.0), options=STATIC)
-    previous_rotation_axis_angle: FloatVectorProperty(override=OVERRIDABLE, size=4, default=(0.0, 0.0, 1.0, 0.0), options=STATIC)
+    previous_rotation_quaternion: FloatVectorProperty(
+        override=OVERRIDABLE, size=4, default=(1.0, 0.0, 0.0, 0.0), options=STATIC,
+    )
+    previous_rotation_axis_angle: FloatVectorProperty(
+        override=OVERRIDABLE, size=4, default=(0.0, 0.0, 1.0, 0.0), options=STATIC,
+    )
     previous_scale: FloatVectorProperty(override=OVERRIDABLE, size=3, default=(1.0, 1.0, 1.0), options=STATIC)
 
 

@@ -294,7 +294,8 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
         col.active = not drive.is_passive
         col.prop(drive, "mode")
         if drive.mode == "VELOCITY":
-            col.prop(drive, "aim_velocity", text="Aim Velocity (m/s)" if joint.type == "PRISMATIC" else "Aim Velocity (rad/s)")
+            unit = "m/s" if joint.type == "PRISMATIC" else "rad/s"
+            col.prop(drive, "aim_velocity", text=f"Aim Velocity ({unit})")
         else:
             col.prop(drive, "aim_distance" if joint.type == "PRISMATIC" else "aim_angle")
         layout.prop(drive, "strength_ratio")

@@ -101,7 +101,9 @@ def _remove(rig: Rig, meshes: list) -> None:
 def _mesh(name: str, vertices: np.ndarray, triangles: np.ndarray) -> bpy.types.Mesh:
     """A mesh datablock with these vertices and triangles (order and winding kept)."""
     mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(np.asarray(vertices, dtype=np.float64).tolist(), [], np.asarray(triangles, dtype=np.int64).tolist())
+    mesh.from_pydata(
+        np.asarray(vertices, dtype=np.float64).tolist(), [], np.asarray(triangles, dtype=np.int64).tolist()
+    )
     mesh.update()
     return mesh
 

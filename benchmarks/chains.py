@@ -86,11 +86,11 @@ def chain_scene(kind: str, count: int, steps_per_second: int, seconds: float, st
                                 position0=np.array([k, 0.0, 0.0]), position1=np.array([k, 1.0, 0.0]),
                                 strength_ratio=strength_ratio))
         else:
+            drive_strength_ratio = DRIVE_KP / steps_per_second**2 / (masses[-2] + masses[-1])
             joints.append(Joint(name=f"joint{k}", type="prismatic", l_body=parent, r_body=f"box{k}",
                                 position0=np.array([k, 0.0, 0.0]), position1=np.array([k + 1.0, 0.0, 0.0]),
                                 strength_ratio=strength_ratio, limit=Limit(lower=-0.5, upper=0.5, strength=1000.0),
-                                driving=Driving(strength_ratio=DRIVE_KP / steps_per_second**2 / (masses[-2] + masses[-1]),
-                                                aim_distance=0.3)))
+                                driving=Driving(aim_distance=0.3, strength_ratio=drive_strength_ratio)))
     return Scene(settings=run_settings(steps_per_second, seconds, steps_per_frame, device), bodies=bodies,
                  joints=joints)
 
@@ -136,11 +136,25 @@ def drift(scene: Scene, transforms: np.ndarray) -> float:
         in_j = transforms[-1, j] @ np.linalg.solve(transforms[0, j], anchor)
         gap = (in_j - in_i)[:3]
         if joint.type == "prismatic":
-            axis = transforms[-1, i, :3, :3] @ np.linalg.solve(transforms[0, i, :3, :3], joint.position1 - joint.position0)
+            rest_axis = joint.position1 - joint.position0
+            axis = transforms[-1, i, :3, :3] @ np.linalg.solve(transforms[0, i, :3, :3], rest_axis)
             axis /= np.linalg.norm(axis)
             gap = gap - axis * (gap @ axis)
         worst = max(worst, float(np.linalg.norm(gap)))
     return worst
+
+
+def timed_simulation(scene: Scene):
+    """Simulate ``scene``; return the trajectory, the ``time.perf_counter()`` at the start, and
+    {frame: ``time.perf_counter()`` when the frame was done}."""
+    stamps: dict[int, float] = {}
+
+    def clock(frame: int, frame_count: int) -> None:
+        stamps[frame] = time.perf_counter()
+
+    start = time.perf_counter()
+    trajectory = simulate(scene, progress=clock)
+    return trajectory, start, stamps
 
 
 def main() -> None:
@@ -151,7 +165,8 @@ def main() -> None:
                         choices=["revolute", "prismatic", "net"])
     parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
     parser.add_argument("--steps-per-frame", type=int, default=None,
-                        help="time steps per frame (default: frames of 1/24 s, as the peers: 10 at --dt 240, 1 at --dt 24)")
+                        help="time steps per frame (default: frames of 1/24 s, as the peers: 10 at --dt 240, "
+                             "1 at --dt 24)")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--strength-ratio", type=float, default=100.0,
                         help="strength_ratio of every joint (default 100, libuipc's default)")
@@ -181,14 +196,8 @@ def main() -> None:
         for count in args.sizes:
             scene = chain_scene(kind, count, args.dt, args.seconds, args.steps_per_frame, args.strength_ratio,
                                 args.device, args.anchor_mass)
-            stamps = {}
-
-            def clock(frame: int, frame_count: int) -> None:
-                stamps[frame] = time.perf_counter()
-
             factorisations[0] = 0
-            start = time.perf_counter()
-            trajectory = simulate(scene, progress=clock)
+            trajectory, start, stamps = timed_simulation(scene)
             build = stamps[1] - start  # validation, model and the first frame
             frames = scene.settings.frame_count
             # Stepping only (as the peers are timed): from the end of frame 1 to the end.
@@ -196,7 +205,8 @@ def main() -> None:
             print(f"{kind:<10} {count:>5} {'1/' + str(args.dt):>7} {stepping:>15.3f} {build:>8.2f} "
                   f"{drift(scene, trajectory.transforms):>10.2e} "
                   f"{trajectory.newton_iterations.mean():>12.2f} "
-                  f"{factorisations[0] / len(trajectory.newton_iterations):>11.2f} {str(trajectory.all_converged):>10} "
+                  f"{factorisations[0] / len(trajectory.newton_iterations):>11.2f} "
+                  f"{str(trajectory.all_converged):>10} "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:>12.0f}", flush=True)
 
 

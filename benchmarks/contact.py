@@ -15,7 +15,8 @@ How each engine is set up:
   the worker ends with ``os._exit``), built through the data API as ``peers.py`` does, Blender's
   defaults of 10 substeps a frame and 10 solver iterations, collision margin 0.04 m (the
   default), the moving boxes with the ``BOX`` or the ``MESH`` collision shape (``--shapes``; the
-  floor and the anchor always ``BOX``), chain hinges with *Disable Collisions*. Frame 1 (which builds the Bullet world) is untimed.
+  floor and the anchor always ``BOX``), chain hinges with *Disable Collisions*. Frame 1 (which
+  builds the Bullet world) is untimed.
 
 Printed per row: wall seconds per simulated second, and the deepest penetration of a box vertex
 into the floor over the frames (Bullet; for ours it is always 0, and the smallest distance
@@ -32,7 +33,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -73,6 +73,7 @@ def hinges(scene: str, count: int) -> list[tuple[str, str, float]]:
 
 
 def run_ours(scene_kind: str, count: int, seconds: float, substeps: int) -> dict:
+    """Simulate the scene in our solver; return its row's figures (rate, penetration, distance, ...)."""
     from solver import Body, ContactSettings, Joint, Scene, Settings  # noqa: PLC0415
     from solver.primitives import box_mesh  # noqa: PLC0415
     from solver.simulation import simulate  # noqa: PLC0415
@@ -114,6 +115,7 @@ def min_vertex_z(transforms: np.ndarray, bodies) -> float:
 
 
 def run_blender(scene_kind: str, count: int, seconds: float, shape: str) -> dict:
+    """Simulate the scene in Blender's rigid-body world (in this process: the worker's); return its figures."""
     import bpy  # noqa: PLC0415
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -127,7 +129,8 @@ def run_blender(scene_kind: str, count: int, seconds: float, shape: str) -> dict
         half = [s / 2.0 for s in size]
         verts = [(x * half[0], y * half[1], z * half[2]) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]
         mesh = bpy.data.meshes.new(name)
-        mesh.from_pydata(verts, [], [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)])
+        faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+        mesh.from_pydata(verts, [], faces)
         mesh.update()
         obj = bpy.data.objects.new(name, mesh)
         obj.location = centre
@@ -172,12 +175,14 @@ def run_blender(scene_kind: str, count: int, seconds: float, shape: str) -> dict
 
 
 def blender_worker(args) -> None:
+    """``--blender-worker``: run one Blender scene, print its figures after RESULT_MARK, leave by ``os._exit``."""
     result = run_blender(args.scene, args.count, args.seconds, args.shape)
     print(RESULT_MARK + json.dumps(result), flush=True)
     os._exit(0)
 
 
 def measure_blender(scene_kind: str, count: int, seconds: float, shape: str, timeout: int) -> dict:
+    """Figures of one Blender scene from a worker subprocess (under ``timeout`` s); RuntimeError if it fails."""
     command = ["timeout", "--kill-after=10", str(timeout), sys.executable, str(Path(__file__).resolve()),
                "--blender-worker", "--scene", scene_kind, "--count", str(count), "--seconds", str(seconds),
                "--shape", shape]
@@ -190,6 +195,7 @@ def measure_blender(scene_kind: str, count: int, seconds: float, shape: str, tim
 
 
 def row_text(engine: str, scene_kind: str, count: int, result: dict) -> list[str]:
+    """The printed (and Markdown) cells of one result, in COLUMNS order."""
     distance = "-" if result.get("distance") is None else (
         "none within d_hat" if np.isinf(result["distance"]) else f"{result['distance'] * 1e3:.3f} mm")
     note = ""
@@ -204,11 +210,14 @@ COLUMNS = ["engine", "scene", "boxes", "wall s / sim s", "deepest penetration", 
 
 
 def markdown(rows: list[list[str]]) -> str:
+    """A Markdown table of ``rows`` under COLUMNS."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
 
 
 def with_docs_block(page: str, block: str) -> str:
+    """``page`` with ``block`` between its DOCS_BEGIN and DOCS_END markers (appended with them if absent);
+    ValueError if only one of them is there or they are out of order."""
     begin, end = page.find(DOCS_BEGIN), page.find(DOCS_END)
     if begin < 0 and end < 0:
         return page.rstrip("\n") + "\n\n## Latest `contact.py` run\n" + DOCS_BEGIN + "\n" + block + DOCS_END + "\n"
@@ -218,6 +227,7 @@ def with_docs_block(page: str, block: str) -> str:
 
 
 def main() -> None:
+    """Run the requested engines on the grid and chain scenes; print (and with ``--update-docs`` write) the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--engines", nargs="+", default=["ours", "blender"], choices=["ours", "blender"])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100], help="boxes of the grid scenes")
@@ -252,9 +262,11 @@ def main() -> None:
                     try:
                         result = measure_blender(scene_kind, count, args.seconds, shape, args.blender_timeout)
                     except (RuntimeError, subprocess.TimeoutExpired) as error:
-                        rows.append([f"Blender Bullet ({shape})", scene_kind, str(count), "failed", "-", "-", str(error)])
+                        rows.append([f"Blender Bullet ({shape})", scene_kind, str(count), "failed", "-", "-",
+                                     str(error)])
                     else:
-                        rows.append(row_text(f"Blender {result['version']} Bullet ({shape})", scene_kind, count, result))
+                        engine = f"Blender {result['version']} Bullet ({shape})"
+                        rows.append(row_text(engine, scene_kind, count, result))
                     print(" | ".join(rows[-1]), flush=True)
     if args.update_docs:
         try:
@@ -262,7 +274,8 @@ def main() -> None:
                        if line.startswith("model name"))
         except (OSError, StopIteration):
             cpu = "an unknown CPU"
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)) + " to " + time.strftime("%H:%M UTC", time.gmtime())
+        when = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)) + " to "
+                + time.strftime("%H:%M UTC", time.gmtime()))
         block = (f"Written by `python benchmarks/contact.py {' '.join(sys.argv[1:])}`, {when}, on {cpu} "
                  f"({os.cpu_count()} logical CPUs).\n\n" + markdown(rows))
         page = args.update_docs.read_text() if args.update_docs.exists() else "# Performance\n"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import math
 import sys
 import time
@@ -136,12 +137,14 @@ class MklBandSolver(LinearSolver):
         if self.method != "banded" or self._permuted:
             raise ValueError("MklBandSolver: only for patterns that take the unpermuted banded path")
         self._mkl = mkl
-        self._arguments = [ctypes.byref(ctypes.c_int(value)) for value in (self.size, self.bandwidth, 1, self.bandwidth + 1)]
+        self._arguments = [ctypes.byref(ctypes.c_int(value))
+                           for value in (self.size, self.bandwidth, 1, self.bandwidth + 1)]
 
     def _factorize_band(self) -> None:
         size, bandwidth, _, leading = self._arguments
         info = ctypes.c_int(0)
-        self._mkl.dpbtrf(b"L", size, bandwidth, self._banded.ctypes.data_as(ctypes.c_void_p), leading, ctypes.byref(info))
+        self._mkl.dpbtrf(b"L", size, bandwidth, self._banded.ctypes.data_as(ctypes.c_void_p), leading,
+                         ctypes.byref(info))
         if info.value != 0:
             raise RuntimeError(f"MKL dpbtrf info {info.value}")
         self._factor = self._banded
@@ -215,8 +218,9 @@ def main() -> None:
                     pass
             for name, solver in solvers:
                 name = name or f"CPU ({solver.method})"
-                factorise = median_seconds(lambda: solver.factorize(blocks), args.repetitions)
-                solve = median_seconds(lambda: solver.solve_factorized(right_hand_side), 4 * args.repetitions)
+                factorise = median_seconds(functools.partial(solver.factorize, blocks), args.repetitions)
+                solve = median_seconds(functools.partial(solver.solve_factorized, right_hand_side),
+                                       4 * args.repetitions)
                 print(f"{pattern:<7} {count:>6} {12 * count:>8} {name:<22} {1e3 * factorise:>12.2f} "
                       f"{1e3 * solve:>9.3f} {(12 * count) ** 3 / 3e9:>11.1f}", flush=True)
 

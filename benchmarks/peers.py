@@ -195,12 +195,14 @@ def run_mujoco(kind: str, count: int, dt: int, seconds: float) -> Run:
         data = mujoco.MjData(model)
         if model.nu:
             data.ctrl[:] = AIM
+        diverged_step = steps
         for n in range(1, steps + 1):
             step(model, data)
             if data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number:
+                diverged_step = n
                 break
         run.diverged = True
-        run.notes.append(f"diverged in the step from t = {(n - 1) / dt:.3f} s (MuJoCo reset the state)")
+        run.notes.append(f"diverged in the step from t = {(diverged_step - 1) / dt:.3f} s (MuJoCo reset the state)")
     return run
 
 
@@ -407,8 +409,9 @@ def measure_blender(kind: str, count: int, dt: int, args) -> tuple:
     """Run ``blender_worker`` in a subprocess under ``timeout``; returns what it measured."""
     with tempfile.TemporaryDirectory() as folder:
         poses = Path(folder) / "poses.npy"
-        command = ["timeout", "--kill-after=10", str(args.blender_timeout), sys.executable, str(Path(__file__).resolve()),
-                   "--blender-worker", str(poses), "--kinds", kind, "--sizes", str(count), "--dt", str(dt),
+        command = ["timeout", "--kill-after=10", str(args.blender_timeout),
+                   sys.executable, str(Path(__file__).resolve()), "--blender-worker", str(poses),
+                   "--kinds", kind, "--sizes", str(count), "--dt", str(dt),
                    "--seconds", str(args.seconds), "--repeats", str(args.repeats),
                    "--warmup-seconds", str(args.warmup_seconds),
                    "--max-seconds-per-run", str(args.max_seconds_per_run)]

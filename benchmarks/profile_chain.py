@@ -44,7 +44,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10, help="boxes in the chain")
     parser.add_argument("--dt", type=int, default=240, help="steps per simulated second (1/dt)")
     parser.add_argument("--steps-per-frame", type=int, default=None,
-                        help="time steps per frame (default: frames of 1/24 s, as the peers: 10 at --dt 240, 1 at --dt 24)")
+                        help="time steps per frame (default: frames of 1/24 s, as the peers: 10 at --dt 240, "
+                             "1 at --dt 24)")
     parser.add_argument("--seconds", type=float, default=2.0, help="simulated seconds profiled")
     parser.add_argument("--strength-ratio", type=float, default=100.0)
     parser.add_argument("--interval", type=float, default=0.0002, help="sampling interval, s")

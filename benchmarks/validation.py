@@ -46,6 +46,7 @@ def hollow_box(cavities: int) -> Mesh:
 
 
 def main() -> None:
+    """Time the validation (and ``solver run``) of each requested cavity count; print a table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cavities", type=int, nargs="+", default=[500, 2000, 8000])
     parser.add_argument("--no-run", action="store_true", help="time validate_scene only")

@@ -172,7 +172,9 @@ def add_cylinder(name: str, radius: float, depth: float, location, color, rotati
     """A cylinder primitive (axis = local Z before ``rotation``), with an object colour."""
     import bpy
 
-    bpy.ops.mesh.primitive_cylinder_add(vertices=vertices, radius=radius, depth=depth, location=location, rotation=rotation)
+    bpy.ops.mesh.primitive_cylinder_add(
+        vertices=vertices, radius=radius, depth=depth, location=location, rotation=rotation
+    )
     ob = bpy.context.active_object
     ob.name = ob.data.name = name
     ob.color = (*color, 1.0)
@@ -292,13 +294,14 @@ def read_bake(scene=None) -> dict:
 
     Keys: ``frames`` (list of frame numbers); ``bodies``: name -> {motion, soft_target};
     ``joints``: name -> {type, l_body, r_body, readout (None for a fixed or ball joint), values
-    (from the readout F-curve; None if there is none), limit: {use, lower, upper} (the joint's limit settings, m or rad), init
-    (``init_distance`` / ``init_angle``), bounds: [lower, upper] of the readout the limit keeps
-    (the settings shifted by the solver's conventions: the prismatic limit bounds the raw distance
-    ``abd_distance - init``, so bounds = limit + init; the revolute limit bounds the raw angle by
-    limit + init, so bounds = limit + 2 init), aim (per-frame drive aim distance, or None)};
-    ``locations``: name -> per-frame world location of every mesh object and soft-transform
-    target; ``z_axes``: name -> per-frame world Z axis of every body.
+    (from the readout F-curve; None if there is none), limit: {use, lower, upper} (the joint's
+    limit settings, m or rad), init (``init_distance`` / ``init_angle``), bounds: [lower, upper]
+    of the readout the limit keeps (the settings shifted by the solver's conventions: the
+    prismatic limit bounds the raw distance ``abd_distance - init``, so bounds = limit + init;
+    the revolute limit bounds the raw angle by limit + init, so bounds = limit + 2 init), aim
+    (per-frame drive aim distance, or None)}; ``locations``: name -> per-frame world location of
+    every mesh object and soft-transform target; ``z_axes``: name -> per-frame world Z axis of
+    every body.
     """
     import bpy
 

@@ -27,7 +27,9 @@ import _blender
 #: Soft transform strengths (η_p, η_a) of the puppet.
 STRENGTH = (0.003, 0.003)
 #: Keyed target path: (fraction of the animation, x, z) of the target's location.
-TARGET_KEYS = ((0.0, 0.0, 1.6), (0.06, 0.0, 1.6), (0.32, 0.5, 1.72), (0.64, -0.5, 1.56), (0.9, 0.0, 1.6), (1.0, 0.0, 1.6))
+TARGET_KEYS = (
+    (0.0, 0.0, 1.6), (0.06, 0.0, 1.6), (0.32, 0.5, 1.72), (0.64, -0.5, 1.56), (0.9, 0.0, 1.6), (1.0, 0.0, 1.6),
+)
 LINK = 0.35
 LINKS = 3
 
@@ -68,7 +70,8 @@ def build(frames: int) -> None:
     names = ("Shoulder", "Elbow", "Wrist")
     parent = puppet
     for index, link in enumerate(links):
-        _blender.connect(parent, link, "REVOLUTE", pivot=(0.0, 0.0, joint_z - index * LINK), axis="Y", name=names[index])
+        pivot = (0.0, 0.0, joint_z - index * LINK)
+        _blender.connect(parent, link, "REVOLUTE", pivot=pivot, axis="Y", name=names[index])
         parent = link
 
     last = frames - 1

@@ -210,7 +210,8 @@ def build(platforms: list[str] | None, output_dir: Path, split: bool, offline: b
         raise SystemExit(f"error: platforms {unknown} are not declared in {MANIFEST}: {all_platforms}")
     wheels = download_wheels(platforms, ROOT / "wheels", offline)
     cli = blender_ext_cli()
-    source = make_build_copy(ROOT / "build" / "extension", wheels, manifest_with_wheels(manifest_text, wheels, platforms))
+    build_manifest = manifest_with_wheels(manifest_text, wheels, platforms)
+    source = make_build_copy(ROOT / "build" / "extension", wheels, build_manifest)
     run_cli(cli, "validate", str(source))
     output_dir.mkdir(parents=True, exist_ok=True)
     before = {path: path.stat().st_mtime_ns for path in output_dir.glob("abd_joints-*.zip")}

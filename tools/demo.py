@@ -202,7 +202,8 @@ def plot_example(name: str, data: dict, steps: dict, path: Path) -> None:
             axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
         else:
             axis.legend(fontsize=7, loc="best")
-    figure.suptitle(f"{name}: {_count(len(data['bodies']), 'body', 'bodies')}, {_count(len(joints), 'joint', 'joints')}, "
+    bodies = _count(len(data['bodies']), 'body', 'bodies')
+    figure.suptitle(f"{name}: {bodies}, {_count(len(joints), 'joint', 'joints')}, "
                     f"{int(steps['substeps'])} substeps/frame at {data['fps']:g} fps")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -285,8 +286,9 @@ def print_table(rows: list, failures: dict) -> None:
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['example']:<{width}} {row['bodies']:>6} {row['joints']:>6} {row['frames']:>6} {row['wall_s']:>7.1f} "
-              f"{row['bake_s']:>7.1f} {row['newton']:>14.2f}  {'yes' if row['converged'] else 'NO'}")
+        print(f"{row['example']:<{width}} {row['bodies']:>6} {row['joints']:>6} {row['frames']:>6} "
+              f"{row['wall_s']:>7.1f} {row['bake_s']:>7.1f} {row['newton']:>14.2f}  "
+              f"{'yes' if row['converged'] else 'NO'}")
     for name, reason in failures.items():
         lines = [line.strip() for line in reason.splitlines() if line.strip()] or ["(no message)"]
         print(f"{name:<{width}} FAILED: {lines[0]}" + (f" ... {lines[-1]}" if len(lines) > 1 else ""))
