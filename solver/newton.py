@@ -7,24 +7,27 @@ Implicit (backward) Euler minimises over q the incremental potential
            driving, limit and soft-transform energies (not dt^2-scaled),
 
 with q_tilde = q^t + dt dq/dt + dt^2 [g, 0] for dynamic bodies; q is (bodies, 12), in m and
-dimensionless affine entries. :func:`solve_step` runs one time step as named phases:
+dimensionless affine entries. :func:`solve_step` runs one time step as the phases of
+:class:`ChordNewtonStep`:
 
 1. lagged step: where the previous step ended through chord steps, chord steps H_old^-1 g(q) from
-   its factorisation (modified Newton), accepted by the error test below, with the energy change
-   of the first direction estimated by the trapezoidal rule; on failure, start again;
-2. Newton iterations: gradient and positive definite Hessian (the terms' exact Hessians where the
-   factorisation shows their sum positive definite, else their modifications,
-   :meth:`IncrementalPotential.factorize`), a direct solve of H dq = -g
-   (:mod:`solver.linear_solver`), and the convergence test on the raw direction:
-   max |J(x_bar) dq| over each body's bounding-box corners <= velocity_tol dt and
-   max |dq[3:12]| <= transrate_tol dt;
-3. confirmation: a direction that passes is accepted when chord steps from the same
-   factorisation show the error left at most CHORD_ERROR_FRACTION of the tolerance
-   (:func:`chord_error`), or, for a later direction, when :func:`newton_error_estimate` is within
-   TIGHT_ACCEPTANCE of it; chord steps are not trusted on a body turning more than
-   CHORD_TURN_MAX a step, and every direction is confirmed where a limit penalty is active;
-4. line search: otherwise the step is halved until E does not rise, at most
+   its factorisation (modified Newton), accepted where they converge; else the step starts again;
+2. iterate: the gradient and a positive definite Hessian at q (the terms' exact Hessians where
+   their sum is positive definite, else their modifications, :meth:`IncrementalPotential.factorize`),
+   factorised, and the direction dq from H dq = -g (:mod:`solver.linear_solver`);
+3. convergence test on the raw direction: max |J(x_bar) dq| over each body's bounding-box corners
+   <= velocity_tol dt and max |dq[3:12]| <= transrate_tol dt; a later direction passes only where
+   the error it leaves (:func:`newton_error_estimate`) is within TIGHT_ACCEPTANCE of that;
+4. confirmation: a first direction that passes (every one where a limit penalty is active), and a
+   full step after the line search, is followed by chord steps from the same factorisation, which
+   end the step where the error they leave is at most CHORD_ERROR_FRACTION of the tolerance
+   (:func:`chord_error`); none on a body turning more than CHORD_TURN_MAX a step;
+5. line search: a direction that does not pass is halved until E does not rise, at most
    ``line_search_max_iterations`` times (the smallest step stays applied, as in libuipc).
+
+:func:`solve_contact_step` (:class:`ContactNewtonStep`) shares the convergence test and the line
+search, adds the contact's barrier and friction, starts the line search where CCD allows, tests
+the residual too and re-lags the friction; it takes no chord steps.
 
 A step that runs out of ``max_iterations`` is reported as not converged. Shortcuts that keep
 failing back off (:class:`BackOff`). Why each departure from libuipc, and what it costs or saves:
@@ -37,16 +40,21 @@ or a quantity is not finite.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 
 from .assembly import Assembly
-from .constitutions._kernels import check_state
+from .constitutions._kernels import BoundTerm, check_state
 from .device_solver import linear_solver_for
 from .jit import kernel
 from .linear_solver import SingularSystem
+
+if TYPE_CHECKING:
+    from .contact import ContactSurface
+    from .scene import Settings
 
 
 @kernel
@@ -161,7 +169,7 @@ class BackOff:
     the shortcut keeps failing (chord steps at dt = 1/24 on a swinging chain, whose Hessian
     changes too much within a step) it then costs almost nothing."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._wait = 0
         self._length = 1
 
@@ -181,7 +189,7 @@ class BackOff:
             self._length = min(2 * self._length, BACKOFF_MAX)
 
 
-def row_selector(indices: np.ndarray):
+def row_selector(indices: np.ndarray) -> slice | np.ndarray:
     """``slice(first, last + 1)`` when the sorted row ``indices`` (k,) are consecutive, else the
     indices themselves: both select the same rows, but a slice reads and writes them in place
     (views) where an index array copies them at every use."""
@@ -248,7 +256,7 @@ class IncrementalPotential:
         self.assembly = Assembly(slot, self.element_bodies)
         self.linear_solver = linear_solver_for(device, self.assembly.indptr, self.assembly.indices)
         self.constant = [getattr(term, "constant_hessian", False) for term in terms]
-        self.constant_blocks = None
+        self.constant_blocks: np.ndarray | None = None
         self._constant_band = None  # the constant blocks' band (banded path)
         # Per-term element outputs and the global blocks, allocated once and refilled every
         # iteration: fresh multi-megabyte arrays would cost a page fault per 4 KiB page each time
@@ -259,9 +267,9 @@ class IncrementalPotential:
                   np.empty((len(term.bodies), 12 * term.bodies.shape[1], 12 * term.bodies.shape[1])))
             for term, constant in zip(terms, self.constant)
         ]
-        self._blocks = None  # the assembled block values, allocated at the first gradient_hessian
+        self._blocks: np.ndarray | None = None  # the assembled block values, allocated at the first gradient_hessian
         self.state_rows = max([term.state_rows for term in terms], default=0)
-        self._energies = None  # what each evaluation calls, set by bind
+        self._energies: list | None = None  # what each evaluation calls, set by bind
         self._control = None  # the Control bound by bind
         # Factorisation reuse across time steps and chord steps (see solve_step): whether the
         # linear solver holds a factorisation that the next step may start from, and the
@@ -329,14 +337,19 @@ class IncrementalPotential:
             for term, gradient, constant, out in zip(bound, self._gradients, self.constant, self._outputs)
         ]
 
-    def _require_bound(self) -> None:
+    def _require_bound(self) -> list:
+        """The bound terms' energy calls.
+
+        Raises:
+            RuntimeError: :meth:`bind` was not called.
+        """
         if self._energies is None:
             raise RuntimeError("IncrementalPotential: call bind(q, control) before evaluating it")
+        return self._energies
 
     def energy(self, q: np.ndarray) -> float:
         """E(q) in J (incremental-potential units) for q (bodies, 12), as bound by :meth:`bind`."""
-        self._require_bound()
-        return float(sum([energy(q) for energy in self._energies]))
+        return float(sum([energy(q) for energy in self._require_bound()]))
 
     def gradient(self, q: np.ndarray) -> np.ndarray:
         """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has a gradient
@@ -345,7 +358,7 @@ class IncrementalPotential:
         derivatives = [None if gradient is None else (gradient(q), None) for gradient in self._gradients]
         return self.assembly.assemble_gradient(derivatives, self.element_bodies)
 
-    def gradient_hessian(self, q: np.ndarray):
+    def gradient_hessian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient (12 x dynamic,) and Hessian block values (blocks, 12, 12) at q (bodies, 12),
         terms as bound by :meth:`bind`: their PSD-projected or shifted Hessians, the
         modifications weighted as :meth:`factorize` last set them (``curvature_projection``).
@@ -356,6 +369,7 @@ class IncrementalPotential:
         :meth:`refresh_constant_hessian` (which must have been called since their parameters changed).
         """
         derivatives = self._element_derivatives(q)
+        assert self.constant_blocks is not None  # assembled by _element_derivatives
         if self._blocks is None:
             self._blocks = np.empty_like(self.constant_blocks)
         np.copyto(self._blocks, self.constant_blocks)
@@ -438,29 +452,414 @@ class IncrementalPotential:
         return gradient
 
 
-def _gradient_call(term, out):
+Outputs = tuple[np.ndarray, np.ndarray]  # a term's element gradients (n, 12 k) and Hessians (n, 12 k, 12 k)
+GradientCall = Callable[[np.ndarray], np.ndarray]
+
+
+def _gradient_call(term: BoundTerm, out: Outputs | None) -> GradientCall:
     """q -> element gradients of a bound term: its gradient kernel, or its gradient_hessian
-    into ``out`` (gradient, Hessian) where it has none."""
+    into ``out`` (gradient, Hessian) where it has none (``out`` is None only for the terms with
+    a constant Hessian, which have a gradient kernel)."""
     if term.gradient is not None:
         return term.gradient
+    assert out is not None
 
-    def gradient(q):
+    def gradient(q: np.ndarray) -> np.ndarray:
         term.gradient_hessian(q, *out)
         return out[0]
     return gradient
 
 
-def _derivatives_call(term, gradient, constant: bool, out):
+def _derivatives_call(term: BoundTerm, gradient: GradientCall | None, constant: bool,
+                      out: Outputs | None) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]]:
     """q -> (element gradients, element Hessians) of a bound term for the assembly: (gradient,
     None) where the Hessian is ``constant`` (assembled per frame instead), else both from its
-    gradient_hessian into ``out``."""
+    gradient_hessian into ``out`` (``gradient`` and ``out`` are None only where unused)."""
     if constant:
+        assert gradient is not None
         return lambda q: (gradient(q), None)
+    assert out is not None
 
-    def derivatives(q):
+    def derivatives(q: np.ndarray) -> Outputs:
         term.gradient_hessian(q, *out)
         return out
     return derivatives
+
+
+Size = tuple[float, float]  # (max |J(x_bar) dq| over the corners in m, max |dq[3:12]|), :func:`_direction_size`
+
+
+class NewtonStep:
+    """The state of one time step's Newton solve that both :func:`solve_step` and
+    :func:`solve_contact_step` use: q (updated in place) and its dynamic rows, the convergence
+    test's corners and tolerances, the line search and the step's result.
+
+    Args:
+        potential: the step's :class:`IncrementalPotential`, bound to q.
+        q: (bodies, 12) the state, updated in place (non-dynamic rows untouched).
+        corners: (bodies, 8, 3) body-local bounding-box corners, m.
+        dt: the time step, s.
+        settings: :class:`solver.scene.Settings` (tolerances and iteration caps).
+    """
+
+    def __init__(self, potential: IncrementalPotential, q: np.ndarray, corners: np.ndarray, dt: float,
+                 settings: Settings):
+        self.potential = potential
+        self.q = q
+        self.settings = settings
+        self.dynamic = potential.dynamic_rows
+        self.corners = corners[self.dynamic]
+        self.tolerances = (settings.velocity_tol * dt, settings.transrate_tol * dt)
+        self.line_search_iterations = 0
+        self.residual = np.inf  # the latest direction's size relative to the tolerance (NewtonResult.residual)
+
+    def measure(self, direction: np.ndarray, gradient: np.ndarray) -> Size:
+        """The convergence test's measures of a ``direction`` (dynamic, 12) found for ``gradient``.
+
+        Raises:
+            NewtonFailure: the direction (or the gradient it came from) is not finite.
+        """
+        size = _direction_size(direction, self.corners)
+        if not np.isfinite(size[0]):
+            if not np.all(np.isfinite(gradient)):
+                raise NewtonFailure("the gradient is not finite")
+            raise NewtonFailure("the Newton direction is not finite")
+        return size
+
+    def relative(self, size: Size) -> float:
+        """A size relative to the tolerance (1: just converged), the convergence test as one number."""
+        return max(size[0] / self.tolerances[0], size[1] / self.tolerances[1])
+
+    def energy(self) -> float:
+        """The incremental potential at q, J."""
+        return self.potential.energy(self.q)
+
+    def may_end_after(self, iterations: int) -> bool:
+        """Whether the step may end after this many iterations (``min_iterations``, ``max_iterations``)."""
+        return self.settings.min_iterations <= iterations <= self.settings.max_iterations
+
+    def line_search(self, start: np.ndarray, direction: np.ndarray, alpha: float = 1.0) -> bool:
+        """Apply start + alpha direction ((dynamic, 12) each), halving alpha until the energy does
+        not rise above the energy at q (= start on entry), at most ``line_search_max_iterations``
+        times: the smallest step stays applied, as in libuipc. Returns whether the step given was
+        taken in full.
+
+        Raises:
+            NewtonFailure: the energy at the start is not finite.
+        """
+        energy0 = self.energy()
+        if not np.isfinite(energy0):
+            raise NewtonFailure("the incremental potential is not finite")
+        for halvings in range(self.settings.line_search_max_iterations + 1):
+            if halvings:
+                alpha *= 0.5
+                self.line_search_iterations += 1
+            self.q[self.dynamic] = start + alpha * direction
+            if self.energy() <= energy0:
+                return halvings == 0
+        return False
+
+    def result(self, iterations: int, converged: bool, reusable: bool = False) -> NewtonResult:
+        """The step's :class:`NewtonResult`, and whether the linear solver's factorisation may
+        start the next step (``reusable``, :meth:`IncrementalPotential.try_reuse`): only where this
+        step ended through chord steps (where they do not contract within a step, a lagged Hessian
+        would not either)."""
+        self.potential.factorization_reusable = reusable
+        return NewtonResult(iterations, self.line_search_iterations, converged, float(self.residual))
+
+    def nothing_to_solve(self) -> NewtonResult:
+        """The result of a step without dynamic bodies (only fixed and animated ones)."""
+        self.residual = 0.0
+        return self.result(0, True)
+
+
+class ChordNewtonStep(NewtonStep):
+    """:func:`solve_step`: Newton's method that ends its steps with chord steps where it can, and
+    may start a step from the previous step's factorisation; the phases are its methods.
+
+    Args:
+        confirm_every_direction, turning: as :func:`solve_step` takes them.
+        Others: as :class:`NewtonStep`.
+    """
+
+    def __init__(self, potential: IncrementalPotential, q: np.ndarray, corners: np.ndarray, dt: float,
+                 settings: Settings, confirm_every_direction: bool, turning: float):
+        super().__init__(potential, q, corners, dt, settings)
+        self.confirm_every_direction = confirm_every_direction
+        self.chords_trusted = turning <= CHORD_TURN_MAX  # chord steps of any kind (CHORD_TURN_MAX)
+        self.solves = 0  # triangular solves (directions) so far in this step
+
+    def solve(self) -> NewtonResult:
+        """Run the step: the lagged step where it may, else Newton iterations, each ended by the
+        convergence test (with its confirmation) or the line search (and chord steps after it)."""
+        if not len(self.potential.dynamic_indices):
+            return self.nothing_to_solve()
+        if self.chords_trusted and self.potential.try_reuse() and self.may_end_after(2) and self.lagged_step():
+            # The chord steps on a lagged Hessian contract more slowly as it ages (a swinging
+            # chain's OrthoPotential Hessian turns with the bodies): a step that needed more than
+            # REUSED_SOLVES_MAX solves is followed by one that needs more still or fails and
+            # factorises anyway, so the next step factorises at once.
+            return self.result(2, True, reusable=self.solves <= REUSED_SOLVES_MAX)
+        size_before = 0.0  # the relative size of the iteration before's Newton direction (none: no estimate)
+        for iteration in range(1, self.settings.max_iterations + 1):
+            direction, size = self.iterate()
+            error = newton_error_estimate(size, size_before)
+            # A step's first direction carries the step's motion from the start, not a contraction
+            # of Newton's error: the second direction's error is not estimated from it, so a second
+            # direction is accepted only within CHORD_ERROR_FRACTION, else a third follows.
+            size_before = size if iteration > 1 else 0.0
+            start = self.q[self.dynamic].copy()
+            if size <= 1.0:
+                self.q[self.dynamic] = start + direction
+                result = self.convergence_test(iteration, size, error)
+            else:
+                result = self.descend(iteration, start, direction, size)
+            if result is not None:
+                return result
+        return self.result(self.settings.max_iterations, False)
+
+    def direction(self, gradient: np.ndarray, solution: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        """The direction (dynamic, 12) for ``gradient`` with the current factorisation (its
+        ``solution`` -H^-1 g where :meth:`IncrementalPotential.factorize` already solved), and its
+        size relative to the tolerance (:meth:`NewtonStep.relative`)."""
+        if solution is None:
+            solution = self.potential.linear_solver.solve_factorized(-gradient)
+        direction = solution.reshape(-1, 12)
+        self.solves += 1
+        self.residual = self.relative(self.measure(direction, gradient))
+        return direction, self.residual
+
+    def lagged_step(self) -> bool:
+        """Phase 1: chord steps H_old^-1 g(q) from the previous step's factorisation (a lagged
+        Hessian, as stiff ODE solvers reuse their Jacobians), each applied in full. True where they
+        converge (:meth:`chords_converge`); otherwise q goes back to the step's start and the next
+        steps back off from reusing (potential.reuse_backoff)."""
+        start = self.q[self.dynamic].copy()
+        try:
+            if self._lagged_chords_converge():
+                self.potential.reuse_backoff.record(True)
+                return True
+        except NewtonFailure:
+            pass  # solved afresh, which names what is not finite if it is the state itself
+        # Afresh from the step's start, not from where the failed chord steps left q: where they
+        # diverged, that can be far off, and on a small or light body (the OrthoPotential's
+        # stiffness dwarfing its inertia, its Hessian indefinite away from the rotations) fresh
+        # Newton iterations from there settled in a wrong state (a small spinning box turned
+        # backwards, every step converged).
+        self.q[self.dynamic] = start
+        self.potential.reuse_backoff.record(False)
+        return False
+
+    def _lagged_chords_converge(self) -> bool:
+        """The chord steps of :meth:`lagged_step`. Their convergence bounds the error whatever
+        positive definite matrix produced them (chord steps cannot settle on a saddle or a
+        maximum, where they diverge). Instead of a line search (two energies), the energy change
+        over the first direction d is estimated by the trapezoidal rule from the two gradients the
+        chord steps need anyway, (g(q) + g(q + d)) . d / 2 (exact for a quadratic): where it is
+        positive the attempt is given up. The first direction is itself a chord step from the
+        start, so the contraction of the second one counts in the error estimate."""
+        gradient = self.potential.gradient(self.q)
+        first, first_size = self.direction(gradient)
+        self.q[self.dynamic] += first
+        following = self.potential.gradient(self.q)
+        chord, size = self.direction(following)
+        if (gradient + following) @ first.reshape(-1) > 0.0:
+            return False  # the energy rose along the first direction
+        if size > 1.0:
+            return False
+        self.q[self.dynamic] += chord
+        return self.chords_converge(size, size / first_size if first_size > 0.0 else 0.0)
+
+    def iterate(self) -> tuple[np.ndarray, float]:
+        """Phase 2: factorise the gradient and a positive definite Hessian at q
+        (:meth:`IncrementalPotential.factorize`); the Newton direction (dynamic, 12) and its
+        relative size (:meth:`direction`).
+
+        Raises:
+            NewtonFailure: the Hessian is singular, or the gradient or direction not finite.
+        """
+        try:
+            gradient, solution = self.potential.factorize(self.q)
+        except SingularSystem as error:
+            self.potential.factorization_reusable = False
+            raise NewtonFailure(str(error)) from error
+        return self.direction(gradient, solution)
+
+    def convergence_test(self, iteration: int, size: float, error: float) -> NewtonResult | None:
+        """Phase 3: after a direction of relative ``size`` within the tolerance (applied in full),
+        its iteration's number and :func:`newton_error_estimate`, the step's result where it is
+        accepted, None where another iteration follows.
+
+        A first direction that passes from a start near the answer (the repeated motion) leaves an
+        error that the test does not bound well: it is accepted only where chord steps confirm it
+        (:meth:`confirm`), else the next iteration follows. (From q^t the first direction is the
+        step's whole motion: it passes only for slow bodies, and the confirmation also helps
+        there, e.g. the Panda's first steps.) A direction within CHORD_ERROR_FRACTION itself (a
+        body at rest: a resting robot or drawer took two iterations a step for nothing) leaves an
+        error no larger than itself wherever Newton contracts at all, and is accepted as it is.
+        Where a limit penalty is active (``confirm_every_direction``), every direction is
+        confirmed: Newton closes on the cubic penalty only linearly (docs/performance.md). Any
+        other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance; a first
+        one not confirmed (a body turning fast, CHORD_TURN_MAX) only within CHORD_ERROR_FRACTION.
+        """
+        to_confirm = iteration == 1 or self.confirm_every_direction
+        if to_confirm and self.chords_trusted and size > CHORD_ERROR_FRACTION and self.may_end_after(iteration + 1):
+            return self.result(iteration + 1, True, reusable=True) if self.confirm(size) else None
+        if error > TIGHT_ACCEPTANCE and size > CHORD_ERROR_FRACTION:
+            return None  # a later direction: not yet (TIGHT_ACCEPTANCE); after the last, not converged
+        if iteration >= self.settings.min_iterations:
+            return self.result(iteration, True)
+        return None
+
+    def descend(self, iteration: int, start: np.ndarray, direction: np.ndarray, size: float) -> NewtonResult | None:
+        """Phase 5: the line search along a ``direction`` of relative ``size`` that does not pass
+        the convergence test, from q = ``start``; after a full step, chord steps with the same
+        factorisation (:meth:`confirm`, skipped for a while where they keep failing,
+        potential.chord_backoff): one costs a gradient and a triangular solve instead of a new
+        Hessian and factorisation. The step's result where they converge, None where a full
+        Newton iteration follows from the improved state."""
+        if self.line_search(start, direction) and self.may_end_after(iteration + 1) and (
+            self.chords_trusted and self.potential.chord_backoff.ready()
+        ):
+            converged = self.confirm(size)
+            self.potential.chord_backoff.record(converged)
+            if converged:
+                return self.result(iteration + 1, True, reusable=True)
+        return None
+
+    def confirm(self, newton_size: float) -> bool:
+        """Phase 4: a chord step H(q_k)^-1 g(q) with the current factorisation after a Newton
+        direction of relative size ``newton_size``; where it passes the convergence test, apply it
+        and go on with :meth:`chords_converge`, the ratio of the two counting in the estimate (where
+        the Hessian changed much over the step, a fast-swinging body whose OrthoPotential Hessian
+        turns with A, chord steps converge slowly). True where they converge: the step then counts
+        one iteration more."""
+        chord, size = self.direction(self.potential.gradient(self.q))
+        if size > 1.0:
+            return False
+        self.q[self.dynamic] += chord
+        return self.chords_converge(size, size / newton_size)
+
+    def chords_converge(self, previous: float, theta_before: float) -> bool:
+        """Apply up to CHORD_STEPS_MAX chord steps after one of relative size ``previous``, which
+        was ``theta_before`` times the direction before it; True as soon as the error left
+        (:func:`chord_error`) is at most CHORD_ERROR_FRACTION of the tolerance, False as soon as
+        they contract by less than CHORD_RATE_MAX per step over the last two, or too slowly to
+        get there within the steps left."""
+        if previous == 0.0:
+            return True  # the gradient is zero: converged
+        for taken in range(1, CHORD_STEPS_MAX + 1):
+            following, current = self.direction(self.potential.gradient(self.q))
+            self.q[self.dynamic] += following
+            if current == 0.0:
+                return True
+            theta = current / previous
+            two_steps = theta * theta_before
+            error = chord_error(current, theta, theta_before) if two_steps < 1.0 else np.inf
+            if error <= CHORD_ERROR_FRACTION:
+                return True
+            if two_steps > CHORD_RATE_MAX**2:
+                return False  # too slow
+            if error * two_steps ** ((CHORD_STEPS_MAX - taken) / 2) > CHORD_ERROR_FRACTION:
+                return False  # too slow to get there within the steps left, at this rate
+            previous, theta_before = current, theta
+        return False
+
+
+#: Re-lags of the friction per step at most (:func:`solve_contact_step`).
+FRICTION_RELAGS_MAX = 2
+
+
+class ContactNewtonStep(NewtonStep):
+    """:func:`solve_contact_step`: Newton's method with the contact's barrier and friction, no
+    chord steps or factorisation reuse (the contact Hessian changes with every iteration).
+
+    Args:
+        contact: the :class:`solver.contact.ContactSurface`, its step begun at q^t.
+        mass_inverse: (dynamic, 12, 12) the inverse 12x12 mass matrices of the dynamic bodies.
+        Others: as :class:`NewtonStep`.
+    """
+
+    def __init__(self, potential: IncrementalPotential, contact: ContactSurface, q: np.ndarray, corners: np.ndarray,
+                 dt: float, settings: Settings, mass_inverse: np.ndarray):
+        super().__init__(potential, q, corners, dt, settings)
+        self.contact = contact
+        self.mass_inverse = mass_inverse
+        self.relags = 0
+        self.lagged = q[self.dynamic].copy()  # where the friction was lagged
+
+    def energy(self) -> float:
+        """The incremental potential with the barrier and friction at q, J."""
+        return self.potential.energy(self.q) + self.contact.energy(self.q)
+
+    def solve(self) -> NewtonResult:
+        """Run the step: iterate, test (direction and residual), and either end the step (after
+        re-lagging the friction where the state moved), or take the line search from the
+        collision-free fraction that CCD gives."""
+        if not len(self.potential.dynamic_indices):
+            return self.nothing_to_solve()
+        self.potential.factorization_reusable = False
+        self.potential._set_projection(1.0)
+        self.contact.set_unknowns(self.potential.slot)
+        q = self.q
+        for iteration in range(1, self.settings.max_iterations + 1):
+            gradient, direction = self.iterate()
+            size = self.measure(direction, gradient)
+            self.residual = self.relative(size)
+            if self.residual <= 1.0:
+                self.residual = max(self.residual, self.relative(self.force_size(gradient)))
+            full = np.zeros_like(q)
+            full[self.dynamic] = direction
+            alpha = min(1.0, self.contact.line_search_start(q, full, size[0]))
+            start = q[self.dynamic].copy()
+            if self.residual <= 1.0 and iteration >= self.settings.min_iterations:
+                # Converged: the direction is applied as far as CCD allows (no line search: within
+                # the tolerance, round-off decides the energy comparison), as solve_step applies it.
+                q[self.dynamic] = start + alpha * direction
+                if self.relag_friction():
+                    continue
+                return self.result(iteration, True)
+            self.line_search(start, direction, alpha)
+        return self.result(self.settings.max_iterations, False)
+
+    def iterate(self) -> tuple[np.ndarray, np.ndarray]:
+        """The gradient (12 x dynamic,) with the contact's, and the Newton direction (dynamic, 12)
+        from the terms' PSD-modified Hessians plus the contact Hessian (SuperLU).
+
+        Raises:
+            NewtonFailure: the gradient is not finite or the system is singular.
+        """
+        gradient, blocks = self.potential.gradient_hessian(self.q)
+        contact_gradient, contact_hessian = self.contact.gradient_hessian(self.q)
+        gradient = gradient + contact_gradient[self.potential.dynamic_indices].reshape(-1)
+        if not np.all(np.isfinite(gradient)):
+            raise NewtonFailure("the gradient is not finite")
+        hessian = self.potential.assembly.matrix(blocks).tocsc() + contact_hessian
+        try:
+            direction = scipy.sparse.linalg.splu(hessian).solve(-gradient)
+        except RuntimeError as error:  # SuperLU: exactly singular
+            raise NewtonFailure(f"the Newton system is singular ({error})") from error
+        return gradient, direction.reshape(-1, 12)
+
+    def force_size(self, gradient: np.ndarray) -> Size:
+        """The residual test's measure: the motion M^-1 g that the gradient (12 x dynamic,) would
+        give the free bodies, in the convergence test's measures. Inside static friction the
+        friction's stiff Hessian makes the first directions tiny while the forces are still far
+        from balanced (a box on a ramp crept where it should slide away)."""
+        return _direction_size(np.einsum("bij,bj->bi", self.mass_inverse, gradient.reshape(-1, 12)), self.corners)
+
+    def relag_friction(self) -> bool:
+        """Where the state moved by more than the tolerance since the friction was lagged, re-lag it
+        at q (normal forces and tangents, Li et al. 2020 §5), at most FRICTION_RELAGS_MAX times a
+        step; whether it did (Newton then goes on)."""
+        moved = _direction_size(self.q[self.dynamic] - self.lagged, self.corners)
+        if (self.relags < FRICTION_RELAGS_MAX and self.contact.has_friction()
+                and self.relative(moved) > 1.0):
+            self.relags += 1
+            self.contact.relag(self.q)
+            self.lagged = self.q[self.dynamic].copy()
+            return True
+        return False
 
 
 def solve_step(
@@ -468,14 +867,16 @@ def solve_step(
     q: np.ndarray,
     corners: np.ndarray,
     dt: float,
-    settings,
+    settings: Settings,
     confirm_every_direction: bool = False,
     turning: float = 0.0,
 ) -> NewtonResult:
-    """Minimise the incremental potential from q (bodies, 12), updating q in place.
+    """Minimise the incremental potential from q (bodies, 12), updating q in place
+    (:class:`ChordNewtonStep`).
 
     Args:
-        potential: the step's :class:`IncrementalPotential`, bound to q and the step's inputs (:meth:`IncrementalPotential.bind`).
+        potential: the step's :class:`IncrementalPotential`, bound to q and the step's inputs
+            (:meth:`IncrementalPotential.bind`).
         q: (bodies, 12) Newton's starting point on entry (the last step's motion repeated, or
             q^t, :meth:`solver.simulation._Stepper.start_newton`); the minimiser on return.
             Rows of non-dynamic bodies are not touched.
@@ -495,207 +896,13 @@ def solve_step(
     Raises:
         NewtonFailure: on a non-finite energy, gradient or Newton direction.
     """
-    if not len(potential.dynamic_indices):  # only fixed and animated bodies: nothing to solve
-        return _result(potential, 0, 0, True, reusable=False, residual=0.0)
-    dynamic = potential.dynamic_rows
-    line_search_total = 0
-    corners_dynamic = corners[dynamic]
-    solver = potential.linear_solver
-    tolerances = (settings.velocity_tol * dt, settings.transrate_tol * dt)
-    last_size = [(np.inf, np.inf)]  # the latest direction's size, for the step's residual
-    solves = [0]  # triangular solves (directions) so far in this step
-    chords_trusted = turning <= CHORD_TURN_MAX  # chord steps of any kind (CHORD_TURN_MAX)
-
-    def newton_direction(gradient: np.ndarray, solution: np.ndarray | None = None) -> tuple[np.ndarray, tuple[float, float]]:
-        """The direction (dynamic, 12) for ``gradient`` with the current factorisation (its
-        ``solution`` -H^-1 g where :meth:`IncrementalPotential.factorize` already solved), and its
-        size (:func:`_direction_size`), which also tells whether it is finite."""
-        direction = (solver.solve_factorized(-gradient) if solution is None else solution).reshape(-1, 12)
-        solves[0] += 1
-        size = _direction_size(direction, corners_dynamic)
-        if not np.isfinite(size[0]):
-            if not np.all(np.isfinite(gradient)):
-                raise NewtonFailure("the gradient is not finite")
-            raise NewtonFailure("the Newton direction is not finite")
-        last_size[0] = size
-        return direction, size
-
-    def result(iterations: int, converged: bool, reusable: bool) -> NewtonResult:
-        return _result(potential, iterations, line_search_total, converged, reusable, relative(last_size[0]))
-
-    def relative(size: tuple[float, float]) -> float:
-        """A direction's size relative to the tolerance (1: just converged), the convergence test's
-        measure as one number."""
-        return max(size[0] / tolerances[0], size[1] / tolerances[1])
-
-    def small(size: tuple[float, float]) -> bool:
-        return relative(size) <= 1.0
-
-    def chords_converge(previous: float, theta_before: float) -> bool:
-        """Apply up to CHORD_STEPS_MAX chord steps after one of relative size ``previous``, which
-        was ``theta_before`` times the direction before it; True as soon as the error left
-        (:func:`chord_error`) is at most CHORD_ERROR_FRACTION of the tolerance, False as soon as
-        they contract by less than CHORD_RATE_MAX per step over the last two, or too slowly to
-        get there within the steps left."""
-        if previous == 0.0:
-            return True  # the gradient is zero: converged
-        for taken in range(1, CHORD_STEPS_MAX + 1):
-            following, size = newton_direction(potential.gradient(q))
-            q[dynamic] += following
-            current = relative(size)
-            if current == 0.0:
-                return True
-            theta = current / previous
-            two_steps = theta * theta_before
-            error = chord_error(current, theta, theta_before) if two_steps < 1.0 else np.inf
-            if error <= CHORD_ERROR_FRACTION:
-                return True
-            if two_steps > CHORD_RATE_MAX**2:
-                return False  # too slow
-            if error * two_steps ** ((CHORD_STEPS_MAX - taken) / 2) > CHORD_ERROR_FRACTION:
-                return False  # too slow to get there within the steps left, at this rate
-            previous, theta_before = current, theta
-        return False
-
-    def chord_steps_after(newton_size: tuple[float, float]) -> bool:
-        """Take a chord step from q with the current factorisation after a direction of size
-        ``newton_size``; when it passes the convergence test, apply it and go on with
-        chords_converge (the ratio of the two counting in the estimate). True when they converge."""
-        chord, size = newton_direction(potential.gradient(q))
-        if not small(size):
-            return False
-        q[dynamic] += chord
-        return chords_converge(relative(size), relative(size) / relative(newton_size))
-
-    # A step may first try the previous step's factorisation (a lagged Hessian, as stiff ODE
-    # solvers reuse their Jacobians): every direction is then a chord step H_old^-1 g(q), applied
-    # in full, and the step is accepted only when they converge (chords_converge; a bound on the
-    # error whatever positive definite matrix produced them: chord steps cannot settle on a
-    # saddle or a maximum, where they diverge). Instead of a line search (two energies), the
-    # energy change over the first direction d is estimated by the trapezoidal rule from the two
-    # gradients the chord steps need anyway, (g(q) + g(q + d)) . d / 2 (exact for a quadratic):
-    # where it is positive the attempt is given up. Where it is given up or the chord steps do not
-    # converge, q goes back to the step's start, the step goes on with fresh factorisations, and
-    # the next steps back off from reusing. The first direction is itself a chord step
-    # from the start, so the contraction of the second one counts in the error estimate.
-    if chords_trusted and potential.try_reuse() and settings.min_iterations <= 2 <= settings.max_iterations:
-        start = q[dynamic].copy()
-        try:
-            gradient = potential.gradient(q)
-            first, first_size = newton_direction(gradient)
-            q[dynamic] += first
-            following = potential.gradient(q)
-            chord, size = newton_direction(following)
-            if (gradient + following) @ first.reshape(-1) > 0.0:
-                q[dynamic] = start  # the energy rose along the first direction
-            elif small(size):
-                q[dynamic] += chord
-                contraction = relative(size) / relative(first_size) if relative(first_size) > 0.0 else 0.0
-                if chords_converge(relative(size), contraction):
-                    potential.reuse_backoff.record(True)
-                    # The chord steps on a lagged Hessian contract more slowly as it ages (a
-                    # swinging chain's OrthoPotential Hessian turns with the bodies): a step that
-                    # needed more than REUSED_SOLVES_MAX solves is followed by one that needs more
-                    # still or fails and factorises anyway, so the next step factorises at once.
-                    return result(2, True, reusable=solves[0] <= REUSED_SOLVES_MAX)
-        except NewtonFailure:
-            pass  # solved afresh below, which names what is not finite if it is the state itself
-        # Afresh from the step's start, not from where the failed chord steps left q: where they
-        # diverged, that can be far off, and on a small or light body (the OrthoPotential's
-        # stiffness dwarfing its inertia, its Hessian indefinite away from the rotations) the
-        # fresh Newton iterations then settled in a wrong state (a small spinning box turned
-        # backwards, every step converged).
-        q[dynamic] = start
-        potential.reuse_backoff.record(False)
-
-    previous_newton = 0.0  # the relative size of the iteration before's Newton direction (none: no estimate)
-    for iteration in range(1, settings.max_iterations + 1):
-        try:
-            gradient, solution = potential.factorize(q)
-        except SingularSystem as error:
-            potential.factorization_reusable = False
-            raise NewtonFailure(str(error)) from error
-        direction, newton_size = newton_direction(gradient, solution)
-        newton_error = newton_error_estimate(relative(newton_size), previous_newton)
-        # A step's first direction carries the step's motion from the start, not a contraction
-        # of Newton's error: the second direction's error is not estimated from it, so a
-        # second direction is accepted only within CHORD_ERROR_FRACTION, else a third follows.
-        previous_newton = relative(newton_size) if iteration > 1 else 0.0
-        start = q[dynamic].copy()
-        if small(newton_size):
-            q[dynamic] = start + direction
-            # A first direction that passes the test from a start near the answer (the repeated
-            # motion) leaves an error that the test does not bound well: it is accepted only
-            # when chord steps confirm it under the strict test of chords_converge (the ratio of
-            # the first chord step to it counting in the estimate), else the next iteration
-            # follows. (From q^t the first direction is the step's whole motion: it passes only
-            # for slow bodies, and the confirmation also helps there, e.g. the Panda's first steps.)
-            # A direction already within the strict test itself (a body at rest: a resting robot
-            # or drawer took two iterations a step for nothing) leaves an error no larger than
-            # itself wherever Newton contracts at all, and is accepted as it is. Where a limit
-            # penalty is active (confirm_every_direction), every direction is confirmed so: Newton
-            # closes on the cubic penalty only linearly (docs/performance.md).
-            # Any other later direction is accepted only within TIGHT_ACCEPTANCE of the tolerance;
-            # a first one not confirmed (a body turning fast: CHORD_TURN_MAX, chord steps are not
-            # trusted there) only within the strict test itself.
-            if (iteration == 1 or confirm_every_direction) and chords_trusted and relative(newton_size) > CHORD_ERROR_FRACTION and (
-                settings.min_iterations <= iteration + 1 <= settings.max_iterations
-            ):
-                if chord_steps_after(newton_size):
-                    return result(iteration + 1, True, reusable=True)
-                continue
-            if newton_error > TIGHT_ACCEPTANCE and relative(newton_size) > CHORD_ERROR_FRACTION:
-                continue  # a later direction: not yet (TIGHT_ACCEPTANCE); after the last, not converged
-            if iteration >= settings.min_iterations:
-                return result(iteration, True, reusable=False)
-            continue
-        energy0 = potential.energy(q)
-        if not np.isfinite(energy0):
-            raise NewtonFailure("the incremental potential is not finite")
-        alpha = 1.0
-        for _ in range(settings.line_search_max_iterations + 1):
-            q[dynamic] = start + alpha * direction
-            if potential.energy(q) <= energy0:
-                break
-            alpha *= 0.5
-            line_search_total += 1
-        # Chord (simplified Newton) steps after a full step: the next direction with this
-        # iteration's factorisation, H(q_k)^-1 g(q_k+1), costs a gradient and a triangular solve
-        # instead of a new Hessian and factorisation. When it passes the convergence test, further
-        # chord steps follow until their error estimate meets the strict test of chords_converge
-        # (the ratio of the first one to the full step counts in the estimate: where the Hessian
-        # changed much over the step, a fast-swinging body whose OrthoPotential Hessian turns with
-        # A, chord steps converge slowly), and the step counts one iteration more; otherwise a full
-        # Newton iteration follows from the improved state. Where chord steps keep failing they
-        # are skipped for a while (potential.chord_backoff), and where a body turns fast they are
-        # not tried (CHORD_TURN_MAX).
-        if alpha == 1.0 and settings.min_iterations <= iteration + 1 <= settings.max_iterations and (
-            chords_trusted and potential.chord_backoff.ready()
-        ):
-            converged = chord_steps_after(newton_size)
-            potential.chord_backoff.record(converged)
-            if converged:
-                return result(iteration + 1, True, reusable=True)
-    return result(settings.max_iterations, False, reusable=False)
+    return ChordNewtonStep(potential, q, corners, dt, settings, confirm_every_direction, turning).solve()
 
 
-def _result(potential: IncrementalPotential, iterations: int, line_search: int, converged: bool,
-            reusable: bool, residual: float) -> NewtonResult:
-    """The step's :class:`NewtonResult`; whether the step's last factorisation may start the next
-    step (``reusable``): only where this one ended through the chord test (where chord steps do
-    not contract within a step, a lagged Hessian would not either), and not after a lagged step
-    that needed many solves (:data:`REUSED_SOLVES_MAX`)."""
-    potential.factorization_reusable = reusable
-    return NewtonResult(iterations, line_search, converged, float(residual))
-
-
-#: Re-lags of the friction per step at most (:func:`solve_contact_step`).
-FRICTION_RELAGS_MAX = 2
-
-
-def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, corners: np.ndarray, dt: float,
-                       settings, mass_inverse: np.ndarray) -> NewtonResult:
-    """Minimise the incremental potential with contact from q^t (bodies, 12), updating q in place.
+def solve_contact_step(potential: IncrementalPotential, contact: ContactSurface, q: np.ndarray, corners: np.ndarray,
+                       dt: float, settings: Settings, mass_inverse: np.ndarray) -> NewtonResult:
+    """Minimise the incremental potential with contact from q^t (bodies, 12), updating q in place
+    (:class:`ContactNewtonStep`).
 
     libuipc's IPC pipeline (docs/contact.md): Newton from q^t (an intersection-free start), each
     direction from the terms' PSD-modified Hessians plus the contact Hessian (:mod:`solver.contact`:
@@ -703,16 +910,13 @@ def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, 
     fraction, then halved until the incremental potential (with the barrier and friction)
     decreases. A direction passing the convergence test of :func:`solve_step` ends the step where
     the gradient there passes it too, measured as the motion it would give the free bodies,
-    M^-1 g (a residual test: inside static friction the friction's stiff Hessian makes the first
-    directions tiny while the forces are still far from balanced, and a box on a ramp crept at a
-    constant 9 mm/s where it should slide away), except
-    that where the state moved by more than the tolerance since the friction was lagged, the
-    friction is re-lagged there (normal forces and tangents from it, Li et al. 2020 §5), at most
+    M^-1 g (a residual test), except that where the state moved by more than the tolerance since
+    the friction was lagged, the friction is re-lagged there, at most
     :data:`FRICTION_RELAGS_MAX` times, and Newton goes on from there.
-    No chord steps or factorisation reuse: the contact Hessian changes with every iteration.
 
     Args:
-        potential: the step's :class:`IncrementalPotential`, bound to q and the step's inputs (:meth:`IncrementalPotential.bind`).
+        potential: the step's :class:`IncrementalPotential`, bound to q and the step's inputs
+            (:meth:`IncrementalPotential.bind`).
         contact: the :class:`solver.contact.ContactSurface`, its step begun at q^t.
         q: (bodies, 12) q^t on entry, the minimiser on return (non-dynamic rows untouched).
         corners: (bodies, 8, 3) body-local bounding-box corners, m (the convergence test's points).
@@ -723,67 +927,4 @@ def solve_contact_step(potential: IncrementalPotential, contact, q: np.ndarray, 
     Raises:
         NewtonFailure: a non-finite energy, gradient or direction, or a singular system.
     """
-    if not len(potential.dynamic_indices):
-        return _result(potential, 0, 0, True, reusable=False, residual=0.0)
-    potential.factorization_reusable = False
-    potential._set_projection(1.0)
-    dynamic = potential.dynamic_rows
-    indices = potential.dynamic_indices
-    contact.set_unknowns(potential.slot)
-    corners_dynamic = corners[dynamic]
-    tolerances = (settings.velocity_tol * dt, settings.transrate_tol * dt)
-    line_search_total = 0
-    relags = 0
-    relative = np.inf
-    lagged = q[dynamic].copy()  # where the friction was lagged
-
-    def total_energy() -> float:
-        return potential.energy(q) + contact.energy(q)
-
-    for iteration in range(1, settings.max_iterations + 1):
-        gradient, blocks = potential.gradient_hessian(q)
-        contact_gradient, contact_hessian = contact.gradient_hessian(q)
-        gradient = gradient + contact_gradient[indices].reshape(-1)
-        if not np.all(np.isfinite(gradient)):
-            raise NewtonFailure("the gradient is not finite")
-        hessian = potential.assembly.matrix(blocks).tocsc() + contact_hessian
-        try:
-            direction = scipy.sparse.linalg.splu(hessian).solve(-gradient)
-        except RuntimeError as error:  # SuperLU: exactly singular
-            raise NewtonFailure(f"the Newton system is singular ({error})") from error
-        direction = direction.reshape(-1, 12)
-        size = _direction_size(direction, corners_dynamic)
-        if not np.isfinite(size[0]):
-            raise NewtonFailure("the Newton direction is not finite")
-        relative = max(size[0] / tolerances[0], size[1] / tolerances[1])
-        if relative <= 1.0:
-            residual = _direction_size(np.einsum("bij,bj->bi", mass_inverse, gradient.reshape(-1, 12)), corners_dynamic)
-            relative = max(relative, residual[0] / tolerances[0], residual[1] / tolerances[1])
-        full = np.zeros_like(q)
-        full[dynamic] = direction
-        alpha = min(1.0, contact.line_search_start(q, full, size[0]))
-        start = q[dynamic].copy()
-        if relative <= 1.0 and iteration >= settings.min_iterations:
-            # Converged: the direction is applied as far as CCD allows (no line search: within
-            # the tolerance, round-off decides the energy comparison), as solve_step applies it.
-            q[dynamic] = start + alpha * direction
-            moved = _direction_size(q[dynamic] - lagged, corners_dynamic)
-            if (relags < FRICTION_RELAGS_MAX and contact.has_friction()
-                    and max(moved[0] / tolerances[0], moved[1] / tolerances[1]) > 1.0):
-                relags += 1
-                contact.relag(q)
-                lagged = q[dynamic].copy()
-                continue
-            return _result(potential, iteration, line_search_total, True, reusable=False, residual=relative)
-        energy0 = total_energy()
-        if not np.isfinite(energy0):
-            raise NewtonFailure("the incremental potential is not finite")
-        for _ in range(settings.line_search_max_iterations):
-            q[dynamic] = start + alpha * direction
-            if total_energy() <= energy0:
-                break
-            alpha *= 0.5
-            line_search_total += 1
-        else:
-            q[dynamic] = start + alpha * direction  # the smallest step stays applied, as in solve_step
-    return _result(potential, settings.max_iterations, line_search_total, False, reusable=False, residual=relative)
+    return ContactNewtonStep(potential, contact, q, corners, dt, settings, mass_inverse).solve()

@@ -32,7 +32,8 @@ import threadpoolctl
 
 from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
 from .compilation import compile_in_parallel, compile_tasks
-from .contact import ContactUnavailable
+from .constitutions import DrivingRevoluteJointInput, RevoluteJointLimitInput
+from .contact import ContactSurface, ContactUnavailable
 from .control import Control
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
@@ -450,8 +451,8 @@ class _Stepper:
         model, dt = self.model, self.dt
         ratio = substep / self.settings.substeps
         if model.contact is not None:
-            return self._contact_step(potential, frame, ratio)
-        if self.kinematic is not None:
+            return self._contact_step(potential, model.contact, frame, ratio)
+        if self.kinematic is not None and self.kinematic_poses is not None:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         start = self._set_step_inputs(frame, ratio)
         limited = self.start_newton(start)
@@ -474,27 +475,32 @@ class _Stepper:
             if len(term.joint_indices):
                 inputs.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
         # The step start of the unwrapped angle.
-        for term, inputs in ((model.revolute_limit, control.revolute_limit),
-                             (model.revolute_driving, control.revolute_driving)):
-            if len(term.joint_indices):
-                inputs.angle_t = self.joints.raw_angle[term.joint_indices].copy()
-                inputs.sin_t = self.joints.sin[term.joint_indices].copy()
-                inputs.cos_t = self.joints.cos[term.joint_indices].copy()
+        self._lag_angle(model.revolute_limit.joint_indices, control.revolute_limit)
+        self._lag_angle(model.revolute_driving.joint_indices, control.revolute_driving)
         return start
 
-    def _contact_step(self, potential: IncrementalPotential, frame: int, ratio: float):
+    def _lag_angle(self, joint_indices: np.ndarray,
+                   inputs: RevoluteJointLimitInput | DrivingRevoluteJointInput) -> None:
+        """Put the committed (step-start) unwrapped angle of the joints ``joint_indices`` (n,), rad, and
+        its sine and cosine into a revolute extra's ``inputs``."""
+        if len(joint_indices):
+            inputs.angle_t = self.joints.raw_angle[joint_indices].copy()
+            inputs.sin_t = self.joints.sin[joint_indices].copy()
+            inputs.cos_t = self.joints.cos[joint_indices].copy()
+
+    def _contact_step(self, potential: IncrementalPotential, contact: ContactSurface, frame: int, ratio: float):
         """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
         from q^t, friction lagged at q^t. Animated bodies are unknowns there too, pulled to their
         pose at the step's end by :attr:`solver.model.Model.animated_pull`, so that CCD bounds
         their motion and the barrier pushes the dynamic bodies out of their way; after the solve
         each is set exactly to its pose where the way there is collision-free (CCD), which it is
         unless a body is jammed against it."""
-        model, dt, contact = self.model, self.dt, self.model.contact
+        model, dt = self.model, self.dt
         start = self._set_step_inputs(frame, ratio)
         contact.begin_step(self.q, dt)
         if model.animated_pull is not None:
             poses = self.q[self.pulled].copy()
-            if self.kinematic is not None:
+            if self.kinematic_poses is not None:
                 poses[self.pulled_moving] = self.kinematic_poses.at(frame, ratio)
             self.control.animated_pull.q_tilde = poses
         potential.bind(self.q, self.control)
@@ -559,9 +565,9 @@ def _active_limits(model: Model, control: Control, q: np.ndarray) -> np.ndarray:
     from the step start, so the step's limit inputs must be set)."""
     active = []
     if len(model.revolute_limit.joint_indices):
-        x, bounds = model.revolute_limit.angle(q, control.revolute_limit), control.revolute_limit
-        active.append((x < bounds.lower) | (x > bounds.upper))
+        angle, revolute = model.revolute_limit.angle(q, control.revolute_limit), control.revolute_limit
+        active.append((angle < revolute.lower) | (angle > revolute.upper))
     if len(model.prismatic_limit.joint_indices):
-        x, bounds = model.prismatic_limit.distance(q), control.prismatic_limit
-        active.append((x < bounds.lower) | (x > bounds.upper))
+        distance, prismatic = model.prismatic_limit.distance(q), control.prismatic_limit
+        active.append((distance < prismatic.lower) | (distance > prismatic.upper))
     return np.concatenate(active) if active else np.zeros(0, dtype=bool)
