@@ -248,7 +248,8 @@ class IncrementalPotential:
         self.terms = terms
         self.inputs = [tuple(names) for names in inputs] if inputs is not None else [()] * len(terms)
         if len(self.inputs) != len(terms):
-            raise ValueError(f"inputs: expected one tuple of Control parts per term ({len(terms)}), got {len(self.inputs)}")
+            raise ValueError(f"inputs: expected one tuple of Control parts per term ({len(terms)}), "
+                             f"got {len(self.inputs)}")
         self.slot = slot
         self.dynamic_indices = np.flatnonzero(slot >= 0)
         self.dynamic_rows = row_selector(self.dynamic_indices)  # the same rows, as a slice when they can be
@@ -331,7 +332,8 @@ class IncrementalPotential:
         self._energies = [term.energy for term in bound if term is not None]
         # Per term: its gradient alone, and its derivatives for the assembly (the gradient alone
         # where the Hessian is constant: that comes from refresh_constant_hessian), None if empty.
-        self._gradients = [None if term is None else _gradient_call(term, out) for term, out in zip(bound, self._outputs)]
+        self._gradients = [None if term is None else _gradient_call(term, out)
+                           for term, out in zip(bound, self._outputs)]
         self._derivatives = [
             None if term is None else _derivatives_call(term, gradient, constant, out)
             for term, gradient, constant, out in zip(bound, self._gradients, self.constant, self._outputs)
