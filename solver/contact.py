@@ -9,9 +9,10 @@ docs/contact.md says how they are assembled.
 The contact-enabled bodies' surfaces form one ipctk ``CollisionMesh`` whose displacement map W
 has, per surface vertex of body b, the row [1, x̄] in the four columns of b: the "full mesh" has
 four points per body, Q_b = [p; A^T] (4, 3), and a surface vertex is x = [1, x̄^T] Q_b = p + A x̄.
-ipctk's ``to_full_dof`` then maps a vertex gradient g to J^T g and a vertex Hessian H to J^T H J
-exactly (the chain rule of Lan et al. 2022); :data:`FULL_ORDER` reorders the full mesh's DOFs
-into q = [p, rows of A].
+The same map in q = [p, rows of A] order is the Jacobian J (3V, 12 bodies) of the surface
+vertices, with the rows x_a = q_a + sum_c q_{3 + 3a + c} x̄_c; a vertex gradient g maps to J^T g
+and ipctk's vertex Hessian H to J^T H J (the chain rule of Lan et al. 2022), both as SciPy
+sparse products with J's columns restricted to the Newton system's unknowns.
 
 Incremental-potential terms (dt the time step, q the bodies' states, x(q) the surface vertices):
 
@@ -34,9 +35,6 @@ try:
 except ImportError:  # contact is optional: scenes without it run without ipctk
     ipctk = None
 
-#: Index into q = [p, a1, a2, a3] (a_i the rows of A) of each DOF of a body's four full-mesh
-#: points [p; A^T] as ipctk orders them (point-major): p, then the columns of A.
-FULL_ORDER = np.array([0, 1, 2, 3, 6, 9, 4, 7, 10, 5, 8, 11])
 #: Tight Inclusion CCD tolerance and iteration cap (ipctk's defaults, 1e-6 and 1e7, cost far more
 #: on resting contact for no safety gain: the conservative rescaling keeps a gap either way).
 CCD_TOLERANCE = 1e-4
@@ -138,15 +136,17 @@ class ContactSurface:
         self._collections = [set(c) for c in collections] if collections is not None else None
         self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
         self._broad_phase = ipctk.LBVH()
-        # The bodies' DOFs in q order from the full mesh's (ipctk's): full = P q.
-        self._full_to_q = (12 * np.arange(self.body_count)[:, None] + FULL_ORDER[None, :]).reshape(-1)
         self._unknown = np.arange(12 * self.body_count)  # q DOF -> row of the Newton system (-1: none)
+        self._jacobian = None  # J (3V, 12 bodies) of x(q), CSR (:meth:`_build_mesh`)
+        self._system_jacobian = None  # J's columns of the Newton system's unknowns, CSR, or None: not built
+        self._energy_cache = None  # (q, barrier plus friction at q) of the last gradient_hessian
         self._gap = 0.0  # smallest distance at the last gradient_hessian's state, at most d_hat
         self._mesh = self._build_mesh()
         self.kappa = 0.0  # set by the simulation (:func:`adaptive_kappa` or the scene's resistance)
         self.dt = 1.0
         self._tangential = None
         self._candidates = None
+        self._candidate_positions = None  # vertices (V, 3) where the candidates were built unswept, or None
         self._lagged_positions = None
         self._separate_touching(np.asarray(q0, dtype=np.float64), np.asarray(dynamic, dtype=bool),
                                 np.asarray(mass_centers, dtype=np.float64), refuse_intersections)
@@ -162,6 +162,16 @@ class ContactSurface:
         rest = np.asfortranarray(displacement_map @ np.tile(np.vstack([np.zeros(3), np.eye(3)]), (self.body_count, 1)))
         mesh = ipctk.CollisionMesh(rest, self.edges, self.faces, displacement_map)
         self._displacement_map = displacement_map.tocsr()
+        # J: row 3v + a has 1 in column 12b + a and x̄_c in column 12b + 3 + 3a + c (b = body of v).
+        axis = np.arange(3)
+        columns = 12 * self.vertex_body[:, None, None] + np.concatenate(
+            [axis[:, None], 3 + 3 * axis[:, None] + axis[None, :]], axis=1)[None]
+        values = np.broadcast_to(np.concatenate([np.ones((len(rows), 1)), local], axis=1)[:, None, :],
+                                 columns.shape)
+        self._jacobian = scipy.sparse.csr_matrix(
+            (values.reshape(-1), columns.reshape(-1), 4 * np.arange(3 * len(rows) + 1)),
+            shape=(3 * len(rows), 12 * self.body_count))
+        self._system_jacobian = None
         mesh.can_collide = self._filter()
         return mesh
 
@@ -277,10 +287,12 @@ class ContactSurface:
         return ipctk.BarrierPotential(self.d_hat, self.dt * self.dt * self.kappa)
 
     def begin_step(self, q_start: np.ndarray, dt: float) -> None:
-        """Lag the friction at q^t (bodies, 12) for the step of length dt (s): :meth:`relag`."""
+        """Lag the friction at q^t (bodies, 12) for the step of length dt (s) (:meth:`relag`), over a
+        broad phase that covers q^t (:meth:`set_candidates`)."""
         self.dt = float(dt)
         self._lagged_positions = self.positions(q_start)
-        self.set_candidates(q_start)
+        if not self._candidates_cover(q_start):  # the last step's broad phase serves where it still holds
+            self.set_candidates(q_start)
         self.relag(q_start)
 
     def relag(self, q: np.ndarray) -> None:
@@ -289,6 +301,7 @@ class ContactSurface:
         lagged, iterated to convergence)."""
         positions = self.positions(q)
         collisions = self._collisions(positions)
+        self._energy_cache = None
         self._tangential = ipctk.TangentialCollisions()
         if not len(collisions) or not np.any(self.friction[self.order] > 0.0):
             return
@@ -314,6 +327,7 @@ class ContactSurface:
         (bodies, 12) when given, boxes inflated by d_hat: valid for every state on the segment."""
         self._candidates = ipctk.Candidates()
         start = self.positions(q)
+        self._candidate_positions = start if direction is None else None
         if direction is None:
             self._candidates.build(self._mesh, start, self.d_hat, self._broad_phase)
         else:
@@ -337,16 +351,30 @@ class ContactSurface:
         ``displacement`` (m), at q where :meth:`gradient_hessian` was last evaluated. Two
         primitives' distance changes by at most twice that, so where it is at most
         :data:`SAFE_GAP_FRACTION` of the smallest gap there (a resting or slow body), the whole
-        step is collision-free without CCD; the broad phase is then rebuilt at q, inflated by
-        d_hat (pairs within 2 d_hat), which covers every state within d_hat / 2 of q."""
+        step is collision-free without CCD; the broad phase built unswept (inflated by d_hat: pairs
+        within 2 d_hat) covers every state whose vertices are within d_hat / 2 of those it was built
+        at, so it is kept where q and q + direction are (every state between them then is), and
+        rebuilt at q otherwise."""
         if 2.0 * displacement <= SAFE_GAP_FRACTION * self._gap:
-            self.set_candidates(q)
+            if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
+                self.set_candidates(q)
             return 1.0
         return self.collision_free_step(q, direction)
 
+    def _candidates_cover(self, q: np.ndarray) -> bool:
+        """Whether the candidates were built unswept at vertices within d_hat / 2 of those of q."""
+        if self._candidate_positions is None:
+            return False
+        moved = np.einsum("ij,ij->i", *(2 * [self.positions(q) - self._candidate_positions]))
+        return bool(np.max(moved, initial=0.0) <= 0.25 * self.d_hat * self.d_hat)
+
     def energy(self, q: np.ndarray) -> float:
         """Barrier plus friction terms of the incremental potential at q (bodies, 12), J; inf
-        where a pair is at distance 0."""
+        where a pair is at distance 0. At the state of the last :meth:`gradient_hessian`, its value
+        there (the line search's first evaluation)."""
+        if self._energy_cache is not None and self._energy_cache[1:3] == (self.kappa, self.dt) and np.array_equal(
+                self._energy_cache[0], q):
+            return self._energy_cache[3]
         positions = self.positions(q)
         collisions = self._collisions(positions)
         value = self.barrier()(collisions, self._mesh, positions) if len(collisions) else 0.0
@@ -362,45 +390,61 @@ class ContactSurface:
         slot = np.asarray(slot)
         self._unknown = np.where(np.repeat(slot, 12) >= 0,
                                  12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
+        self._system_jacobian = None
+
+    def _unknowns_jacobian(self) -> scipy.sparse.csr_matrix:
+        """J with its columns moved to the Newton system's rows, those of no unknown dropped (3V, size)."""
+        if self._system_jacobian is None:
+            size = int(self._unknown.max(initial=-1)) + 1
+            jacobian = self._jacobian.tocoo()
+            columns = self._unknown[jacobian.col]
+            keep = columns >= 0
+            self._system_jacobian = scipy.sparse.csr_matrix(
+                (jacobian.data[keep], (jacobian.row[keep], columns[keep])), shape=(jacobian.shape[0], size))
+        return self._system_jacobian
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
         """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
-        J^T g and J^T H J through ipctk's displacement map, each primitive pair's Hessian clamped
+        J^T g and J^T H J (J the surface vertices' Jacobian), each primitive pair's Hessian clamped
         to PSD (``project``) or exact. The Hessian is square over the Newton system's rows
         (:meth:`set_unknowns`; 12 bodies in q order by default)."""
         positions = self.positions(q)
         collisions = self._collisions(positions)
         self._gap = min(self.d_hat, float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions)))) if len(
             collisions) else self.d_hat
+        system_jacobian = self._unknowns_jacobian()
+        size = system_jacobian.shape[1]
         gradient = np.zeros(3 * self.offsets[-1])
-        hessian = scipy.sparse.csc_matrix((3 * self.offsets[-1],) * 2)
+        vertex_hessian = None
+        energy = 0.0
         projection = ipctk.PSDProjectionMethod.CLAMP if project else ipctk.PSDProjectionMethod.NONE
         if len(collisions):
             barrier = self.barrier()
-            gradient = gradient + barrier.gradient(collisions, self._mesh, positions)
-            hessian = hessian + barrier.hessian(collisions, self._mesh, positions, projection)
+            energy += barrier(collisions, self._mesh, positions)
+            gradient += barrier.gradient(collisions, self._mesh, positions)
+            vertex_hessian = barrier.hessian(collisions, self._mesh, positions, projection)
         if self._tangential is not None and len(self._tangential):
             velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
             friction = ipctk.FrictionPotential(self.eps_velocity)
-            gradient = gradient + friction.gradient(self._tangential, self._mesh, velocities)
-            hessian = hessian + friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt
-        q_gradient = np.empty(12 * self.body_count)
-        q_gradient[self._full_to_q] = self._mesh.to_full_dof(gradient)
-        full_hessian = self._mesh.to_full_dof(scipy.sparse.csc_matrix(hessian)).tocoo()
-        rows = self._unknown[self._full_to_q[full_hessian.row]]
-        columns = self._unknown[self._full_to_q[full_hessian.col]]
-        keep = (rows >= 0) & (columns >= 0)
-        size = int(self._unknown.max(initial=-1)) + 1
-        system = scipy.sparse.csc_matrix((full_hessian.data[keep], (rows[keep], columns[keep])), shape=(size, size))
-        return q_gradient.reshape(self.body_count, 12), system
+            energy += self.dt * friction(self._tangential, self._mesh, velocities)
+            gradient += friction.gradient(self._tangential, self._mesh, velocities)
+            friction_hessian = friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt
+            vertex_hessian = friction_hessian if vertex_hessian is None else vertex_hessian + friction_hessian
+        hessian = (scipy.sparse.csc_matrix((size, size)) if vertex_hessian is None
+                   else (system_jacobian.T @ (vertex_hessian @ system_jacobian)).tocsc())
+        self._energy_cache = (q.copy(), self.kappa, self.dt, float(energy))
+        return (self._jacobian.T @ gradient).reshape(self.body_count, 12), hessian
 
     # -- read-outs --------------------------------------------------------------------------
     def minimum_distance(self, q: np.ndarray) -> tuple[float, int]:
         """(smallest distance between two surfaces that may touch, m, inf where none is within
         d_hat; number of active contacts, the barrier's primitive pairs within d_hat) at q."""
         positions = self.positions(q)
-        collisions = ipctk.NormalCollisions()
-        collisions.build(self._mesh, positions, self.d_hat, 0.0, self._broad_phase)
+        if self._candidates_cover(q):  # the step's broad phase holds at q
+            collisions = self._collisions(positions)
+        else:
+            collisions = ipctk.NormalCollisions()
+            collisions.build(self._mesh, positions, self.d_hat, 0.0, self._broad_phase)
         if not len(collisions):
             return np.inf, 0
         return float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions))), len(collisions)
