@@ -113,6 +113,27 @@ def test_contact_gradient_and_hessian_match_finite_differences(seed):
     assert np.abs(numeric_hessian - analytic_hessian).max() <= 1e-4 * np.abs(analytic_hessian).max()
 
 
+def test_broad_phase_and_energy_reused_only_where_they_hold():
+    """The unswept broad phase serves states whose vertices stay within d_hat / 2 of where it was
+    built, and the line search's first energy is gradient_hessian's: each read-out agrees with a
+    surface that rebuilds everything (the same scene and state), also after a pair came within
+    d_hat by a move beyond d_hat / 2 (3 mm down)."""
+    surface, q = near_contact_surface(np.random.default_rng(4))
+    fresh, _ = near_contact_surface(np.random.default_rng(4))
+    lifted = q.copy()
+    lifted[2, 2] += 3e-3
+    surface.set_candidates(lifted)
+    assert surface.minimum_distance(lifted) == fresh.minimum_distance(lifted)
+    nearby = lifted.copy()
+    nearby[2, 2] -= 0.4 * D_HAT
+    assert surface.minimum_distance(nearby) == fresh.minimum_distance(nearby)
+    assert surface.minimum_distance(q) == fresh.minimum_distance(q)
+    assert fresh.minimum_distance(q)[1] > fresh.minimum_distance(lifted)[1]
+    surface.set_candidates(q)
+    surface.gradient_hessian(q)
+    assert surface.energy(q) == pytest.approx(fresh.energy(q), rel=1e-12)
+
+
 def test_projected_hessian_is_positive_semidefinite():
     surface, q = near_contact_surface(np.random.default_rng(3))
     hessian = surface.gradient_hessian(q)[1].toarray()
