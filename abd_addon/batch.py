@@ -406,10 +406,13 @@ def main(argv=None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:  # the file being baked is not saved; those before it are whole
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C would cut this short with a traceback
         print(f"{PROG}: interrupted", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     finally:
-        signal.signal(signal.SIGINT, previous)
+        # Run as the command, Ctrl+C is ignored from here to os._exit: a Ctrl+C would only cut the
+        # clean-up short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if __name__ == "__main__" else previous)
 
 
 def _main(argv) -> int:
@@ -592,7 +595,6 @@ def _remove_session_folder() -> None:
 
 if __name__ == "__main__":
     status = main()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: a Ctrl+C now would only cut the clean-up short
     _remove_session_folder()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -236,23 +236,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = build_parser().parse_args(argv)
         return args.handler(args)
     except KeyboardInterrupt:  # outputs are written whole or not at all: nothing is half-written
+        if previous is not None:  # a second Ctrl+C would cut this message short with a traceback
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         _error("interrupted")
         return EXIT_INTERRUPTED
     except Exception:
         if not _interrupted:
             raise
+        if previous is not None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         _error("interrupted")  # a KeyboardInterrupt that a library turned into its own error
         return EXIT_INTERRUPTED
     finally:
         if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+            # Run as the command, Ctrl+C is ignored from here to the exit: the command is done, and
+            # the interpreter's shut-down sets SIGINT's default action back, which kills with no word.
+            signal.signal(signal.SIGINT, signal.SIG_IGN if __name__ == "__main__" else previous)
 
 
 if __name__ == "__main__":
-    status = main()
-    # The command is done (its output written whole): a Ctrl+C while the interpreter shuts down
-    # (after it has set SIGINT back to its default action) would kill it with no word.
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(status)
+    sys.exit(main())
