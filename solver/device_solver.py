@@ -33,8 +33,9 @@ from typing import Callable, Optional
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 
-from .linear_solver import LinearSolver, SingularSystem
+from .linear_solver import LinearSolver, SingularSystem, failing_block
 from .scene import DEVICES
 
 #: How to get CuPy, in the errors raised where it is missing or broken.
@@ -165,6 +166,7 @@ class DeviceLinearSolver:
             )
         rows = np.repeat(np.arange(block_count), np.diff(indptr)).astype(np.int64)
         columns = np.asarray(indices, dtype=np.int64)
+        self._indptr, self._columns = np.asarray(indptr, dtype=np.int64), columns  # for failing_block
         # Flat position in the dense (size, size) matrix of entry (r, c) of each BSR block.
         entry = np.arange(12)
         positions = ((12 * rows[:, None, None] + entry[None, :, None]) * size
@@ -184,7 +186,8 @@ class DeviceLinearSolver:
         (the 2 size^2 x 8 bytes checked when the solver was made; CuPy's pool reuses the block).
 
         Raises:
-            SingularSystem: H is not positive definite.
+            SingularSystem: H is not positive definite; its ``block`` is the failed pivot's
+                (:func:`solver.linear_solver.failing_block` on the host).
             DeviceUnavailable: the device ran out of memory (another program took some since the
                 check, say); the message says so.
         """
@@ -198,8 +201,12 @@ class DeviceLinearSolver:
             # LAPACK's triangular solves take a matrix: L itself would be copied at every solve.
             self._upper = self.backend.cholesky(self._matrix).T
         except np.linalg.LinAlgError as error:
+            # The dense Cholesky does not say where it failed: a diagnostic one on the host does.
+            hessian = scipy.sparse.bsr_matrix((host_values.reshape(-1, 12, 12), self._columns, self._indptr),
+                                              shape=(self.size, self.size))
             raise SingularSystem(
-                f"the Newton system is not positive definite (dense Cholesky on {self.backend.name}: {error})"
+                f"the Newton system is not positive definite (dense Cholesky on {self.backend.name}: {error})",
+                block=failing_block(hessian),
             ) from error
         except MemoryError as error:  # CuPy's OutOfMemoryError is one
             raise self._out_of_memory(error) from error

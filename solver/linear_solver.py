@@ -31,7 +31,8 @@ class SingularSystem(RuntimeError):
     """The Newton system could not be factorised (not positive definite or singular).
 
     ``block`` is the 12x12 block (a dynamic body's slot, :class:`solver.assembly.Assembly`) of
-    the first pivot that failed, where the factorisation tells it (the banded Cholesky), else None.
+    the first pivot that failed: the banded Cholesky's own, else that of the diagnostic Cholesky
+    :func:`failing_block` (SuperLU, the device's dense Cholesky); None where neither tells.
     """
 
     def __init__(self, message: str, block: Optional[int] = None):
@@ -122,6 +123,62 @@ def band_order(block_count: int, block_rows: np.ndarray,
     return order, position, block_band
 
 
+#: The most entries (8 bytes each) the band of :func:`failing_block` may take (512 MiB).
+DIAGNOSTIC_BAND_LIMIT = 2**26
+#: A Cholesky pivot L_ii^2 at most this part of its diagonal entry A_ii has lost more than half of
+#: its digits to cancellation (sqrt of the double precision epsilon): :func:`failing_block`.
+CANCELLED_PIVOT = float(np.sqrt(np.finfo(np.float64).eps))
+
+
+def failing_block(matrix) -> Optional[int]:
+    """The 12x12 block on which a Cholesky factorisation of a symmetric matrix fails first: the
+    body of a singular Newton system where the factorisation that failed does not tell (SuperLU's
+    LU, the device's dense Cholesky). Run only after a failure: it factorises the matrix again.
+
+    The bodies are ordered as the banded path orders them (:func:`band_order`) and the band is
+    factorised with LAPACK ``dpbtrf``, whose ``info`` is the first failed pivot's row. Where it
+    passes (rounding spared it the LU's exact zero), the pivot L_ii^2 that kept the smallest part
+    of its diagonal entry A_ii names the block, where that part is at most :data:`CANCELLED_PIVOT`.
+
+    Args:
+        matrix: (size, size) SciPy sparse matrix or array, size a multiple of 12; its lower
+            triangle is read.
+
+    Returns:
+        The block (row // 12 in the matrix's own numbering), or None where the Cholesky passes
+        with no pivot cancelled or its band would take more than :data:`DIAGNOSTIC_BAND_LIMIT`
+        entries.
+    """
+    entries = scipy.sparse.coo_matrix(matrix)
+    size = entries.shape[0]
+    if not size:
+        return None
+    block_count = size // 12
+    coupled = scipy.sparse.coo_matrix((np.ones(entries.nnz), (entries.row // 12, entries.col // 12)),
+                                      shape=(block_count, block_count))
+    coupled = (coupled + coupled.T + scipy.sparse.identity(block_count)).tocoo()
+    order, position, block_band = band_order(block_count, coupled.row, coupled.col)
+    bandwidth = 12 * block_band + 11
+    if (bandwidth + 1) * size > DIAGNOSTIC_BAND_LIMIT:
+        return None
+    scalar_position = (12 * position[:, None] + np.arange(12)).reshape(-1)
+    rows, columns = scalar_position[entries.row], scalar_position[entries.col]
+    lower = rows >= columns
+    band = np.zeros((bandwidth + 1, size), order="F")
+    np.add.at(band, (rows[lower] - columns[lower], columns[lower]), entries.data[lower])
+    diagonal = band[0].copy()
+    factor, info = scipy.linalg.lapack.dpbtrf(band, lower=1, overwrite_ab=1)
+    if info > 0:
+        return int(order[(info - 1) // 12])
+    if info < 0:
+        return None
+    # The Cholesky passed: the pivot that kept the smallest part of its diagonal entry, where
+    # rounding cancelled more than half of its digits (the LU's exact zero).
+    kept = factor[0] ** 2 / diagonal
+    row = int(np.argmin(kept))
+    return int(order[row // 12]) if kept[row] <= CANCELLED_PIVOT else None
+
+
 class LinearSolver:
     """Chooses and runs the direct solver for a fixed block sparsity pattern.
 
@@ -179,7 +236,8 @@ class LinearSolver:
         """Factorise H, given by its BSR block values (blocks, 12, 12), for :meth:`solve_factorized`.
 
         Raises:
-            SingularSystem: when H is not positive definite (banded) or singular (SuperLU).
+            SingularSystem: when H is not positive definite (banded) or singular (SuperLU), with
+                the block of the failed pivot (:func:`failing_block` on the SuperLU path).
         """
         if self.size == 0:
             return
@@ -197,7 +255,7 @@ class LinearSolver:
                 hessian.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
             )
         except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
-            raise SingularSystem(f"the Newton system is singular ({error})") from error
+            raise SingularSystem(f"the Newton system is singular ({error})", block=failing_block(hessian)) from error
 
     def constant_band(self, blocks: np.ndarray) -> np.ndarray:
         """The band (bandwidth + 1, size) of the matrix given by BSR block values (blocks, 12, 12),

@@ -50,7 +50,7 @@ from .assembly import Assembly
 from .constitutions._kernels import BoundTerm, check_state
 from .device_solver import linear_solver_for
 from .jit import kernel
-from .linear_solver import SingularSystem
+from .linear_solver import SingularSystem, failing_block
 
 if TYPE_CHECKING:
     from .contact import ContactSurface
@@ -840,7 +840,9 @@ class ContactNewtonStep(NewtonStep):
         try:
             direction = scipy.sparse.linalg.splu(hessian).solve(-gradient)
         except RuntimeError as error:  # SuperLU: exactly singular
-            raise NewtonFailure(f"the Newton system is singular ({error})") from error
+            singular = SingularSystem(f"the Newton system is singular ({error})", block=failing_block(hessian))
+            singular.__cause__ = error
+            raise NewtonFailure(str(singular)) from singular
         return gradient, direction.reshape(-1, 12)
 
     def force_size(self, gradient: np.ndarray) -> Size:

@@ -136,8 +136,8 @@ class Simulation:
 
     def _culprit(self, error: Exception) -> str:
         """`` at body '<name>' (...)`` where ``error`` comes from a singular Newton system that
-        names the block of its first failed pivot (:class:`solver.linear_solver.SingularSystem`),
-        else ""."""
+        names the block of its failed pivot (:class:`solver.linear_solver.SingularSystem`, on
+        every linear solver path), else ""."""
         block = getattr(error.__cause__, "block", None)
         if block is None:
             return ""

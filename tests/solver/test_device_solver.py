@@ -122,6 +122,18 @@ def test_not_positive_definite_is_a_singular_system():
         solver.factorize(blocks)
 
 
+def test_a_singular_system_names_the_block_of_its_failed_pivot():
+    """The dense Cholesky tells no failing row: the diagnostic one on the host
+    (:func:`solver.linear_solver.failing_block`) does, here body 3's indefinite diagonal block."""
+    indptr, indices, blocks, _ = block_pattern_system(chain(6), 6, seed=14)
+    rows = np.repeat(np.arange(6), np.diff(indptr))
+    blocks[(rows == 3) & (np.asarray(indices) == 3)] -= 1e3 * np.eye(12)
+    solver = DeviceLinearSolver(indptr, indices, numpy_backend())
+    with pytest.raises(SingularSystem, match="not positive definite") as caught:
+        solver.factorize(blocks)
+    assert caught.value.block == 3
+
+
 def test_too_little_device_memory_is_refused_before_allocating():
     small = dataclasses.replace(numpy_backend(), name="cupy", free_memory=lambda: 2**20)  # 1 MiB free
     indptr, indices, _, _ = block_pattern_system(chain(40), 40, seed=11)  # 480 unknowns: 3.5 MiB dense, twice

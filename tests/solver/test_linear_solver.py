@@ -13,7 +13,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from solver.assembly import Assembly
-from solver.linear_solver import LinearSolver, SingularSystem
+from solver.linear_solver import LinearSolver, SingularSystem, failing_block
 import benchmark_modules
 
 _benchmark = benchmark_modules.load("linear_solvers")
@@ -181,3 +181,39 @@ def test_a_failed_factorisation_leaves_no_factor_to_solve_with():
         solver.factorize(indefinite)
     with pytest.raises(ValueError, match="no factorisation to solve with"):
         solver.solve_factorized(np.ones(solver.size))
+
+
+def block_rows_and_columns(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(blocks,) block row and block column of each block of the BSR pattern."""
+    return np.repeat(np.arange(len(indptr) - 1), np.diff(indptr)), np.asarray(indices)
+
+
+def test_failing_block_is_the_body_whose_pivot_fails_in_any_numbering():
+    """A shuffled chain (the diagnostic reorders it) and a star (no narrow band) whose body 17's
+    diagonal block is made indefinite: the Cholesky fails there whatever the order of the others,
+    for a sparse matrix and the same as an array; the SPD matrix names none."""
+    labels = np.random.default_rng(30).permutation(40)
+    shuffled = [(int(labels[k]), int(labels[k + 1])) for k in range(39)]
+    star = [(0, leaf) for leaf in range(1, 40)]
+    for edges in (shuffled, star):
+        indptr, indices, blocks, matrix = block_pattern_system(edges, 40, seed=31)
+        assert failing_block(matrix) is None
+        rows, columns = block_rows_and_columns(indptr, indices)
+        blocks[(rows == 17) & (columns == 17)] -= 1e3 * np.eye(12)
+        indefinite = scipy.sparse.bsr_matrix((blocks, indices, indptr), shape=matrix.shape)
+        assert failing_block(indefinite) == 17
+        assert failing_block(indefinite.toarray()) == 17
+
+
+def test_exactly_singular_superlu_system_names_its_block():
+    """SuperLU tells no failing row: the SingularSystem it raises carries the block of the
+    diagnostic Cholesky (:func:`failing_block`), here the leaf whose rows are all zero."""
+    edges = [(0, leaf) for leaf in range(1, 81)]
+    indptr, indices, blocks, _ = block_pattern_system(edges, 81, seed=32)
+    solver = LinearSolver(indptr, indices)
+    assert solver.method == "superlu"
+    rows, columns = block_rows_and_columns(indptr, indices)
+    blocks[(rows == 44) | (columns == 44)] = 0.0
+    with pytest.raises(SingularSystem, match="singular") as caught:
+        solver.factorize(blocks)
+    assert caught.value.block == 44

@@ -1151,3 +1151,30 @@ def test_a_singular_newton_system_names_the_body():
                              scenes.box_body("other", 1.0, position=(-3.0, 0.0, 0.0))], frame_count=4)
     with pytest.raises(SolverError, match="the Newton system is not positive definite .* at body 'speck'"):
         simulate(scene_from_dict(document))
+
+
+@pytest.mark.parametrize("path", ["superlu", "contact"])
+def test_a_singular_newton_system_names_the_body_on_superlu(path, monkeypatch):
+    """A resting box of 1e-12 kg with kappa 1e12 Pa: its OrthoPotential swamps its inertia, and
+    SuperLU meets an exactly zero pivot, on the general sparse path (forced) and in the contact
+    step (always SuperLU), neither of which tells the failing row: the diagnostic Cholesky names
+    the body."""
+    import scenes
+
+    from solver.linear_solver import LinearSolver
+    from solver.scene_io import scene_from_dict
+    from solver.simulation import SolverError
+
+    tiny = {"mass": 1e-12, "mass_center": [0.0, 0.0, 0.0], "inertia": (1e-12 * np.eye(3)).tolist()}
+    bodies = [scenes.box_body("heavy", 0.5, position=(1.0, 0.0, 0.26)),
+              scenes.box_body("speck", 0.5, position=(-1.0, 0.0, 1.0), mass=tiny, kappa=1e12),
+              scenes.box_body("other", 0.5, position=(0.0, 2.0, 1.0))]
+    document = scenes.scene(bodies, frame_count=2)
+    if path == "superlu":
+        monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)
+    else:
+        ground = scenes.box_body("ground", [4.0, 4.0, 0.2], position=(0.0, 0.0, -0.1), motion="fixed")
+        document = scenes.scene([ground, *bodies], frame_count=2)
+        document["settings"]["contact"] = {"enable": True}
+    with pytest.raises(SolverError, match="the Newton system is singular .* at body 'speck'"):
+        simulate(scene_from_dict(document))
