@@ -81,6 +81,13 @@ def _on_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _record_interrupt(signum, frame) -> None:
+    """SIGINT handler while ``bpy`` is imported: record it only (:func:`_stop_if_interrupted`
+    acts on it)."""
+    global _interrupted
+    _interrupted = True
+
+
 def _stop_if_interrupted() -> None:
     """Raise KeyboardInterrupt if :func:`_on_interrupt` ran: a Ctrl+C while Blender was running
     Python for itself (a file-load or frame-change handler) raised there, where Blender catches
@@ -385,11 +392,32 @@ def bake_plan(blends: list, out: str | None = None, out_dir: str | None = None, 
     return plan
 
 
+#: The command's name in its messages.
+PROG = "python -m abd_addon.batch"
+
+
 def main(argv=None) -> int:
-    """Command-line entry point; returns the exit status (see the module docstring)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m abd_addon.batch", description="Bake the ABD Joints rigs of .blend files headlessly."
-    )
+    """Command-line entry point; returns the exit status (see the module docstring). A Ctrl+C at
+    any moment of it, the imports of ``bpy`` and the add-on included, ends it with
+    :data:`EXIT_INTERRUPTED` and one line on stderr."""
+    global _interrupted
+    _interrupted = False
+    previous = signal.signal(signal.SIGINT, _on_interrupt)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # the file being baked is not saved; those before it are whole
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C would cut this short with a traceback
+        print(f"{PROG}: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    finally:
+        # Run as the command, Ctrl+C is ignored from here to os._exit: a Ctrl+C would only cut the
+        # clean-up short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN if __name__ == "__main__" else previous)
+
+
+def _main(argv) -> int:
+    """:func:`main`, within its Ctrl+C handling."""
+    parser = argparse.ArgumentParser(prog=PROG, description="Bake the ABD Joints rigs of .blend files headlessly.")
     parser.add_argument("blend", nargs="*", help="the .blend files to bake, one after the other in this process")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--out", help="where to save the baked .blend (one input file)")
@@ -463,13 +491,20 @@ def main(argv=None) -> int:
         return int(exit_.code or 0)
     if args.scheduler is not None:  # this process imports no bpy: each file is baked by a worker
         return _bake_on_cluster(args)
+    # Importing bpy starts Blender, which runs its own start-up scripts: a KeyboardInterrupt
+    # raised in them breaks Blender's start (it prints tracebacks, or crashes), so a Ctrl+C is
+    # only recorded meanwhile, and acted on once the import is done.
+    signal.signal(signal.SIGINT, _record_interrupt)
     try:
         import bpy  # noqa: F401
     except ImportError as error:
+        _stop_if_interrupted()
         print(f"error: the bpy module is not available: {error}", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGINT, _on_interrupt)
+    _stop_if_interrupted()
     addon, failures = None, 0
-    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         addon = load_addon()
         if args.warm_up:
@@ -501,11 +536,9 @@ def main(argv=None) -> int:
                 failures += 1
                 _print_error(error, blend)
     except Exception as error:  # noqa: BLE001 - the add-on or the warm-up failed: one line, exit 1
+        _stop_if_interrupted()  # a Ctrl+C that an import turned into its own error
         _print_error(error)
         return 1
-    except KeyboardInterrupt:  # the file being baked is not saved; those before it are whole
-        print(f"{parser.prog}: interrupted", file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
     finally:
         if addon is not None and addon.__name__.startswith(STANDALONE_PACKAGE + "."):
             try:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os as _os
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: `import solver` stays this light
+
 
 def source_stamp(root: str | None = None) -> str:
     """Hex digest (16 characters) of a solver's sources: each ``.py`` file's path relative to
@@ -152,7 +154,9 @@ def _configure_numba_cache() -> None:
     private (:func:`_private_temporary_folder`): Numba unpickles its index files, so a folder
     another user could write would let them run code in this process. It is set in
     Numba's config, not in the environment, so that child processes (a batch bake) choose their
-    own. ``NUMBA_CACHE_DIR``, when set, wins.
+    own. ``NUMBA_CACHE_DIR``, when set, wins. :mod:`solver.jit`, through which every compiled
+    function of the solver is made, calls it when it is first imported (``import solver`` itself
+    loads no Numba).
     """
     if _os.environ.get("NUMBA_CACHE_DIR"):
         return
@@ -174,28 +178,39 @@ def _configure_numba_cache() -> None:
     numba.core.config.CACHE_DIR = folder  # type: ignore[attr-defined]  # a setting, not in the stubs
 
 
-_configure_numba_cache()
-
-from .scene import (  # noqa: E402
-    Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
-    SoftTransform,
-)
-from .trajectory import Trajectory  # noqa: E402
+if TYPE_CHECKING:  # the public names as type checkers see them; at run time __getattr__ imports them
+    from .scene import (
+        Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
+        SoftTransform,
+    )
+    from .scene_io import load_scene
+    from .simulation import Simulation, SolverError, simulate
+    from .trajectory import Trajectory
 
 __all__ = [
     "Body", "BodyContact", "ContactSettings", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene",
     "SceneError", "Settings", "SoftTransform", "Trajectory", "Simulation", "SolverError", "load_scene", "simulate",
 ]
 
+#: The module of each public name.
+_PUBLIC = {
+    **dict.fromkeys(("Body", "BodyContact", "ContactSettings", "Driving", "Joint", "Limit", "MassOverride", "Mesh",
+                     "Scene", "SceneError", "Settings", "SoftTransform"), "scene"),
+    "Trajectory": "trajectory", "load_scene": "scene_io",
+    "simulate": "simulation", "Simulation": "simulation", "SolverError": "simulation",
+}
 
-def __getattr__(name):
-    # Lazy imports keep `import solver` light (no Numba compile) for tools that only read scenes.
-    if name == "load_scene":
-        from .scene_io import load_scene
 
-        return load_scene
-    if name in ("simulate", "Simulation", "SolverError"):
-        from . import simulation
+def __getattr__(name: str):
+    """The public names, imported at their first use (PEP 562): ``import solver`` loads only the
+    standard library, so that ``python -m solver`` imports NumPy and Numba inside its Ctrl+C
+    handling, and tools that only read scenes compile nothing.
 
-        return getattr(simulation, name)
-    raise AttributeError(f"module 'solver' has no attribute {name!r}")
+    Raises:
+        AttributeError: ``name`` is not a public name of the package."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)

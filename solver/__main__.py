@@ -27,11 +27,15 @@ and a handler that returns the exit status.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import sys
-from pathlib import Path
-from typing import Callable, Optional, Sequence
+
+# Only sys (loaded with the interpreter) at import: every other module, the standard library's
+# included, is imported inside main()'s Ctrl+C handling.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+    from typing import Callable, Optional, Sequence
 
 EXIT_OK = 0
 EXIT_SOLVER_FAILED = 1
@@ -51,6 +55,8 @@ def _output_path(out: Optional[str], scene_path: Path) -> Path:
     the file, with ``.npz`` appended when missing (as ``np.savez_compressed`` would); no ``out``
     gives the scene path with the suffix ``.npz``.
     """
+    from pathlib import Path
+
     default = scene_path.with_suffix(".npz")
     if not out:
         return default
@@ -63,6 +69,9 @@ def _output_path(out: Optional[str], scene_path: Path) -> Path:
 
 def _run(args: argparse.Namespace) -> int:
     """The ``run`` command: load, simulate, save. Returns the exit status."""
+    import dataclasses
+    from pathlib import Path
+
     from .scene import SceneError
     from .scene_io import load_scene, scene_digest, scene_input_files
 
@@ -98,6 +107,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from .simulation import SolverError, simulate
     except ImportError as error:
+        if _interrupted:  # a Ctrl+C during the import (see _on_interrupt)
+            raise KeyboardInterrupt from error
         _error(f"the solver is not available: {error}")
         return EXIT_SOLVER_FAILED
 
@@ -162,6 +173,8 @@ def _warm_up(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one sub-parser per command; each sets ``handler(args) -> int``."""
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m solver", description="Affine Body Dynamics solver with joints.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -191,17 +204,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Whether SIGINT arrived during :func:`main` (:func:`_on_interrupt`).
+_interrupted = False
+
+
+def _on_interrupt(signum, frame) -> None:
+    """SIGINT handler of :func:`main`: record it, then raise KeyboardInterrupt as Python's own
+    handler does. The record outlives a library that turns the KeyboardInterrupt into another
+    error (NumPy's import, interrupted while it loads its C extension, raises an ImportError)."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) and run the command; returns the exit status.
 
-    argparse itself exits with status 2 on a bad command line.
+    argparse itself exits with status 2 on a bad command line. NumPy, Numba and the rest are
+    imported from here on (``import solver`` loads only the standard library), so that Ctrl+C at
+    any moment of them exits with :data:`EXIT_INTERRUPTED` and one line, not a traceback.
     """
-    args = build_parser().parse_args(argv)
+    global _interrupted
+    _interrupted, previous = False, None
     try:
+        import signal
+
+        try:
+            previous = signal.signal(signal.SIGINT, _on_interrupt)
+        except ValueError:  # not the main thread: Python's own handler stays
+            pass
+        args = build_parser().parse_args(argv)
         return args.handler(args)
     except KeyboardInterrupt:  # outputs are written whole or not at all: nothing is half-written
+        if previous is not None:  # a second Ctrl+C would cut this message short with a traceback
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         _error("interrupted")
         return EXIT_INTERRUPTED
+    except Exception:
+        if not _interrupted:
+            raise
+        if previous is not None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _error("interrupted")  # a KeyboardInterrupt that a library turned into its own error
+        return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            # Run as the command, Ctrl+C is ignored from here to the exit: the command is done, and
+            # the interpreter's shut-down sets SIGINT's default action back, which kills with no word.
+            signal.signal(signal.SIGINT, signal.SIG_IGN if __name__ == "__main__" else previous)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,11 @@ from __future__ import annotations
 
 import numba
 
+from . import _configure_numba_cache
+
+# Numba picks a cached function's folder when the decorator is applied: the folder first.
+_configure_numba_cache()
+
 #: Decorator for a compiled function that Python calls.
 # (Numba's type stubs do not list the wrapper options, hence the type: ignore comments.)
 kernel = numba.njit(cache=True, no_cfunc_wrapper=True)  # type: ignore[call-overload]

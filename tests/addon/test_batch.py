@@ -502,6 +502,41 @@ def test_ctrl_c_while_the_batch_opens_a_file_stops_it_with_130(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir() if path.is_file()) == ["opening", "rig.blend"]
 
 
+@pytest.mark.parametrize("module", ["bpy_types", "bl_ui", "abd_joints.abd_addon.rig", "abd_joints.solver.jit"])
+def test_ctrl_c_while_the_batch_starts_stops_it_with_130(tmp_path, module):
+    """A Ctrl+C while the batch imported bpy (Blender running its start-up scripts, which printed
+    the KeyboardInterrupt's tracebacks or crashed) or the add-on and the solver printed tracebacks.
+    The interrupt is sent as soon as the batch has imported ``module`` (``-X importtime`` reports
+    each import on stderr as it ends): it stops with exit status 130 and one line, or, where the
+    warm-up ended first, it succeeded."""
+    import signal
+
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "batch_user"))
+    process = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "abd_addon.batch", "--warm-up"],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        lines = []
+        for line in process.stderr:
+            lines.append(line)
+            if line.rsplit("|", 1)[-1].strip() == module:
+                process.send_signal(signal.SIGINT)
+                break
+        else:
+            pytest.fail(f"the batch never imported {module}: {''.join(lines)[-2000:]}")
+        stdout, rest = process.communicate(timeout=TIMEOUT)
+        stderr = "".join(lines) + rest
+    finally:
+        process.kill()
+        process.wait()
+    assert "Traceback" not in stdout + stderr, (stdout + stderr)[-3000:]
+    if process.returncode == 0:  # the warm-up ended before the interrupt arrived
+        assert "warm_up=done" in stdout
+        return
+    assert process.returncode == 130, (stdout + stderr)[-3000:]
+    assert stderr.strip().endswith("python -m abd_addon.batch: interrupted"), stderr[-3000:]
+
+
 def test_the_batch_leaves_no_session_folder_behind(tmp_path):
     """Every batch process left an empty ``blender_*`` folder in the temporary directory (Blender
     removes its session folder at exit, which the batch's os._exit skipped)."""

@@ -1418,6 +1418,45 @@ def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["scene.json", "scene_meshes.npz"]
 
 
+@pytest.mark.parametrize("module", ["numpy.core.multiarray", "numba.core.config", "scipy.sparse", "solver.simulation"])
+def test_ctrl_c_while_the_solver_imports_stops_the_run_with_130(tmp_path, module):
+    """Ctrl+C while ``python -m solver`` imported NumPy and Numba (the package did so at its own
+    import, before the command's Ctrl+C handling) printed a traceback. The interrupt is sent as
+    soon as the run has imported ``module`` (``-X importtime`` reports each import on stderr as
+    it ends), inside its imports of NumPy, Numba, SciPy and the simulation: it stops with exit
+    status 130, one line and no trajectory file, or, where the run ended first, it succeeded."""
+    import signal
+
+    document = scenes.revolute_pendulum_scene()
+    document["settings"]["frame_count"] = 2
+    (tmp_path / "scene.json").write_text(json.dumps(document))
+    out = tmp_path / "result.npz"
+    process = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "solver", "run", str(tmp_path / "scene.json"),
+                                "--out", str(out), "--quiet"],
+                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        lines = []
+        for line in process.stderr:
+            lines.append(line)
+            if line.rsplit("|", 1)[-1].strip() == module:
+                process.send_signal(signal.SIGINT)
+                break
+        else:
+            pytest.fail(f"the run never imported {module}: {''.join(lines)[-2000:]}")
+        stderr = "".join(lines) + process.communicate(timeout=120)[1]
+    finally:
+        process.kill()
+        process.wait()
+    assert "Traceback" not in stderr, stderr[-3000:]
+    if process.returncode == 0:  # the run ended before the interrupt arrived
+        assert out.is_file()
+        return
+    assert process.returncode == 130, stderr[-3000:]
+    assert stderr.strip().endswith("error: interrupted"), stderr[-3000:]
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("name, expected", [
     pytest.param("arm\0", r"body #1: name: must not contain control characters, got '\x00' in 'arm\x00'", id="nul"),
     pytest.param("\0", r"body #1: name: must not contain control characters, got '\x00'", id="only-nul"),

@@ -150,11 +150,12 @@ def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
     assert set(compilation.COMPILE_WEIGHTS) <= names, set(compilation.COMPILE_WEIGHTS) - names
 
 
-_CACHE_DIR = "import numba.core.config, solver; print(numba.core.config.CACHE_DIR)"
+_CACHE_DIR = "import numba.core.config, solver.jit; print(numba.core.config.CACHE_DIR)"
 
 
 def _cache_dir_of(package_parent, cache) -> str:
-    """The Numba cache folder a fresh process importing ``solver`` from ``package_parent`` uses."""
+    """The Numba cache folder a fresh process importing ``solver.jit`` (which configures it) from
+    ``package_parent`` uses."""
     import os
     import subprocess
     import sys
