@@ -26,7 +26,7 @@ Frame ``f`` of the solver is Blender frame ``frame_start + f``. Lengths are take
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import bpy
 import numpy as np
@@ -217,7 +217,7 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     return result
 
 
-def export_frame(scene: bpy.types.Scene, depsgraph=None) -> Scene:
+def export_frame(scene: bpy.types.Scene, depsgraph=None, meshes: dict | None = None) -> Scene:
     """The rig as it stands at the current frame, as a validated solver scene of that one frame
     (``frame_count`` 0): what :func:`export_scene` reads for its first frame were the bake to
     start here, without stepping through the frame range or its whole-range checks.
@@ -226,6 +226,10 @@ def export_frame(scene: bpy.types.Scene, depsgraph=None) -> Scene:
         scene: the Blender scene; ``Scene.abd_world`` gives the settings.
         depsgraph: the evaluated depsgraph of the view layer to read; default
             ``bpy.context.evaluated_depsgraph_get()``.
+        meshes: the validated :class:`solver.scene.Mesh` of each body of an earlier call, by
+            name; a body whose mesh has the same vertices and triangles now is given that mesh,
+            which :func:`solver.scene_validation.validate_scene` does not check again. Replaced
+            by this call's meshes (an object moved or keyed again costs no mesh checks).
 
     Raises:
         RigError, solver.scene.SceneError: as :func:`export_scene`.
@@ -238,10 +242,25 @@ def export_frame(scene: bpy.types.Scene, depsgraph=None) -> Scene:
     frame = scene.frame_current
     result = Export(scene=None, frame_start=frame, frame_end=frame, bodies=bodies, joints=joints)
     solver_bodies = [_body(ob, sampler, mesh_arrays(ob.evaluated_get(depsgraph)), result) for ob in bodies]
+    if meshes is not None:
+        solver_bodies = [_known_mesh(body, meshes.get(body.name)) for body in solver_bodies]
     solver_joints = [_joint(ob, sampler, result) for ob in joints]
     settings = settings_from_scene(scene)
     settings.frame_count = 0
-    return validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
+    validated = validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
+    if meshes is not None:
+        meshes.clear()
+        meshes.update((body.name, body.mesh) for body in validated.bodies)
+    return validated
+
+
+def _known_mesh(body: Body, known: Mesh | None) -> Body:
+    """``body`` with the mesh ``known`` where that has the same vertices and triangles as its own."""
+    mesh = body.mesh
+    if known is None or not (np.array_equal(known.vertices, mesh.vertices)
+                             and np.array_equal(known.triangles, mesh.triangles)):
+        return body
+    return replace(body, mesh=known)
 
 
 #: Largest change of an entry of a Fixed body's world matrix over the bake (m, or rotation and

@@ -203,8 +203,9 @@ def intersecting_geometry(view_layer) -> dict:
     if not scene.abd_world.use_contact:
         return none
     depsgraph = view_layer.depsgraph
+    meshes = _validated_meshes.setdefault(view_layer.as_pointer(), {})
     try:
-        pairs = intersecting_bodies(export_frame(scene, depsgraph))
+        pairs = intersecting_bodies(export_frame(scene, depsgraph, meshes))
     except (RigError, SceneError, ContactUnavailable):
         return none
     if not pairs:
@@ -212,6 +213,19 @@ def intersecting_geometry(view_layer) -> dict:
     objects = {ob.name_full: ob for ob in view_layer.objects}
     names = sorted({name for pair in pairs for name in pair})
     return {"pairs": pairs, "edges": np.concatenate([_world_edges(objects[name], depsgraph) for name in names])}
+
+
+#: The bodies' validated meshes of each view layer's last :func:`intersecting_geometry`, by the
+#: view layer's pointer (:func:`.export.export_frame`'s ``meshes``): a body whose mesh is unchanged
+#: is not checked again when another moves. Kept across scene changes (a mesh is reused only where
+#: its vertices and triangles are equal), emptied on file load.
+_validated_meshes: dict[int, dict] = {}
+
+
+@bpy.app.handlers.persistent
+def forget_meshes(*_arguments) -> None:
+    """Empty :data:`_validated_meshes` (installed on ``load_post``: another file's view layers)."""
+    _validated_meshes.clear()
 
 
 def intersecting_lines(geometry: dict) -> list[str]:
@@ -312,6 +326,8 @@ def register() -> None:
         handlers = getattr(bpy.app.handlers, name)
         if invalidate not in handlers:
             handlers.append(invalidate)
+    if forget_meshes not in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.append(forget_meshes)
     if invalidate not in OVERLAY_SETTING_CHANGED:
         OVERLAY_SETTING_CHANGED.append(invalidate)
     invalidate()
@@ -327,6 +343,9 @@ def unregister() -> None:
         handlers = getattr(bpy.app.handlers, name)
         while invalidate in handlers:
             handlers.remove(invalidate)
+    while forget_meshes in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(forget_meshes)
+    forget_meshes()
     while invalidate in OVERLAY_SETTING_CHANGED:
         OVERLAY_SETTING_CHANGED.remove(invalidate)
     invalidate()

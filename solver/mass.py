@@ -53,6 +53,11 @@ class DyadicMass:
         inertia_origin = np.trace(self.second_moment) * np.eye(3) - self.second_moment
         return inertia_origin - self.mass * (c @ c * np.eye(3) - np.outer(c, c))
 
+    def scaled(self, density: float) -> DyadicMass:
+        """The same body at ``density`` (kg/m^3) times this one's: m, m x_bar and S scaled, the
+        volume kept (at density 1 it gives :func:`mesh_mass_properties` at ``density`` exactly)."""
+        return DyadicMass(density * self.mass, density * self.mass_x_bar, density * self.second_moment, self.volume)
+
 
 def mesh_volume(vertices: np.ndarray, triangles: np.ndarray) -> float:
     """Signed volume (m^3) enclosed by a closed triangle mesh; negative if it is inside out.

@@ -34,8 +34,9 @@ from .constitutions.revolute_joint import RevoluteJoint
 from .constitutions.revolute_joint_limit import RevoluteJointLimit
 from .constitutions.soft_transform_constraint import SoftTransformConstraint
 from .constitutions.spherical_joint import SphericalJoint
-from .mass import DyadicMass, mesh_mass_properties, mesh_volume, override_mass_properties
+from .mass import DyadicMass, mesh_volume, override_mass_properties
 from .scene import Scene, SceneError
+from .scene_validation import unit_mass_properties
 
 
 def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +56,7 @@ def body_mass(body) -> DyadicMass:
     if body.mass is not None:
         volume = abs(mesh_volume(body.mesh.vertices, body.mesh.triangles))
         return override_mass_properties(body.mass.mass, body.mass.mass_center, body.mass.inertia, volume)
-    return mesh_mass_properties(body.mesh.vertices, body.mesh.triangles, body.mass_density)
+    return unit_mass_properties(body.mesh).scaled(body.mass_density)
 
 
 #: Stiffness of the quadratic that holds an animated body to its pose in a contact step, as a

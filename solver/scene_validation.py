@@ -334,24 +334,48 @@ def _validate_settings(settings) -> Settings:
 
 
 #: The meshes :func:`_validate_mesh` returned, by id: (a weak reference to the mesh, its vertices
-#: and triangles arrays, which it made read-only). A run validates its scene more than once
-#: (loading, its digest, the simulation); a mesh checked before is returned as it is.
-_VALIDATED_MESHES: dict[int, tuple[weakref.ReferenceType[Mesh], np.ndarray, np.ndarray]] = {}
+#: and triangles arrays, which it made read-only, and its mass properties at density 1). A run
+#: validates its scene more than once (loading, its digest, the simulation) and the add-on's
+#: overlay once per change of the scene; a mesh checked before is returned as it is.
+_VALIDATED_MESHES: dict[int, tuple[weakref.ReferenceType[Mesh], np.ndarray, np.ndarray, object]] = {}
+
+
+def _known_mesh(mesh: Mesh) -> Optional[tuple]:
+    """The :data:`_VALIDATED_MESHES` entry of ``mesh``, or None where it is not (any longer) the
+    mesh :func:`_validate_mesh` returned with its arrays untouched."""
+    known = _VALIDATED_MESHES.get(id(mesh))
+    if (known is not None and known[0]() is mesh and mesh.vertices is known[1] and mesh.triangles is known[2]
+            and not mesh.vertices.flags.writeable and not mesh.triangles.flags.writeable):
+        return known
+    return None
+
+
+def unit_mass_properties(mesh: Mesh):
+    """:func:`solver.mass.mesh_mass_properties` of ``mesh`` at density 1 (a :class:`solver.mass.DyadicMass`;
+    scaled by rho with its ``scaled``), computed once per mesh :func:`validate_scene` returned."""
+    known = _known_mesh(mesh)
+    if known is not None:
+        return known[3]
+    from .mass import mesh_mass_properties  # local import keeps this module free of numerics at import time
+
+    return mesh_mass_properties(mesh.vertices, mesh.triangles, 1.0)
 
 
 def _validate_mesh(mesh, where: str) -> Mesh:
     if not isinstance(mesh, Mesh):
         raise _fail(where, "mesh", f"must be a Mesh, got {_type_name(mesh)}")
-    known = _VALIDATED_MESHES.get(id(mesh))
-    if (known is not None and known[0]() is mesh and mesh.vertices is known[1] and mesh.triangles is known[2]
-            and not mesh.vertices.flags.writeable and not mesh.triangles.flags.writeable):
+    if _known_mesh(mesh) is not None:
         return mesh
     checked = _check_mesh(mesh, where)
     checked.vertices.setflags(write=False)
     checked.triangles.setflags(write=False)
+    from .mass import mesh_mass_properties
+
+    with np.errstate(all="ignore"):
+        unit = mesh_mass_properties(checked.vertices, checked.triangles, 1.0)
     key = id(checked)
     _VALIDATED_MESHES[key] = (weakref.ref(checked, lambda _: _VALIDATED_MESHES.pop(key, None)),
-                              checked.vertices, checked.triangles)
+                              checked.vertices, checked.triangles, unit)
     return checked
 
 
@@ -413,10 +437,8 @@ def _check_closed(triangles: np.ndarray, where: str) -> None:
 
 def _validate_mass(mass, mesh: Mesh, density: float, where: str) -> Optional[MassOverride]:
     if mass is None:
-        from .mass import mesh_mass_properties
-
         with np.errstate(all="ignore"):
-            dyadic = mesh_mass_properties(mesh.vertices, mesh.triangles, density)
+            dyadic = unit_mass_properties(mesh).scaled(density)
             values = np.concatenate(([dyadic.mass], dyadic.mass_x_bar, dyadic.second_moment.ravel()))
             if not np.all(np.isfinite(values)) or not dyadic.mass > 0.0:
                 raise _fail(
@@ -501,9 +523,7 @@ def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float
     body's mass, ``mass`` where it is given, else density V); their sum is least at
     eps = m g L / (16 kappa V), so kappa >= m g L / (16 V MAX_STRETCH).
     """
-    from .mass import mesh_volume  # local import keeps this module free of numerics at import time
-
-    volume = mesh_volume(mesh.vertices, mesh.triangles)
+    volume = unit_mass_properties(mesh).volume
     extent = float(np.ptp(mesh.vertices, axis=0).max())
     weight = (mass if mass is not None else density * volume) * gravity
     stretch = weight * extent / (16.0 * kappa * volume)

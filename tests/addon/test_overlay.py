@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import bmesh
 import bpy
 import numpy as np
 import pytest
@@ -261,10 +262,67 @@ def test_bodies_intersecting_with_contact_on_are_named_and_outlined(addon):
     assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == []
 
 
+def test_the_intersection_check_reuses_only_unchanged_meshes(addon):
+    # Between two checks the overlay keeps each body's validated mesh: a moved body reuses it,
+    # while an edited mesh, a new scale, a body deleted and another made under its name, or a
+    # mesh edited into an invalid one are read and checked again.
+    pytest.importorskip("ipctk")
+    clear_objects()
+    floor = add_box("Floor", 1.0, (0.0, 0.0, -0.1), scale=(4.0, 4.0, 0.2))
+    box = add_box("Box", 0.2, (0.0, 0.0, 0.3))
+    select_only(floor, box)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    floor.abd_body.motion = "FIXED"
+    view_layer = bpy.context.view_layer
+    bpy.context.scene.abd_world.use_contact = True
+    view_layer.update()
+
+    def pairs():
+        view_layer.update()
+        return addon.overlay.cached_intersecting_geometry(view_layer)["pairs"]
+
+    assert pairs() == []
+    meshes = addon.overlay._validated_meshes[view_layer.as_pointer()]
+    kept = meshes["Box"]
+    box.location.x = 0.5  # moved: the same mesh, not checked again
+    assert pairs() == [] and meshes["Box"] is kept
+    box.data.vertices[0].co.z -= 0.6  # a corner pulled down into the floor
+    box.data.update()
+    assert pairs() == [("Box", "Floor")] and meshes["Box"] is not kept
+    box.data.vertices[0].co.z += 0.6
+    box.data.update()
+    assert pairs() == []
+    box.scale.z = 4.0  # stretched down into the floor (the scale is in the solver's mesh)
+    assert pairs() == [("Box", "Floor")]
+    box.scale.z = 1.0
+    assert pairs() == []
+
+    bpy.data.objects.remove(box)  # deleted, and a larger box made under its name
+    tall = add_box("Box", 0.8, (0.0, 0.0, 0.3))
+    select_only(tall)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    assert pairs() == [("Box", "Floor")]
+    tall.location.z = 0.6
+    assert pairs() == []
+    mesh = bmesh.new()  # a face deleted: the mesh is open, the rig does not export
+    mesh.from_mesh(tall.data)
+    mesh.faces.ensure_lookup_table()
+    bmesh.ops.delete(mesh, geom=[mesh.faces[0]], context="FACES_ONLY")
+    mesh.to_mesh(tall.data)
+    mesh.free()
+    tall.data.update()
+    tall.location.z = 0.3
+    assert pairs() == []  # intersecting, but not a valid rig: the bake says why
+    with pytest.raises(RuntimeError, match="Box"):
+        bpy.ops.abd.bake()
+
+
 def test_unregister_removes_the_overlay_handlers(addon):
     addon.overlay.unregister()
     try:
         for name in addon.overlay.INVALIDATING_HANDLERS:
             assert addon.overlay.invalidate not in getattr(bpy.app.handlers, name)
+        assert addon.overlay.forget_meshes not in bpy.app.handlers.load_post
+        assert not addon.overlay._validated_meshes
     finally:
         addon.overlay.register()

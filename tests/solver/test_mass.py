@@ -218,3 +218,30 @@ def test_repeated_motion_applies_the_last_steps_transform_again():
     singular_velocity[0, 3:12] = singular[0, 3:12] / dt  # A^(t-1) = 0
     repeated_motion(singular, singular_velocity, dt, out[:1])
     np.testing.assert_array_equal(out[0], singular[0] + dt * singular_velocity[0])
+
+
+def test_a_validated_meshs_mass_properties_are_computed_once_and_scaled_exactly(monkeypatch):
+    # validate_scene keeps each mesh's mass properties at density 1; a body's mass at its density
+    # is them scaled, equal to the mesh integrated at that density to the last bit.
+    from solver import mass as mass_module
+    from solver.model import body_mass
+    from solver.scene import Body, Scene, Settings
+    from solver.scene_validation import unit_mass_properties, validate_scene
+
+    mesh = box_mesh(np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]))
+    scene = validate_scene(Scene(settings=Settings(frame_count=1), joints=[],
+                                 bodies=[Body(name="box", mesh=mesh, mass_density=7.0)]))
+    body = scene.bodies[0]
+    calls = []
+    integrate = mass_module.mesh_mass_properties
+    monkeypatch.setattr(mass_module, "mesh_mass_properties",
+                        lambda *arguments: calls.append(1) or integrate(*arguments))
+    validate_scene(scene)
+    mass = body_mass(body)
+    assert calls == []  # validated before: neither validation nor the mass integrates it again
+    expected = integrate(body.mesh.vertices, body.mesh.triangles, 7.0)
+    assert mass.mass == expected.mass and mass.volume == expected.volume
+    assert np.array_equal(mass.mass_x_bar, expected.mass_x_bar)
+    assert np.array_equal(mass.second_moment, expected.second_moment)
+    unit_mass_properties(mesh)  # a mesh validate_scene did not return is integrated
+    assert calls == [1]
