@@ -1418,7 +1418,11 @@ def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["scene.json", "scene_meshes.npz"]
 
 
-@pytest.mark.parametrize("module", ["numpy.core.multiarray", "numba.core.config", "scipy.sparse", "solver.simulation"])
+# NumPy's compiled core: numpy.core before NumPy 2, numpy._core since.
+NUMPY_CORE = "numpy._core.multiarray" if int(np.__version__.split(".")[0]) >= 2 else "numpy.core.multiarray"
+
+
+@pytest.mark.parametrize("module", [NUMPY_CORE, "numba.core.config", "scipy.sparse", "solver.simulation"])
 def test_ctrl_c_while_the_solver_imports_stops_the_run_with_130(tmp_path, module):
     """Ctrl+C while ``python -m solver`` imported NumPy and Numba (the package did so at its own
     import, before the command's Ctrl+C handling) printed a traceback. The interrupt is sent as
