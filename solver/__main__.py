@@ -235,17 +235,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             pass
         args = build_parser().parse_args(argv)
         return args.handler(args)
-    except KeyboardInterrupt:  # outputs are written whole or not at all: nothing is half-written
+    except (KeyboardInterrupt, Exception) as error:
+        # Outputs are written whole or not at all: nothing is half-written. A library may turn the
+        # KeyboardInterrupt into its own error (NumPy's import does), hence the handler's record.
+        if not (isinstance(error, KeyboardInterrupt) or _interrupted):
+            raise
         if previous is not None:  # a second Ctrl+C would cut this message short with a traceback
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         _error("interrupted")
-        return EXIT_INTERRUPTED
-    except Exception:
-        if not _interrupted:
-            raise
-        if previous is not None:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _error("interrupted")  # a KeyboardInterrupt that a library turned into its own error
         return EXIT_INTERRUPTED
     finally:
         if previous is not None:

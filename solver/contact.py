@@ -155,19 +155,17 @@ class ContactSurface:
     def _build_mesh(self):
         rows = np.arange(self.offsets[-1])
         local = np.concatenate(self._local) if self._local else np.zeros((0, 3))
-        values = np.concatenate([np.ones((len(rows), 1)), local], axis=1).reshape(-1)
+        weights = np.concatenate([np.ones((len(rows), 1)), local], axis=1)  # [1, x̄] per vertex (V, 4)
         columns = (4 * self.vertex_body[:, None] + np.arange(4)[None, :]).reshape(-1)
         displacement_map = scipy.sparse.csc_matrix(
-            (values, (np.repeat(rows, 4), columns)), shape=(len(rows), 4 * self.body_count))
+            (weights.reshape(-1), (np.repeat(rows, 4), columns)), shape=(len(rows), 4 * self.body_count))
         rest = np.asfortranarray(displacement_map @ np.tile(np.vstack([np.zeros(3), np.eye(3)]), (self.body_count, 1)))
         mesh = ipctk.CollisionMesh(rest, self.edges, self.faces, displacement_map)
-        self._displacement_map = displacement_map.tocsr()
         # J: row 3v + a has 1 in column 12b + a and x̄_c in column 12b + 3 + 3a + c (b = body of v).
         axis = np.arange(3)
         columns = 12 * self.vertex_body[:, None, None] + np.concatenate(
             [axis[:, None], 3 + 3 * axis[:, None] + axis[None, :]], axis=1)[None]
-        values = np.broadcast_to(np.concatenate([np.ones((len(rows), 1)), local], axis=1)[:, None, :],
-                                 columns.shape)
+        values = np.broadcast_to(weights[:, None, :], columns.shape)
         self._jacobian = scipy.sparse.csr_matrix(
             (values.reshape(-1), columns.reshape(-1), 4 * np.arange(3 * len(rows) + 1)),
             shape=(3 * len(rows), 12 * self.body_count))
@@ -197,10 +195,7 @@ class ContactSurface:
 
     def positions(self, q: np.ndarray) -> np.ndarray:
         """Surface vertex positions (V, 3), m, of states q (bodies, 12): x = p + A x̄."""
-        full = np.empty((self.body_count, 4, 3))
-        full[:, 0] = q[:, 0:3]
-        full[:, 1:4] = np.swapaxes(q[:, 3:12].reshape(-1, 3, 3), 1, 2)
-        return np.asfortranarray(self._displacement_map @ full.reshape(-1, 3))
+        return np.asfortranarray((self._jacobian @ q.reshape(-1)).reshape(-1, 3))
 
     # -- frame 0 ----------------------------------------------------------------------------
     def _pairs_closer_than(self, positions: np.ndarray, distance: float) -> set:

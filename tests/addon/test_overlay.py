@@ -219,16 +219,22 @@ def test_the_cached_geometry_follows_every_change_of_the_scene(addon):
     assert at_5 is not at_1 and not np.allclose(at_5["axis"], at_1["axis"])
 
 
-def test_bodies_intersecting_with_contact_on_are_named_and_outlined(addon):
-    # A box sunk 5 cm into a fixed floor: with contact on, the overlay names the pair the bake
-    # refuses and outlines both bodies; moved apart, or with contact off, nothing.
+def box_over_fixed_floor(height: float) -> tuple:
+    """A 0.2 m body box centred at ``height`` over a fixed 4 m x 4 m floor body whose top is at 0."""
     pytest.importorskip("ipctk")
     clear_objects()
     floor = add_box("Floor", 1.0, (0.0, 0.0, -0.1), scale=(4.0, 4.0, 0.2))
-    box = add_box("Box", 0.2, (0.0, 0.0, 0.05))
+    box = add_box("Box", 0.2, (0.0, 0.0, height))
     select_only(floor, box)
     assert bpy.ops.abd.body_add() == {"FINISHED"}
     floor.abd_body.motion = "FIXED"
+    return floor, box
+
+
+def test_bodies_intersecting_with_contact_on_are_named_and_outlined(addon):
+    # A box sunk 5 cm into a fixed floor: with contact on, the overlay names the pair the bake
+    # refuses and outlines both bodies; moved apart, or with contact off, nothing.
+    floor, box = box_over_fixed_floor(0.05)
     view_layer, world_ = bpy.context.view_layer, bpy.context.scene.abd_world
     view_layer.update()
     assert addon.overlay.cached_intersecting_geometry(view_layer)["pairs"] == []  # contact off
@@ -266,13 +272,7 @@ def test_the_intersection_check_reuses_only_unchanged_meshes(addon):
     # Between two checks the overlay keeps each body's validated mesh: a moved body reuses it,
     # while an edited mesh, a new scale, a body deleted and another made under its name, or a
     # mesh edited into an invalid one are read and checked again.
-    pytest.importorskip("ipctk")
-    clear_objects()
-    floor = add_box("Floor", 1.0, (0.0, 0.0, -0.1), scale=(4.0, 4.0, 0.2))
-    box = add_box("Box", 0.2, (0.0, 0.0, 0.3))
-    select_only(floor, box)
-    assert bpy.ops.abd.body_add() == {"FINISHED"}
-    floor.abd_body.motion = "FIXED"
+    floor, box = box_over_fixed_floor(0.3)
     view_layer = bpy.context.view_layer
     bpy.context.scene.abd_world.use_contact = True
     view_layer.update()
