@@ -30,7 +30,7 @@ frames), the smallest distance of the solver's states, and the deepest penetrati
 poses (each affine state's nearest rotation, as the add-on keys it: the deepest vertex of one
 body inside another's convex hull over the frames, where ipctk finds the keyed surfaces
 intersecting); for Bullet the same penetration measure. ``--profile`` adds where one step's time
-goes, from cProfile over the steps of ``--profile-frames`` frames after the first impacts.
+goes (:class:`StepProfile`) over ``--profile-frames`` frames from the landing of the lowest layer.
 
     python benchmarks/pile.py                               # column N = 125 and the mixed pile
     python benchmarks/pile.py --sizes 125 1000 --update-docs
@@ -39,11 +39,8 @@ goes, from cProfile over the steps of ``--profile-frames`` frames after the firs
 from __future__ import annotations
 
 import argparse
-import cProfile
 import json
 import os
-import pstats
-import re
 import subprocess
 import sys
 import time
@@ -218,32 +215,67 @@ def keyed_penetration(bodies: list[dict], transforms: np.ndarray) -> tuple[float
 
 
 # -- ours -------------------------------------------------------------------------------------
-PROFILE_PARTS = (  # (part, pattern of a cProfile entry whose own time counts to it), first match wins
-    ("broad phase", r"Candidates' objects\}|method 'build' of 'ipctk\.Candidates|_candidates_cover|set_candidates"),
-    ("CCD", r"compute_collision_free_stepsize|has_intersections"),
-    ("barrier & friction derivatives", r"ipctk\.(BarrierPotential|FrictionPotential|NormalCollisions|"
-                                       r"TangentialCollisions)|compute_minimum_distance|method 'build' of"),
-    ("mapping to bodies", r"scipy/sparse|_body_blocks|_contact_blocks"),
-    ("factorisation", r"splu|superlu|cholmod|_factorize|factorize"),
-)
+class StepProfile:
+    """Wall time by part of the contact steps while :attr:`on`: each part's own time (its nested
+    parts' taken out), from timers wrapped around the solver's functions for the run (and
+    removed after it, :meth:`restore`). Parts: broad phase (``set_candidates``), CCD
+    (``collision_free_step``), friction lagging (``relag``), barrier and friction derivatives
+    (``gradient_blocks``: ipctk's collisions, gradients and Hessians), mapping to bodies
+    (:class:`solver.contact_blocks.ContactBlocks`: the 12x12 body blocks and the Newton matrix),
+    factorisation (SuperLU), line search (energies), and the rest of the step (Python, the
+    terms' derivatives)."""
 
+    PARTS = (("broad phase", "solver.contact", "ContactSurface", "set_candidates"),
+             ("CCD", "solver.contact", "ContactSurface", "collision_free_step"),
+             ("friction lagging", "solver.contact", "ContactSurface", "relag"),
+             ("barrier & friction derivatives", "solver.contact", "ContactSurface", "gradient_blocks"),
+             ("mapping to bodies", "solver.contact_blocks", "ContactBlocks", "__init__"),
+             ("mapping to bodies", "solver.contact_blocks", "ContactBlocks", "newton_matrix"),
+             ("factorisation", "scipy.sparse.linalg", None, "splu"),
+             ("line search", "solver.newton", "NewtonStep", "line_search"),
+             ("step", "solver.newton", "ContactNewtonStep", "solve"),
+             ("step", "solver.contact", "ContactSurface", "begin_step"))
 
-def profile_parts(profile: cProfile.Profile, line_search_seconds: float) -> dict:
-    """Seconds by part of a cProfile run: the own time of each entry, by PROFILE_PARTS, the rest
-    'Python'; 'line search' is the wall time spent in line searches (its parts counted also there)."""
-    stats = pstats.Stats(profile)
-    parts = {name: 0.0 for name, _ in PROFILE_PARTS}
-    parts["Python and the rest"] = 0.0
-    for (filename, line, function), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
-        label = f"{filename}:{line}({function})"
-        for name, pattern in PROFILE_PARTS:
-            if re.search(pattern, label):
-                parts[name] += own
-                break
-        else:
-            parts["Python and the rest"] += own
-    parts["line search (energies inside, overlapping the parts above)"] = line_search_seconds
-    return parts
+    def __init__(self) -> None:
+        import importlib  # noqa: PLC0415
+        self.on = False
+        self.seconds = {part: 0.0 for part, *_ in self.PARTS}
+        self._stack: list[float] = []  # per open timer, the time its nested timers took
+        self._originals = []
+        for part, module_name, class_name, name in self.PARTS:
+            owner = importlib.import_module(module_name)
+            owner = getattr(owner, class_name) if class_name else owner
+            original = getattr(owner, name)
+            self._originals.append((owner, name, original))
+            setattr(owner, name, self._timed(part, original))
+
+    def _timed(self, part: str, original):
+        def timed(*args, **kwargs):
+            if not self.on:
+                return original(*args, **kwargs)
+            self._stack.append(0.0)
+            begun = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - begun
+                nested = self._stack.pop()
+                self.seconds[part] += spent - nested
+                if self._stack:
+                    self._stack[-1] += spent
+        return timed
+
+    def restore(self) -> None:
+        """Put the solver's functions back."""
+        for owner, name, original in reversed(self._originals):
+            setattr(owner, name, original)
+
+    def parts(self, steps: int) -> dict:
+        """Seconds a step by part (the step's own time as 'Python and the rest'), and the total."""
+        result = {part: seconds / steps for part, seconds in self.seconds.items() if part != "step"}
+        result["Python and the rest"] = self.seconds["step"] / steps
+        result["total"] = sum(result.values())
+        return result
 
 
 def solver_body(body: dict):
@@ -310,7 +342,6 @@ def run_ours(bodies: list[dict], seconds: float, substeps: int, profile_frames: 
     """Simulate ``bodies`` in our solver; its figures (and the profile of ``profile_frames``
     frames after the first contacts where > 0)."""
     from solver import ContactSettings, Scene, Settings  # noqa: PLC0415
-    from solver import newton  # noqa: PLC0415
     from solver.simulation import simulate  # noqa: PLC0415
 
     frames = int(round(seconds * FPS))
@@ -319,35 +350,24 @@ def run_ours(bodies: list[dict], seconds: float, substeps: int, profile_frames: 
                   bodies=[solver_body(body) for body in bodies])
     stamps: dict[int, float] = {}
     cpu: dict[int, float] = {}
-    profile = cProfile.Profile()
-    profiling = {"on": False, "first": None, "line_search": 0.0, "steps": 0}
-    line_search = newton.NewtonStep.line_search
-
-    def timed_line_search(self, *args, **kwargs):
-        begun = time.perf_counter()
-        try:
-            return line_search(self, *args, **kwargs)
-        finally:
-            if profiling["on"]:
-                profiling["line_search"] += time.perf_counter() - begun
+    profile = StepProfile() if profile_frames else None
+    first: list[int] = []
 
     def clock(frame: int, frame_count: int) -> None:
         stamps[frame], cpu[frame] = time.perf_counter(), time.process_time()
-        if not profile_frames:
+        if profile is None:
             return
-        if profiling["on"] and frame >= profiling["first"] + profile_frames:
-            profile.disable()
-            profiling["on"] = False
-        elif profiling["first"] is None and frame >= int(0.4 * FPS):  # the lowest layers have landed
-            profiling["first"], profiling["on"] = frame, True
-            profile.enable()
+        if profile.on and frame >= first[0] + profile_frames:
+            profile.on = False
+        elif not first and frame >= int(0.4 * FPS):  # the lowest layers have landed
+            first.append(frame)
+            profile.on = True
 
-    newton.NewtonStep.line_search = timed_line_search
     try:
         trajectory = simulate(scene, progress=clock)
     finally:
-        newton.NewtonStep.line_search = line_search
-        profile.disable()
+        if profile is not None:
+            profile.restore()
     simulated = (frames - 1) / FPS
     keyed = rigid_poses(trajectory.transforms)
     depth, intersecting = keyed_penetration(bodies, keyed)
@@ -361,10 +381,8 @@ def run_ours(bodies: list[dict], seconds: float, substeps: int, profile_frames: 
         "distance": float(np.min(trajectory.contact_distance)),
         "penetration": depth, "intersecting_frames": intersecting,
     }
-    if profile_frames:
-        steps = profile_frames * substeps
-        result["profile"] = {name: value / steps for name, value in profile_parts(
-            profile, profiling["line_search"]).items()}
+    if profile is not None:
+        result["profile"] = profile.parts(profile_frames * substeps)
     return result
 
 
@@ -562,7 +580,7 @@ def main() -> None:
                     profiles.append((f"{scene_kind} {count}, {substeps}/frame", result["profile"]))
     table = markdown(rows)
     profile_table = profile_markdown(profiles)
-    print("\n" + table + ("\nProfile of one step (cProfile's own time of each part, ms):\n\n" + profile_table
+    print("\n" + table + ("\nWhere one step's time goes (ms of wall time a step, each part's own):\n\n" + profile_table
                           if profile_table else ""), flush=True)
     if args.update_docs:
         try:
@@ -574,8 +592,8 @@ def main() -> None:
                 + time.strftime("%H:%M UTC", time.gmtime()))
         block = (f"Written by `python benchmarks/pile.py {' '.join(sys.argv[1:])}`, {when}, on {cpu} "
                  f"({os.cpu_count()} logical CPUs).\n\n" + table
-                 + ("\nWhere one step's time goes (ms a step, cProfile's own time by part, "
-                    f"{args.profile_frames} frames after the lowest layers land):\n\n" + profile_table
+                 + ("\nWhere one step's time goes (ms of wall time a step, each part's own, over "
+                    f"{args.profile_frames} frames from the landing of the lowest layer):\n\n" + profile_table
                     if profile_table else ""))
         page = args.update_docs.read_text() if args.update_docs.exists() else "# Performance\n"
         args.update_docs.write_text(with_docs_block(page, block))
