@@ -770,7 +770,7 @@ class ChordNewtonStep(NewtonStep):
 
 
 #: Re-lags of the friction per step at most (:func:`solve_contact_step`).
-FRICTION_RELAGS_MAX = 0
+FRICTION_RELAGS_MAX = 2
 
 
 class ContactNewtonStep(NewtonStep):
