@@ -428,8 +428,12 @@ def run_blender(bodies: list[dict], seconds: float, shape: str) -> dict:
         cpu += time.process_time() - start_cpu
         poses.append(np.array([np.array(obj.matrix_world) for obj in objects]))  # untimed
     depth, intersecting = keyed_penetration(bodies, np.array(poses))
+    lowest = min(float(np.min(b["vertices"] @ pose[:3, :3].T + pose[:3, 3]))
+                 for b, pose in zip(bodies, poses[-1]) if b["motion"] == "dynamic")
+    notes = ([f"lowest point {lowest:.2f} m at the end: bodies fell through the ground"]
+             if lowest < GROUND_TOP - 0.05 else [])
     return {"rate": wall / (frames / FPS), "cpu": cpu / (frames / FPS), "penetration": depth,
-            "intersecting_frames": intersecting, "version": bpy.app.version_string}
+            "intersecting_frames": intersecting, "version": bpy.app.version_string, "notes": notes}
 
 
 def blender_worker(args) -> None:
