@@ -11,8 +11,8 @@ has, per surface vertex of body b, the row [1, x̄] in the four columns of b: th
 four points per body, Q_b = [p; A^T] (4, 3), and a surface vertex is x = [1, x̄^T] Q_b = p + A x̄.
 The same map in q = [p, rows of A] order is the Jacobian J (3V, 12 bodies) of the surface
 vertices, with the rows x_a = q_a + sum_c q_{3 + 3a + c} x̄_c; a vertex gradient g maps to J^T g
-and ipctk's vertex Hessian H to J^T H J (the chain rule of Lan et al. 2022), both as SciPy
-sparse products with J's columns restricted to the Newton system's unknowns.
+(a sparse product) and ipctk's vertex Hessian H to J^T H J (the chain rule of Lan et al. 2022)
+as 12x12 blocks of body pairs over the Newton system's unknowns (:mod:`solver.contact_blocks`).
 
 Incremental-potential terms (dt the time step, q the bodies' states, x(q) the surface vertices):
 
