@@ -20,9 +20,12 @@ worker and costs its bakes only the compilation. A file that fails comes back wi
 one-line reason; the others are still baked. Paths must name the same files on the workers as
 here (a shared file system; relative paths are made absolute first).
 
-The warm-up plugin is pickled by value (cloudpickle) and the tasks are ``subprocess.run`` calls,
-so the scheduler and the workers need ``distributed`` and the batch command's own requirements,
-not this module.
+The warm-up plugin and the tasks (:func:`bake_task`) are pickled by value (cloudpickle), so the
+scheduler and the workers need ``distributed`` and the batch command's own requirements, not this
+module. A scheduler that does not answer within :data:`CONNECT_TIMEOUT` s, or an address Dask
+cannot use, is one line of error; a cluster with no worker is reported after :data:`WORKER_WAIT`
+s. While a file bakes its task holds a lock on it, so a task that Dask reruns after losing its
+worker never bakes beside the first bake, which on Linux ends with its worker.
 """
 
 from __future__ import annotations
@@ -46,6 +49,26 @@ REPOSITORY = str(Path(__file__).resolve().parents[1])
 REFUSED_OPTIONS = ("--out", "--trajectory", "--from-trajectory", "--warm-up", "--scheduler")
 #: Batch options followed by a path (made absolute before they go to the workers).
 PATH_OPTIONS = ("--out-dir", "--trajectory-dir", "--from-trajectory-dir", "--export-scene-dir")
+#: Seconds the scheduler has to answer a connection (a service that accepts it and stays silent is
+#: not one).
+CONNECT_TIMEOUT = 30.0
+#: Seconds without a worker after which the wait is reported on stderr.
+WORKER_WAIT = 30.0
+#: Python run on the worker for each file: the batch bake, in a process that is ended (SIGTERM) when
+#: the worker that started it dies (Linux's PR_SET_PDEATHSIG, kept across the exec), so that a rerun
+#: of the task elsewhere never bakes beside a bake whose worker was lost.
+BAKE_LAUNCHER = (
+    "import os, signal, sys\n"
+    "parent = int(sys.argv[1])\n"
+    "try:\n"
+    "    import ctypes\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "except (OSError, AttributeError):\n"
+    "    pass  # not Linux: the lock alone keeps a second bake off\n"
+    "if os.getppid() != parent:\n"
+    "    sys.exit('error: the worker that started this bake is gone')\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'abd_addon.batch', *sys.argv[2:]])\n"
+)
 
 
 def batch_command(blend: str, options: list, python: str) -> list:
@@ -79,6 +102,82 @@ def parse_summary(line: str) -> dict:
     """The batch's summary line ``key=value key=value ...`` as a dict of strings (a value may hold
     spaces: a new pair starts only at `` name=``)."""
     return dict(part.split("=", 1) for part in re.split(r" (?=[a-z_]+=)", line.strip()))
+
+
+def bake_task(command: list, blend: str, cwd: str) -> subprocess.CompletedProcess:
+    """One file's task on a worker: ``command`` (:func:`batch_command`) run from ``cwd`` through
+    :data:`BAKE_LAUNCHER`, holding an exclusive lock (``flock``) on ``blend`` that the bake's process
+    inherits: where Dask reruns the task of a worker it lost while its bake still runs, the rerun
+    finds the file locked and refuses (exit status 1, one ``error:`` line) instead of writing the
+    same output. A file system without locks bakes without one."""
+    import fcntl
+
+    try:
+        held = open(blend, "rb")  # noqa: SIM115 - held open for the bake's whole run
+    except OSError:  # missing or unreadable: the batch says so
+        held = None
+    try:
+        if held is not None:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return subprocess.CompletedProcess(command, 1, "", f"error: {blend}: another bake of this file is "
+                                                                   "still running (its worker was lost?): not baked "
+                                                                   "twice at once\n")
+            except OSError:
+                pass  # no locks here
+        launcher = [command[0], "-c", BAKE_LAUNCHER, str(os.getpid()), *command[3:]]
+        return subprocess.run(launcher, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              pass_fds=() if held is None else (held.fileno(),))
+    finally:
+        if held is not None:
+            held.close()
+
+
+def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> Client:
+    """A ``Client`` of the scheduler at ``address``, or a one-line error.
+
+    Raises:
+        OSError: an address Dask cannot use here (``http://``: a dashboard's; ``tls://`` without
+            Dask's TLS settings; ``ucx://`` without UCX-Py), no scheduler answering within
+            ``timeout`` s (a service that accepts the connection and stays silent), or a service
+            that is not a Dask scheduler (one whose reply Dask cannot read).
+    """
+    import importlib.util
+    import threading
+
+    import dask.config
+
+    scheme = address.split("://", 1)[0].lower() if "://" in address else "tcp"
+    if scheme in ("http", "https"):
+        raise OSError("an HTTP address (a dashboard's?): give the scheduler's, tcp://HOST:8786 by default")
+    if scheme in ("tls", "wss") and not dask.config.get("distributed.comm.tls.ca-file", None):
+        raise OSError(f"{scheme}:// needs Dask's TLS settings (distributed.comm.tls: ca-file, and client cert "
+                      "and key, in the Dask configuration)")
+    if scheme == "ucx" and not any(importlib.util.find_spec(name) for name in ("ucp", "ucxx", "distributed_ucxx")):
+        raise OSError("ucx:// needs UCX-Py (the distributed-ucxx package), which is not installed here")
+    outcome: dict = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = Client(address, timeout=timeout)
+        except BaseException as error:  # noqa: BLE001 - reported below, in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=attempt, name="abd-joints-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 5.0)
+    if thread.is_alive():
+        raise OSError(f"no answer within {timeout:g} s: not a Dask scheduler, or one that does not respond")
+    error = outcome.get("error")
+    if error is None:
+        return outcome["client"]
+    if isinstance(error, OSError):
+        raise error
+    if isinstance(error, MemoryError):
+        raise OSError("its reply is not a Dask scheduler's") from None
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    raise OSError(f"{type(error).__name__}: {first}") from None
 
 
 class WarmUp(WorkerPlugin):
@@ -142,7 +241,8 @@ def check_inputs(blends: list, options: list) -> tuple:
 
 
 def bake_on_cluster(scheduler, blends: list, options: list = (), python: str | None = None,
-                    repository: str = REPOSITORY, progress: bool | None = None, on_result=None) -> list:
+                    repository: str = REPOSITORY, progress: bool | None = None, on_result=None,
+                    connect_timeout: float = CONNECT_TIMEOUT, worker_wait: float = WORKER_WAIT) -> list:
     """Bake each of ``blends`` as one task on a Dask cluster; return the results in input order.
 
     ``scheduler`` is the scheduler's address (``tcp://host:8786``) or a ``distributed.Client`` (or
@@ -155,23 +255,33 @@ def bake_on_cluster(scheduler, blends: list, options: list = (), python: str | N
     called as each file finishes. Results are :func:`file_result`'s dicts; a task that could not
     run (no such interpreter on the worker, the worker lost) has ``ok`` False and the reason.
     Ctrl+C cancels the files not yet started (a bake already running finishes on its worker).
+    The scheduler has ``connect_timeout`` s to answer (:func:`connect`); where no worker has
+    joined it after ``worker_wait`` s, a line on stderr says so, and the files are baked as
+    workers join. Each task holds a lock on its file while it bakes (:func:`bake_task`): a task
+    Dask reruns after losing its worker refuses while the first bake still runs, and that bake
+    ends with its worker (on Linux).
 
     Raises:
         ValueError: bad inputs (:func:`check_inputs`).
-        OSError: the scheduler cannot be reached.
+        OSError: the scheduler cannot be reached or is not one (:func:`connect`).
     """
     blends, options = check_inputs(list(blends), list(options))
     python = python or sys.executable
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the plugin: the workers need not import this
     own = not isinstance(scheduler, Client)
-    client = Client(scheduler) if own else scheduler
+    client = connect(str(scheduler), connect_timeout) if own else scheduler
     futures = []
     try:
         client.register_plugin(WarmUp(python, repository))
-        # subprocess.run itself is the task: a fresh process per file, and nothing of ours to unpickle.
-        futures = [client.submit(subprocess.run, batch_command(blend, options, python), cwd=repository,
-                                 capture_output=True, text=True, stdin=subprocess.DEVNULL, pure=False)
+        # bake_task is pickled by value with this module: a fresh process per file.
+        futures = [client.submit(bake_task, batch_command(blend, options, python), blend, repository, pure=False)
                    for blend in blends]
+        try:
+            client.wait_for_workers(1, timeout=worker_wait)
+        except (TimeoutError, asyncio.TimeoutError):
+            print(f"waiting for workers: none has joined the scheduler at {client.scheduler.address} in "
+                  f"{worker_wait:g} s; the files are baked as workers join (Ctrl+C cancels)", file=sys.stderr,
+                  flush=True)
         order = {future.key: k for k, future in enumerate(futures)}
         results = [None] * len(blends)
         with tqdm(total=len(blends), unit="file", desc="baking", file=sys.stderr,
