@@ -20,9 +20,9 @@ worker and costs its bakes only the compilation. A file that fails comes back wi
 one-line reason; the others are still baked. Paths must name the same files on the workers as
 here (a shared file system; relative paths are made absolute first).
 
-The warm-up plugin and the tasks (:func:`bake_task`) are pickled by value (cloudpickle), so the
-scheduler and the workers need ``distributed`` and the batch command's own requirements, not this
-module. A scheduler that does not answer within :data:`CONNECT_TIMEOUT` s, or an address Dask
+The warm-up plugin is pickled by value (cloudpickle) and the tasks are ``subprocess.run`` calls,
+so the scheduler and the workers need ``distributed`` and the batch command's own requirements,
+not this module. A scheduler that does not answer within :data:`CONNECT_TIMEOUT` s, or an address Dask
 cannot use, is one line of error; a cluster with no worker is reported after :data:`WORKER_WAIT`
 s. While a file bakes its task holds a lock on it, so a task that Dask reruns after losing its
 worker never bakes beside the first bake, which on Linux ends with its worker.
@@ -54,27 +54,49 @@ PATH_OPTIONS = ("--out-dir", "--trajectory-dir", "--from-trajectory-dir", "--exp
 CONNECT_TIMEOUT = 30.0
 #: Seconds without a worker after which the wait is reported on stderr.
 WORKER_WAIT = 30.0
-#: Python run on the worker for each file: the batch bake, in a process that is ended (SIGTERM) when
-#: the worker that started it dies (Linux's PR_SET_PDEATHSIG, kept across the exec), so that a rerun
-#: of the task elsewhere never bakes beside a bake whose worker was lost.
-BAKE_LAUNCHER = (
-    "import os, signal, sys\n"
-    "parent = int(sys.argv[1])\n"
-    "try:\n"
-    "    import ctypes\n"
-    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
-    "except (OSError, AttributeError):\n"
-    "    pass  # not Linux: the lock alone keeps a second bake off\n"
-    "if os.getppid() != parent:\n"
-    "    sys.exit('error: the worker that started this bake is gone')\n"
-    "os.execv(sys.executable, [sys.executable, '-m', 'abd_addon.batch', *sys.argv[2:]])\n"
-)
+#: Python run on the worker for each file (``python -c BAKE_LAUNCHER FILE OPTIONS...``): takes an
+#: exclusive lock (``flock``) on the file, which the bake's process keeps (the descriptor is
+#: inherited across the exec), so that where Dask reruns the task of a worker it lost while its bake
+#: still runs, the rerun refuses (exit status 1, one ``error:`` line) instead of writing the same
+#: output; asks Linux to end the bake (SIGTERM) when the worker that started it dies
+#: (PR_SET_PDEATHSIG, kept across the exec); then runs the batch bake of the file. A file that
+#: cannot be opened, or a file system without locks, bakes without a lock (the batch names a
+#: missing file).
+BAKE_LAUNCHER = """\
+import fcntl, os, signal, sys
+blend = sys.argv[1]
+try:
+    held = os.open(blend, os.O_RDONLY)
+except OSError:
+    held = None
+if held is not None:
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"error: {blend}: another bake of this file is still running (its worker was lost?): "
+                 "not baked twice at once")
+    except OSError:
+        pass
+    os.set_inheritable(held, True)
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+except (OSError, AttributeError):
+    pass
+os.execv(sys.executable, [sys.executable, "-m", "abd_addon.batch", *sys.argv[1:]])
+"""
 
 
 def batch_command(blend: str, options: list, python: str) -> list:
     """The command line that bakes ``blend`` with the batch ``options``: ``python -m abd_addon.batch
     blend options...``."""
     return [python, "-m", "abd_addon.batch", blend, *options]
+
+
+def task_command(blend: str, options: list, python: str) -> list:
+    """The command line of ``blend``'s task on a worker: :func:`batch_command` run through
+    :data:`BAKE_LAUNCHER` (a lock on the file, the bake ending with its worker)."""
+    return [python, "-c", BAKE_LAUNCHER, blend, *options]
 
 
 def file_result(blend: str, status: int | None, stdout: str = "", stderr: str = "") -> dict:
@@ -102,36 +124,6 @@ def parse_summary(line: str) -> dict:
     """The batch's summary line ``key=value key=value ...`` as a dict of strings (a value may hold
     spaces: a new pair starts only at `` name=``)."""
     return dict(part.split("=", 1) for part in re.split(r" (?=[a-z_]+=)", line.strip()))
-
-
-def bake_task(command: list, blend: str, cwd: str) -> subprocess.CompletedProcess:
-    """One file's task on a worker: ``command`` (:func:`batch_command`) run from ``cwd`` through
-    :data:`BAKE_LAUNCHER`, holding an exclusive lock (``flock``) on ``blend`` that the bake's process
-    inherits: where Dask reruns the task of a worker it lost while its bake still runs, the rerun
-    finds the file locked and refuses (exit status 1, one ``error:`` line) instead of writing the
-    same output. A file system without locks bakes without one."""
-    import fcntl
-
-    try:
-        held = open(blend, "rb")  # noqa: SIM115 - held open for the bake's whole run
-    except OSError:  # missing or unreadable: the batch says so
-        held = None
-    try:
-        if held is not None:
-            try:
-                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return subprocess.CompletedProcess(command, 1, "", f"error: {blend}: another bake of this file is "
-                                                                   "still running (its worker was lost?): not baked "
-                                                                   "twice at once\n")
-            except OSError:
-                pass  # no locks here
-        launcher = [command[0], "-c", BAKE_LAUNCHER, str(os.getpid()), *command[3:]]
-        return subprocess.run(launcher, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              pass_fds=() if held is None else (held.fileno(),))
-    finally:
-        if held is not None:
-            held.close()
 
 
 def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> Client:
@@ -257,7 +249,7 @@ def bake_on_cluster(scheduler, blends: list, options: list = (), python: str | N
     Ctrl+C cancels the files not yet started (a bake already running finishes on its worker).
     The scheduler has ``connect_timeout`` s to answer (:func:`connect`); where no worker has
     joined it after ``worker_wait`` s, a line on stderr says so, and the files are baked as
-    workers join. Each task holds a lock on its file while it bakes (:func:`bake_task`): a task
+    workers join. Each task holds a lock on its file while it bakes (:data:`BAKE_LAUNCHER`): a task
     Dask reruns after losing its worker refuses while the first bake still runs, and that bake
     ends with its worker (on Linux).
 
@@ -273,8 +265,9 @@ def bake_on_cluster(scheduler, blends: list, options: list = (), python: str | N
     futures = []
     try:
         client.register_plugin(WarmUp(python, repository))
-        # bake_task is pickled by value with this module: a fresh process per file.
-        futures = [client.submit(bake_task, batch_command(blend, options, python), blend, repository, pure=False)
+        # subprocess.run itself is the task: a fresh process per file, and nothing of ours to unpickle.
+        futures = [client.submit(subprocess.run, task_command(blend, options, python), cwd=repository,
+                                 capture_output=True, text=True, stdin=subprocess.DEVNULL, pure=False)
                    for blend in blends]
         try:
             client.wait_for_workers(1, timeout=worker_wait)

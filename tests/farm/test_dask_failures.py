@@ -109,8 +109,8 @@ def test_a_rerun_of_a_file_still_baking_refuses(tmp_path):
     blend.write_bytes(b"not read")
     with open(blend, "rb") as first_bake:
         fcntl.flock(first_bake, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        result = dask_bake.bake_task(dask_bake.batch_command(str(blend), ["--out-dir", str(tmp_path)], sys.executable),
-                                     str(blend), str(ROOT))
+        result = subprocess.run(dask_bake.task_command(str(blend), ["--out-dir", str(tmp_path)], sys.executable),
+                                cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1 and result.stderr == (
         f"error: {blend}: another bake of this file is still running (its worker was lost?): not baked twice at once\n")
     assert dask_bake.file_result(str(blend), result.returncode, result.stdout, result.stderr)["error"].startswith(
@@ -118,10 +118,10 @@ def test_a_rerun_of_a_file_still_baking_refuses(tmp_path):
 
 
 WORKER = """
-import sys
+import subprocess, sys
 from farm import dask_bake
 blend, out = sys.argv[1:]
-dask_bake.bake_task(dask_bake.batch_command(blend, ["--out-dir", out], sys.executable), blend, ".")
+subprocess.run(dask_bake.task_command(blend, ["--out-dir", out], sys.executable))
 """
 
 
