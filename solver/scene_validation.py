@@ -39,6 +39,10 @@ MAX_MAGNITUDE = 1e12
 #: Largest relative stretch of a dynamic body under its own weight that its kappa may allow
 #: (:func:`_check_rigid`): a softer OrthoPotential does not give a rigid body.
 MAX_STRETCH = 0.01
+#: Unicode categories of characters refused in names: format characters (Cf: U+202E RIGHT-TO-LEFT
+#: OVERRIDE shows a name backwards, U+200B ZERO WIDTH SPACE makes two names that look the same)
+#: and the line and paragraph separators (Zl, Zp), which split an error line.
+INVISIBLE_CATEGORIES = ("Cf", "Zl", "Zp")
 #: Smallest accepted contact ``d_hat``, m: a tenth of the tolerance of the solver's CCD
 #: (:data:`solver.contact.CCD_TOLERANCE`, 1e-4). Surfaces kept closer than the CCD resolves make
 #: each CCD call subdivide to its iteration cap: steps take seconds, then hours (docs/contact.md).
@@ -510,7 +514,8 @@ def _validate_soft_transform(soft, transform: np.ndarray, frames: int, where: st
 def _check_name(name, where: str) -> None:
     """Raise :class:`SceneError` (naming ``where``, ``body #i``) unless ``name`` is a non-empty
     string of at most :data:`MAX_NAME_LENGTH` characters with no control character (a NUL
-    would cut it short in the trajectory file's names, a line break split an error line)."""
+    would cut it short in the trajectory file's names, a line break split an error line) and no
+    invisible formatting character (:data:`INVISIBLE_CATEGORIES`)."""
     if not isinstance(name, str) or not name:
         raise SceneError(f"{where}: name: must be a non-empty string, got {name!r:.60}")
     if len(name) > MAX_NAME_LENGTH:
@@ -519,6 +524,10 @@ def _check_name(name, where: str) -> None:
     control = next((character for character in name if unicodedata.category(character) == "Cc"), None)
     if control is not None:
         raise SceneError(f"{where}: name: must not contain control characters, got {control!r} in {name!r:.60}")
+    hidden = next((character for character in name if unicodedata.category(character) in INVISIBLE_CATEGORIES), None)
+    if hidden is not None:
+        raise SceneError(f"{where}: name: must not contain invisible formatting characters, got "
+                         f"U+{ord(hidden):04X} {unicodedata.name(hidden, 'FORMAT CHARACTER')} in {name!r:.60}")
 
 
 def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str) -> None:

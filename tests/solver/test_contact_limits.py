@@ -73,3 +73,15 @@ def test_the_barrier_force_is_ipctks():
     for distance in (1e-5, 2e-4, 5e-4, 9e-4):
         expected = abs(2.0 * distance * ipctk.barrier_first_derivative(distance * distance, 1e-6))
         assert barrier_force_per_kappa(distance, 1e-3) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("name, code", [("arm\u202eevil", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+                                        ("arm\u200b", "U+200B ZERO WIDTH SPACE"),
+                                        ("two\u2028lines", "U+2028 LINE SEPARATOR")])
+def test_names_with_invisible_formatting_characters_are_refused(name, code):
+    """U+202E shows a name backwards and U+200B makes two names look alike: both were accepted."""
+    scene = two_boxes()
+    scene.bodies[1].name = name
+    with pytest.raises(SceneError, match=re.escape(f"body #1: name: must not contain invisible formatting "
+                                                   f"characters, got {code}")):
+        validate_scene(scene)
