@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the public names as type checkers see them; at run time __g
     from .scene_io import load_scene
     from .simulation import Simulation, SolverError, simulate
     from .trajectory import Trajectory
-    from .numba_cache import cache_base, source_stamp
+    from .numba_cache import cache_base as cache_base, source_stamp as source_stamp
 
 __all__ = [
     "Body", "BodyContact", "ContactSettings", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene",

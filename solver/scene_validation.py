@@ -591,8 +591,9 @@ def _check_contact_scale(settings: Settings, bodies: list) -> None:
     corners = [body.mesh.vertices @ body.transform[:3, :3].T + body.transform[:3, 3] for body in members]
     points = np.concatenate(corners)
     extent = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
-    smallest = min(members, key=lambda body: float(np.ptp(body.mesh.vertices, axis=0) @ np.ptp(body.mesh.vertices, axis=0)))
-    half_size = 0.5 * float(np.linalg.norm(np.ptp(smallest.mesh.vertices, axis=0)))
+    diagonals = [float(np.linalg.norm(np.ptp(body.mesh.vertices, axis=0))) for body in members]
+    smallest = members[int(np.argmin(diagonals))]
+    half_size = 0.5 * min(diagonals)
     lowest = max(MIN_D_HAT, MIN_RELATIVE_D_HAT * extent)
     if contact.d_hat < lowest:
         reason = ("a tenth of the contact check's tolerance" if lowest == MIN_D_HAT else

@@ -260,8 +260,8 @@ class Trajectory:
                 if name in stored:
                     continue
                 if name in sizes:
-                    values, need = sizes[name]
-                    stored[name] = data.read(name, max_size=8 * values * frames, need=need)
+                    per_frame, need = sizes[name]
+                    stored[name] = data.read(name, max_size=8 * per_frame * frames, need=need)
                 else:  # a per-time-step array
                     stored[name] = data.read(name, max_size=8 * steps, need=f"{steps} time steps")
         steps = len(stored["converged"])  # files from before the newer fields:

@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import scenes
 import solver.__main__ as command
 import solver.simulation

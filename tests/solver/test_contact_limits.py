@@ -44,7 +44,8 @@ def test_the_smallest_d_hat_is_a_tenth_of_the_ccd_tolerance():
 def test_a_d_hat_below_the_precision_of_a_large_scene_is_refused():
     """Squared distances lose their precision at 1e-7 of a 2 km scene's extent (0.28 mm)."""
     scene = two_boxes(size=1.0, apart=2000.0, d_hat=1e-4)
-    with pytest.raises(SceneError, match=r"contact\.d_hat: must be at least 0\.0002\d* m \(1e-07 of the scene's 2e\+03 m"):
+    with pytest.raises(SceneError,
+                       match=r"contact\.d_hat: must be at least 0\.0002\d* m \(1e-07 of the scene's 2e\+03 m"):
         validate_scene(scene)
     scene.settings.contact.d_hat = 1e-3
     validate_scene(scene)
