@@ -402,7 +402,7 @@ class _Stepper:
         limits = self.limit_series["prismatic"]
         control.prismatic_limit.lower = between(limits["lower"])
         control.prismatic_limit.upper = between(limits["upper"])
-        # Seed 001: the revolute limit's effective bounds are offset by init_angle.
+        # #670 (docs/constitutions/670_revolute_joint_limit.md): the effective bounds are offset by init_angle.
         limits = self.limit_series["revolute"]
         init_angle = self.joints.init_angle[self.model.revolute_limit.joint_indices]
         control.revolute_limit.lower = between(limits["lower"]) + init_angle
@@ -552,7 +552,7 @@ class _DriveSeries:
     def target(self, committed: np.ndarray, init: np.ndarray, dt: float) -> np.ndarray:
         """(drives,) raw targets of the step from the ``committed`` (step-start) raw coordinates
         and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
-        coordinate (seed 000, docs/constitutions/19_driving_revolute_joint.md); a velocity drive
+        coordinate (docs/constitutions/21_driving_prismatic_joint.md, 19_driving_revolute_joint.md); a velocity drive
         aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
         the offset."""
         moved = np.where(self.by_velocity, committed + dt * self.step_velocity, self.step_aim - init)

@@ -1,6 +1,6 @@
 """AffineBodyPrismaticJoint (UID 20): a slider between two affine bodies, and its distance.
 
-Source: seed ``004_335fc1871e830d96.txt``; docs/constitutions/20_prismatic_joint.md.
+Source: libuipc's Affine Body Prismatic Joint specification, docs/constitutions/20_prismatic_joint.md.
 
 World quantities: c_k = J(c̄_k) q_k, t_k = A_k t̄_k, n_k = A_k n̄_k, b_k = A_k b̄_k (k ∈ {i, j}, not
 re-normalised). Constraints

@@ -144,7 +144,8 @@ def test_active_drive_reaches_its_aim_distance():
 
 
 def test_drive_aim_is_in_the_reported_frame():
-    """Seed 000: the target is aim_distance - init_distance in raw coordinates."""
+    """#21 (docs/constitutions/21_driving_prismatic_joint.md): the target is aim_distance -
+    init_distance in raw coordinates."""
     scene = slider_scene([1.0, 0.0, 0.0], frame_count=24, gravity=(0.0, 0.0, 0.0),
                          driving=Driving(aim_distance=0.5))
     scene.joints[0].init_distance = 0.2
@@ -188,7 +189,8 @@ def test_limit_stops_a_falling_slider_near_its_bound():
 
 
 def test_prismatic_limit_bounds_are_raw_coordinates():
-    """Seed 002 compares the raw coordinate with lower/upper: no init_distance offset."""
+    """#669 (docs/constitutions/669_prismatic_joint_limit.md) compares the raw coordinate with
+    lower/upper: no init_distance offset."""
     scene = slider_scene([0.0, 0.0, 1.0], frame_count=48,
                          limit=Limit(lower=-0.5, upper=0.5, strength=1000.0))
     scene.joints[0].init_distance = 1.0
