@@ -638,6 +638,26 @@ def test_euler_keys_near_gimbal_lock_reproduce_the_poses(addon):
     assert np.abs(np.diff(keys.rotation, axis=0)).max() < 0.05  # no jumps between equivalent triples
 
 
+def test_euler_keys_at_gimbal_lock_warn_nothing(addon):
+    """A pose exactly at Euler XYZ's gimbal lock (Y = 90 degrees): keyed to float32 precision, and
+    no warning (SciPy's "Gimbal lock detected") printed during the bake."""
+    import warnings
+
+    from scipy.spatial.transform import Rotation
+
+    wheel = add_box("Wheel")
+    wheel.rotation_mode = "XYZ"
+    matrices = np.tile(np.eye(4), (3, 1, 1))
+    matrices[:, :3, :3] = Rotation.from_euler("xyz", [[0.3, np.pi / 2, 0.0], [0.2, np.pi / 2, 0.1],
+                                                       [0.0, np.pi / 2, 0.0]]).as_matrix()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        keys = addon.keys.object_keys(wheel, matrices)
+    assert [str(warning.message) for warning in caught] == []
+    keyed = Rotation.from_euler("xyz", keys.rotation.astype(np.float32)).as_matrix()
+    assert np.abs(keyed - matrices[:, :3, :3]).max() < 1e-6
+
+
 def test_a_driver_blender_cannot_evaluate_fails_the_bake_unless_muted(addon):
     """aim_distance driven through a variable that reads a missing property: Blender flags the
     driver invalid and plays the stored value, so the bake refuses, naming it, with nothing
