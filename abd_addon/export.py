@@ -210,11 +210,35 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     solver_joints = [_joint(ob, sampler, result) for ob in joints]
     try:
         result.scene = validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
-    except SceneError as error:  # its frames count from 0 at the bake's first frame: name Blender's
-        raise SceneError(re.sub(r"\bat frame (\d+)", lambda match: f"at frame {start + int(match.group(1))}",
-                                str(error))) from None
+    except SceneError as error:
+        raise SceneError(blender_words(str(error), start)) from None
     result.parent_matrix = sampler.parent_matrix
     return result
+
+
+def blender_words(message: str, frame_start: int) -> str:
+    """A solver message in the words of Blender's panels and timeline: its frames count from 0 at
+    the bake's first frame, ``frame_start`` (``at frame 0`` is Blender's frame ``frame_start``),
+    and a body's contact switch is its *Collision* setting."""
+    message = re.sub(r"\bat frame (\d+)", lambda match: f"at frame {frame_start + int(match.group(1))}", message)
+    return message.replace("turn contact off for one of them", "turn Collision off on one of them")
+
+
+def new_run(export: Export):
+    """The solver's run (:class:`solver.simulation.Simulation`, not yet compiled) of an export's
+    scene, which the export validated (not again here).
+
+    Raises:
+        solver.scene.SceneError: the scene cannot be simulated as it stands (two bodies intersect
+            at its first frame), in Blender's words (:func:`blender_words`).
+        solver.simulation.SolverError: the settings' device cannot be used.
+    """
+    from ..solver.simulation import Simulation
+
+    try:
+        return Simulation(export.scene, compile_now=False, validated=True)
+    except SceneError as error:
+        raise SceneError(blender_words(str(error), export.frame_start)) from None
 
 
 def export_frame(scene: bpy.types.Scene, depsgraph=None, meshes: dict | None = None) -> Scene:

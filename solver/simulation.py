@@ -90,15 +90,16 @@ class Simulation:
         frames_done: frames finished (0 to ``frame_count``); frame 0 is the initial state.
 
     The constructor compiles (or loads) the kernels the run calls (:meth:`compile`) unless
-    ``compile_now`` is False.
+    ``compile_now`` is False. It validates the scene (:func:`validate_scene`) unless ``validated``
+    says that it is what :func:`validate_scene` returned (the add-on's export validates it).
 
     Raises (constructor):
         SceneError: the scene is invalid.
         SolverError: the settings' device cannot be used.
     """
 
-    def __init__(self, scene: Scene, compile_now: bool = True):
-        self.scene = scene = validate_scene(scene)
+    def __init__(self, scene: Scene, compile_now: bool = True, validated: bool = False):
+        self.scene = scene = scene if validated else validate_scene(scene)
         settings = scene.settings
         try:
             model = Model(scene)
