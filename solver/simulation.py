@@ -38,7 +38,8 @@ from .control import Control
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
-from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_contact_step, solve_step
+from .newton import NewtonFailure, solve_contact_step, solve_step
+from .potential import IncrementalPotential, row_selector
 from .scene import Scene
 from .scene_validation import validate_scene
 from .trajectory import Trajectory
