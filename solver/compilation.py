@@ -80,7 +80,7 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
 
     Args:
         model: the run's :class:`solver.model.Model`.
-        potential: its :class:`solver.newton.IncrementalPotential`.
+        potential: its :class:`solver.potential.IncrementalPotential`.
         q: (bodies, 12) a valid state (q0).
         control: a :class:`solver.control.Control` sized for the model (the run's).
 
@@ -130,12 +130,12 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
                              lambda: newton._direction_size(np.zeros((len(potential.dynamic_indices), 12)),
                                                             model.corners[potential.dynamic_rows])))
     if len(model.prismatic.joint_indices):
-        tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.base.distance(q)))
+        tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.distance(q)))
     if len(model.revolute.joint_indices):
-        tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.base.sin_cos(q)))
+        tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.sin_cos(q)))
         joints = int(model.revolute.joint_indices.max()) + 1  # scratch readouts of JointState's types
         tasks.append(CompileTask(joint_state.accumulate_angles, lambda: joint_state.accumulate_angles(
-            *model.revolute.base.sin_cos(q), model.revolute.joint_indices, np.zeros(joints), np.zeros(joints),
+            *model.revolute.sin_cos(q), model.revolute.joint_indices, np.zeros(joints), np.zeros(joints),
             np.zeros(joints))))
     return tasks
 

@@ -1,17 +1,17 @@
 """AffineBodyPrismaticJointLimit (UID 669): cubic penalty on the prismatic joint distance.
 
-Source: seed ``002_49c7e7c359263bfd.txt``; docs/constitutions/669_prismatic_joint_limit.md (the
+Source: libuipc's Affine Body Prismatic Joint Limit specification, docs/constitutions/669_prismatic_joint_limit.md (the
 base joint's absolute d(q); the product f'·∇²x projected, not ∇²x alone).
 
-    x = d(q) = ½ (c_j − c_i)·(t_i + t_j)   (the absolute form; equals the seed's θᵗ + δ),
+    x = d(q) = ½ (c_j − c_i)·(t_i + t_j)   (the absolute form; equals the specification's θᵗ + δ),
     E = f(x) = penalty(x, lower, upper, strength)   (see :mod:`.joint_limit_penalty`).
 
 F = [d; t_i; t_j] (9), d = c_j − c_i. ∇_F E = f'(x) ∇x and
 H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (identity otherwise), in
 closed form because ∇²x is constant (:func:`limit_projected_hessian_F`).
-``lower``/``upper`` are the raw bounds; the seed applies no init_distance offset, so the caller
+``lower``/``upper`` are the raw bounds; the specification applies no init_distance offset, so the caller
 passes ``limit/lower`` and ``limit/upper`` unchanged (libuipc's code subtracts init_distance,
-the seed wins). Not dt²-scaled; ``strength`` is used raw. The bounds and strength are per-step
+the specification wins). Not dt²-scaled; ``strength`` is used raw. The bounds and strength are per-step
 inputs (:class:`PrismaticJointLimitInput`).
 """
 
@@ -23,7 +23,10 @@ import numba
 import numpy as np
 
 from ..jit import helper, kernel
+from . import base
+from .base import BuildContext, Constitution
 from ._kernels import (
+    BoundTerm,
     add_mapped_derivatives,
     add_outer,
     apply_jacobian,
@@ -32,7 +35,6 @@ from ._kernels import (
     as_float_view,
     check_limits,
     check_state,
-    element_outputs,
     exact_argument,
     gather_dofs,
     state_rows,
@@ -158,17 +160,18 @@ class PrismaticJointLimitInput:
 
     @classmethod
     def default(cls, n: int) -> PrismaticJointLimitInput:
-        """For ``n`` elements: bounds 0, strength 1 (the seed's and libuipc's default)."""
+        """For ``n`` elements: bounds 0, strength 1 (the specification's and libuipc's default)."""
         return cls(np.zeros(n), np.zeros(n), np.ones(n))
 
 
-class PrismaticJointLimit:
+class PrismaticJointLimit(Constitution):
     """Prismatic joint limit, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 669.
 
     Args:
         bodies: (n, 2) int, global body indices (i, j) of the base prismatic joints.
         anchor_i, anchor_j: (n, 3) body-local anchors c̄_i, c̄_j of the base joints, m.
         tangent_i, tangent_j: (n, 3) body-local unit axis t̄_i, t̄_j of the base joints.
+        joint_indices: (n,) int, the base joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
 
     Its methods take the step's bounds and strength as a :class:`PrismaticJointLimitInput`.
 
@@ -177,13 +180,20 @@ class PrismaticJointLimit:
     """
 
     uid = 669
-    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
-    joint_indices: np.ndarray
+    Input = PrismaticJointLimitInput
 
-    def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> PrismaticJointLimit:
+        """One element per limited prismatic joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "prismatic" and joint.limit is not None)
+        return cls(frames.bodies, frames.anchor_i, frames.anchor_j, frames.frame_i[:, 0], frames.frame_j[:, 0],
+                   joint_indices=frames.indices)
+
+    def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j, joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
         self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
         self.tangent_i = as_float_array(tangent_i, (n, 3), "tangent_i")
@@ -204,24 +214,25 @@ class PrismaticJointLimit:
         check_limits(lower, upper)
         return lower, upper, as_float_view(inputs.strength, (n,), "strength")
 
-    def energy(self, q: np.ndarray, inputs: PrismaticJointLimitInput) -> float:
-        """Sum of the element penalties, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        return float(_energy_kernel(q, self.bodies, self._jacobian, *self.parameters(inputs)))
 
-    def gradient_hessian(self, q: np.ndarray, inputs: PrismaticJointLimitInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+    def bind(self, inputs: PrismaticJointLimitInput, project: bool = True) -> BoundTerm:
+        """The kernels with the step's lower, upper, strength (``inputs``) checked and bound, for one time
+        step (:class:`BoundTerm`, no gradient-only kernel); ``project``: the F-Hessian projected
+        to PSD (True) or exact.
 
-        project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
+        Raises:
+            ValueError: on wrong shapes or non-float values, or lower > upper.
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, *self.parameters(inputs), exact_argument(project),
-                                 gradient, hessian)
-        return gradient, hessian
+        arguments = (self.bodies, self._jacobian) + self.parameters(inputs)
+        exact = exact_argument(project)
+
+        def energy(q):
+            return float(_energy_kernel(q, *arguments))
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
+
+        return BoundTerm(energy, None, gradient_hessian)
 
     def distance(self, q: np.ndarray) -> np.ndarray:
         """The limited coordinate x = d(q) (n,), m."""

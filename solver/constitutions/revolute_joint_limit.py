@@ -1,6 +1,6 @@
 """AffineBodyRevoluteJointLimit (UID 670): cubic penalty on the accumulated revolute joint angle.
 
-Source: seed ``001_a52bd7e117919fa1.txt``; docs/constitutions/670_revolute_joint_limit.md (the
+Source: libuipc's Affine Body Revolute Joint Limit specification, docs/constitutions/670_revolute_joint_limit.md (the
 product f'·∇²x is projected, not ∇²x alone).
 
     x = θᵗ + δ,   δ = atan2(sinθ cosθᵗ − cosθ sinθᵗ, cosθ cosθᵗ + sinθ sinθᵗ),
@@ -11,7 +11,7 @@ with θᵗ (``angle_t``) the accumulated raw angle at the step start, sinθᵗ/c
 the current q (see :mod:`.revolute_joint`; sinθ = (b_i·n_j − n_i·b_j)/2 so that x follows the
 right-hand rule about +t̂). Effective bounds follow the seed: l = limit/lower + init_angle,
 u = limit/upper + init_angle (the caller computes them; the reference subtracts init_angle instead,
-the seed wins). Not dt²-scaled; ``strength`` is used raw. The bounds, strength and step-start
+the specification wins). Not dt²-scaled; ``strength`` is used raw. The bounds, strength and step-start
 values are per-step inputs (:class:`RevoluteJointLimitInput`).
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. δ differs from atan2(sinθ, cosθ) by a locally constant
@@ -31,6 +31,8 @@ import numba
 import numpy as np
 
 from ..jit import helper, kernel
+from . import base
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     add_mapped_derivatives_into,
@@ -40,7 +42,6 @@ from ._kernels import (
     as_bodies,
     as_float_array,
     as_float_view,
-    bound_gradient_hessian,
     check_limits,
     check_state,
     exact_argument,
@@ -128,7 +129,7 @@ class RevoluteJointLimitInput:
 
     Attributes:
         lower, upper: (n,) effective bounds l <= u on the raw accumulated angle, rad (already
-            offset by init_angle, as the seed writes it).
+            offset by init_angle, as the specification writes it).
         strength: (n,) s, J (raw).
         angle_t: (n,) accumulated raw angle θᵗ at the step start, rad.
         sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`RevoluteJointLimit.sin_cos`) at the
@@ -144,17 +145,18 @@ class RevoluteJointLimitInput:
 
     @classmethod
     def default(cls, n: int) -> RevoluteJointLimitInput:
-        """For ``n`` elements: bounds 0, strength 1 (the seed's and libuipc's default), the step
+        """For ``n`` elements: bounds 0, strength 1 (the specification's and libuipc's default), the step
         starting at the rest frame (θᵗ 0, sinθᵗ 0, cosθᵗ 1)."""
         return cls(np.zeros(n), np.zeros(n), np.ones(n), np.zeros(n), np.zeros(n), np.ones(n))
 
 
-class RevoluteJointLimit:
+class RevoluteJointLimit(Constitution):
     """Revolute joint limit, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 670.
 
     Args:
         bodies: (n, 2) int, global body indices (i, j) of the base revolute joints.
         basis_i, basis_j: (n, 2, 3) body-local [n̄, b̄] of the base joints' angle frames.
+        joint_indices: (n,) int, the base joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
 
     Its methods take the step's bounds, strength and step-start angle as a
     :class:`RevoluteJointLimitInput`.
@@ -164,13 +166,19 @@ class RevoluteJointLimit:
     """
 
     uid = 670
-    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
-    joint_indices: np.ndarray
+    Input = RevoluteJointLimitInput
 
-    def __init__(self, bodies, basis_i, basis_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> RevoluteJointLimit:
+        """One element per limited revolute joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "revolute" and joint.limit is not None)
+        return cls(frames.bodies, frames.basis_i, frames.basis_j, joint_indices=frames.indices)
+
+    def __init__(self, bodies, basis_i, basis_j, joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
         self.basis_i.flags.writeable = self.basis_j.flags.writeable = False  # the F-Jacobian is built from them once
@@ -209,19 +217,6 @@ class RevoluteJointLimit:
             _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
 
         return BoundTerm(energy, None, gradient_hessian)
-
-    def energy(self, q: np.ndarray, inputs: RevoluteJointLimitInput) -> float:
-        """Sum of the element penalties, J. q: (n_bodies, 12)."""
-        return self.bind(inputs).energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, inputs: RevoluteJointLimitInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
-
-        project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (inputs,), project, out, 24)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) at q, the ``sin_t``/``cos_t`` of a step starting at q."""

@@ -18,10 +18,10 @@ def test_warm_up_scene_uses_every_term_and_converges():
     model = Model(scene)
     group = model.prismatic_group
     for name, term in (("kinetic", model.kinetic), ("ortho", model.ortho), ("soft", model.soft),
-                       ("revolute", model.revolute.base), ("prismatic", group), ("driving", group.driving),
+                       ("revolute", model.revolute), ("prismatic", group), ("driving", group.driving),
                        ("prismatic limit", group.limit), ("revolute limit", model.revolute_limit),
-                       ("revolute driving", model.revolute_driving), ("fixed", model.fixed.base),
-                       ("spherical", model.spherical.base)):
+                       ("revolute driving", model.revolute_driving), ("fixed", model.fixed),
+                       ("spherical", model.spherical)):
         assert len(term.bodies) > 0, name
     motions = {body.motion for body in scene.bodies}
     assert motions == {"fixed", "animated", "dynamic"}
@@ -42,7 +42,7 @@ from solver import compilation, warmup
 from solver.constitutions import driving_prismatic_joint, ortho_potential, prismatic_joint, prismatic_joint_limit
 from solver.control import Control
 from solver.model import Model
-from solver.newton import IncrementalPotential
+from solver.potential import IncrementalPotential
 from solver.scene_validation import validate_scene
 from solver.simulation import simulate
 
@@ -141,7 +141,7 @@ def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
     uses every term): none is left over from a kernel that was removed or renamed."""
     from solver import compilation
     from solver.control import Control
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
 
     model = Model(validate_scene(warm_up_scene()))
     potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
