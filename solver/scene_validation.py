@@ -464,6 +464,13 @@ def _check_mesh(mesh: Mesh, where: str) -> tuple[Mesh, bool, str]:
             f"(the mesh has {count} vertices, indices 0..{count - 1})",
         )
     triangles = raw.astype(np.int64)
+    repeated = (triangles[:, 0] == triangles[:, 1]) | (triangles[:, 1] == triangles[:, 2]) | (
+        triangles[:, 0] == triangles[:, 2])
+    if repeated.any():
+        triangle = int(np.argmax(repeated))
+        raise _fail(where, "mesh.triangles", f"triangle {triangle} {triangles[triangle].tolist()} repeats a vertex "
+                                             "(it has no area; remove it: Blender's Mesh > Clean Up > Degenerate "
+                                             "Dissolve)")
     if mesh_closure_problem(triangles) is not None:
         return Mesh(vertices=vertices, triangles=triangles), False, ""
 
