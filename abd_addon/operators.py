@@ -273,9 +273,10 @@ class ABD_OT_connect(Operator):
 def write_keys(operator: Operator, job, require_converged: bool) -> set:
     """Write the keys of a job whose trajectory is ready (simulated or loaded), unless
     convergence is required and some step missed it; report on ``operator``."""
-    problem = bake_module.convergence_problem(job.trajectory)
+    problem = bake_module.convergence_problem(job)
     if problem and require_converged:
-        operator.report({"ERROR"}, f"Bake failed: {problem}; nothing was changed")
+        operator.report({"ERROR"}, f"Bake failed: {problem}; nothing was changed (untick Require Convergence "
+                                   "to keep such a bake)")
         return {"CANCELLED"}
     try:
         job.apply()
@@ -286,7 +287,10 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     if job.freed:
         message += (f"; freed the earlier bake of {len(job.freed)} object(s) it no longer simulates "
                     f"({named(job.freed)})")
-    notes = [note for note in (problem, job.trajectory.fast_rotation_warning()) if note]
+    strain = bake_module.strain_summary(job)
+    if strain:
+        message += f"; {strain}"
+    notes = bake_module.bake_warnings(job)
     if notes:
         operator.report({"WARNING"}, "; ".join([message, *notes]))
     else:
@@ -312,8 +316,8 @@ class ABD_OT_bake(Operator):
 
     require_converged: BoolProperty(
         name="Require Convergence",
-        description=("Fail, changing nothing, when a time step did not converge; untick to keep such a bake "
-                     "(a warning says how many steps missed)"),
+        description=("Fail, changing nothing, when a time step did not converge even split into 16 smaller steps; "
+                     "untick to keep such a bake (a warning names the frames)"),
         default=True, options={"SKIP_SAVE"},
     )
 

@@ -146,8 +146,7 @@ def _run(args: argparse.Namespace) -> int:
             f"the trajectory was saved to {str(out)!r} anyway"
         )
         return EXIT_SOLVER_FAILED
-    warning = trajectory.fast_rotation_warning()
-    if warning is not None:
+    for warning in trajectory.warnings():
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     if not args.quiet:
         print(f"wrote {out}", file=sys.stderr, flush=True)

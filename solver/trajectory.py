@@ -153,7 +153,7 @@ class Trajectory:
         sentences = [str(note) for note in self.notes]
         problem = self.convergence_problem(frame_start)
         if problem:
-            sentences.append(f"kept {problem}")
+            sentences.append(f"{problem} (each such step is kept at Newton's last iterate)")
         strain = np.asarray(self.strain)
         for body in np.flatnonzero(strain.max(axis=0, initial=0.0) > strain_tolerance) if strain.size else []:
             frames = np.flatnonzero(strain[:, body] > strain_tolerance)
@@ -187,9 +187,9 @@ class Trajectory:
         frames = np.unique(steps // substeps + 1)
         worst = float(np.nanmax(np.asarray(self.residual)[steps]))
         pieces = int(np.asarray(self.step_pieces)[steps].max())
-        return (f"{len(steps)} of {len(converged)} time steps unconverged at {_frames(frames, frame_start)} (split into "
-                f"{pieces} pieces, down to 1/16 of a step; the worst still ended {worst:.3g} times Newton's tolerance, its last iterate "
-                "kept); raise Max Iterations or Substeps, or the Stiffness (kappa) of a body that is crushed")
+        return (f"{len(steps)} of {len(converged)} time steps did not converge at {_frames(frames, frame_start)} even "
+                f"split into {pieces} pieces, down to 1/16 of a step (the worst ended {worst:.3g} times Newton's "
+                "tolerance); raise Max Iterations or Substeps, or the Stiffness (kappa) of a body that is crushed")
 
     def damage(self, scene, frame_start: int = 0) -> Optional[str]:
         """What makes this trajectory's arrays unfit to bake for ``scene`` (a

@@ -107,8 +107,9 @@ def test_a_step_that_splitting_cannot_save_is_kept_and_named_in_a_warning(tmp_pa
     never_intersects(scene, trajectory)
     (warning,) = trajectory.warnings(frame_start=1)
     unconverged = np.flatnonzero(~trajectory.converged) + 2  # step s ends Blender frame s + 2
-    assert warning.startswith(f"kept {len(unconverged)} of 12 time steps unconverged at frames "
+    assert warning.startswith(f"{len(unconverged)} of 12 time steps did not converge at frames "
                               f"{', '.join(map(str, unconverged[:10]))}")
+    assert warning.endswith("(each such step is kept at Newton's last iterate)")
     assert f"{np.max(trajectory.residual[~trajectory.converged]):.3g} times" in warning
     assert "raise Max Iterations or Substeps" in warning
     trajectory.save(tmp_path / "run.npz")
