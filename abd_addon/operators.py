@@ -275,8 +275,9 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     convergence is required and some step missed it; report on ``operator``."""
     problem = bake_module.convergence_problem(job)
     if problem and require_converged:
-        operator.report({"ERROR"}, f"Bake failed: {problem}; nothing was changed (untick Require Convergence "
-                                   "to keep such a bake)")
+        strained = job.trajectory.strain_warnings(job.export.frame_start, job.scene.abd_world.strain_tolerance)
+        operator.report({"ERROR"}, f"Bake failed: {'; '.join([problem, *strained])}; nothing was changed (untick "
+                                   "Require Convergence to keep such a bake)")
         return {"CANCELLED"}
     try:
         job.apply()

@@ -126,8 +126,10 @@ def shell_mass_properties(vertices: np.ndarray, triangles: np.ndarray, thickness
     first order in t. Zero-area triangles add nothing.
 
     Args:
-        vertices: (V, 3) float, body-local, m. triangles: (T, 3) int, any winding.
-        thickness: t, m, > 0. density: rho, kg/m^3.
+        vertices: (V, 3) float, body-local, m.
+        triangles: (T, 3) int, any winding.
+        thickness: t, m, > 0.
+        density: rho, kg/m^3.
     """
     vertices = np.asarray(vertices, dtype=np.float64)
     triangles = np.asarray(triangles, dtype=np.int64)

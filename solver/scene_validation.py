@@ -423,11 +423,9 @@ def _validate_mesh(mesh, where: str) -> Mesh:
     from .mass import hull_triangles, mesh_mass_properties
 
     with np.errstate(all="ignore"):
-        if closed:
-            unit = mesh_mass_properties(checked.vertices, checked.triangles, 1.0)
-        else:
-            hull = hull_triangles(checked.vertices)
-            unit = None if hull is None else mesh_mass_properties(*hull, 1.0)
+        hull = None if closed else hull_triangles(checked.vertices)
+        shape = (checked.vertices, checked.triangles) if closed else hull
+        unit = None if shape is None else mesh_mass_properties(*shape, 1.0)
     key = id(checked)
     _VALIDATED_MESHES[key] = (weakref.ref(checked, lambda _: _VALIDATED_MESHES.pop(key, None)),
                               checked.vertices, checked.triangles, _MeshFacts(closed, unit, note))

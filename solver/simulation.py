@@ -267,13 +267,15 @@ class Simulation:
 
     def _record_keys(self, frame: int) -> None:
         """What the keys of ``frame`` lose of the state: each dynamic body's largest affine strain,
-        max |s_i - 1| over the singular values s_i of its A (0 for the other bodies), and, with
+        max |s_i - 1| over the singular values s_i of its A, the least taken negative where det A
+        < 0 (a body crushed through itself: a strain above 1; 0 for the other bodies), and, with
         contact, the bodies whose rigid poses [R | p] (R the rotation nearest to A, as keyed)
         intersect (ipctk ``has_intersections``; "" where none do)."""
         stepper = self._stepper
         q = stepper.q
         matrices = q[:, 3:12].reshape(-1, 3, 3)
         stretches = np.linalg.svd(matrices, compute_uv=False)
+        stretches[:, 2] *= np.where(np.linalg.det(matrices) < 0.0, -1.0, 1.0)  # crushed through itself
         self._strain[frame] = np.where(stepper.model.dynamic, np.abs(stretches - 1.0).max(axis=1), 0.0)
         contact = stepper.model.contact
         if contact is None:

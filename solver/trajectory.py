@@ -150,29 +150,38 @@ class Trajectory:
         did not converge even split in 16, the bodies strained by more than ``strain_tolerance``,
         the frames whose keyed rigid poses intersect, and the revolute joints that turned too fast
         in a step (:meth:`fast_rotation_warning`); each with its remedy."""
-        sentences = [str(note) for note in self.notes]
+        sentences = [str(note) for note in np.asarray(self.notes)]
         problem = self.convergence_problem(frame_start)
         if problem:
             sentences.append(f"{problem} (each such step is kept at Newton's last iterate)")
-        strain = np.asarray(self.strain)
-        for body in np.flatnonzero(strain.max(axis=0, initial=0.0) > strain_tolerance) if strain.size else []:
-            frames = np.flatnonzero(strain[:, body] > strain_tolerance)
-            worst = int(np.argmax(strain[:, body]))
-            sentences.append(
-                f"body '{self.body_names[body]}' is strained by up to {strain[worst, body]:.3g} (at frame "
-                f"{frame_start + worst}; over {strain_tolerance:g} at {_frames(frames, frame_start)}): it is squeezed "
-                "or stretched, not rigid, and its keys show it at full size; raise its Stiffness (kappa) or the "
-                "Substeps")
-        overlapping = np.flatnonzero(np.asarray(self.keyed_overlap, dtype=str) != "")
+        sentences += self.strain_warnings(frame_start, strain_tolerance)
+        overlap = np.asarray(self.keyed_overlap, dtype=str)
+        overlapping = np.flatnonzero(overlap != "")
         if len(overlapping):
             first = int(overlapping[0])
             sentences.append(
-                f"the keyed poses of {self.keyed_overlap[first]} intersect at {_frames(overlapping, frame_start)} (the "
+                f"the keyed poses of {overlap[first]} intersect at {_frames(overlapping, frame_start)} (the "
                 "solver's states do not: the keys drop the bodies' strain); raise those bodies' Stiffness (kappa) "
                 "or the Substeps")
         warning = self.fast_rotation_warning()
         if warning:
             sentences.append(warning)
+        return sentences
+
+    def strain_warnings(self, frame_start: int = 0, strain_tolerance: float = STRAIN_TOLERANCE) -> list[str]:
+        """One sentence per body strained by more than ``strain_tolerance`` at some frame
+        (:attr:`strain`), naming it, its largest strain and the frames, with the remedy."""
+        strain = np.asarray(self.strain)
+        sentences = []
+        for body in np.flatnonzero(strain.max(axis=0, initial=0.0) > strain_tolerance) if strain.size else []:
+            frames = np.flatnonzero(strain[:, body] > strain_tolerance)
+            worst = int(np.argmax(strain[:, body]))
+            how = ("crushed through itself (turned inside out)" if strain[worst, body] > 1.0
+                   else "squeezed or stretched, not rigid")
+            sentences.append(
+                f"body '{self.body_names[body]}' is strained by up to {strain[worst, body]:.3g} (at frame "
+                f"{frame_start + worst}; over {strain_tolerance:g} at {_frames(frames, frame_start)}): it is {how}, "
+                "and its keys show it at full size; raise its Stiffness (kappa) or the Substeps")
         return sentences
 
     def convergence_problem(self, frame_start: int = 0) -> Optional[str]:

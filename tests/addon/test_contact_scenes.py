@@ -10,7 +10,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from abd_rigs import add_box, clear_objects, key_property, select_only, world
+from abd_rigs import add_box, clear_objects, key_property, scene_snapshot, select_only, world
 
 ipctk = pytest.importorskip("ipctk")
 
@@ -159,6 +159,48 @@ def test_a_light_body_jointed_to_a_heavy_one_hits_the_floor_at_5_m_per_s_and_bak
     assert keyed_intersections([floor, torso, hand]) == []
     scene.frame_set(scene.frame_end)
     assert world(torso)[2, 3] < 0.4 and world(hand)[2, 3] < 0.05  # fell, the hand resting on the floor
+
+
+def test_a_hand_crushed_through_itself_by_its_torso_bakes_naming_it(addon):
+    """A 1 cm hand (1 g) jointed below a 0.6 m torso (216 kg), both hitting the floor at 5 m/s:
+    the torso drives the joint's anchor through the hand, which its default Stiffness cannot
+    hold, and the hand turns inside out (the joint's rotation readout used to stop the bake
+    there). The bake is kept, its report naming the hand as crushed through itself and the
+    remedy; where some step did not converge even split, Require Convergence refuses it first
+    with the same words, changing nothing."""
+    clear_objects()
+    scene = bpy.context.scene
+    scene.render.fps = 60
+    scene.frame_start, scene.frame_end = 1, 30
+    floor = add_box("Floor", 1.0, (0.0, 0.0, -0.1), scale=(4.0, 4.0, 0.2))
+    torso = add_box("Torso", 0.6, (0.0, 0.0, 0.6))
+    hand = add_box("Hand", 0.01, (0.0, 0.0, 0.25))
+    select_only(floor, torso, hand)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    floor.abd_body.motion = "FIXED"
+    torso.abd_body.linear_velocity = hand.abd_body.linear_velocity = (0.0, 0.0, -5.0)
+    addon.rig.connect(torso, hand, "BALL", pivot=(0.0, 0.0, 0.3))
+    scene.abd_world.use_contact = True
+    before = scene_snapshot()
+    reports = []
+    operator = type("Operator", (), {"report": lambda self, kind, message: reports.append((set(kind), message))})()
+    job = addon.bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
+    job.prepare()
+    job.simulate()
+    crushed = "body 'Hand' is strained by up to 2 "
+    if not job.trajectory.all_converged:
+        assert addon.operators.write_keys(operator, job, True) == {"CANCELLED"}
+        assert scene_snapshot() == before
+        ((kinds, refusal),) = reports
+        assert kinds == {"ERROR"} and refusal.startswith("Bake failed: ")
+        assert "time steps did not converge at frame" in refusal and crushed in refusal
+        assert refusal.endswith("nothing was changed (untick Require Convergence to keep such a bake)")
+        reports.clear()
+    assert addon.operators.write_keys(operator, job, job.trajectory.all_converged) == {"FINISHED"}
+    ((kinds, message),) = reports
+    assert kinds == {"WARNING"} and crushed in message and "crushed through itself (turned inside out)" in message
+    assert "raise its Stiffness (kappa) or the Substeps" in message
+    assert torso.abd_bake.is_baked and hand.abd_bake.is_baked
 
 
 def test_a_box_crushed_between_two_animated_walls_is_reported_by_name(addon):

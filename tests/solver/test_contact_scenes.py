@@ -215,3 +215,17 @@ def test_a_box_resting_on_the_floor_is_strained_far_below_the_tolerance_and_its_
     assert np.all(trajectory.keyed_overlap == "")
     assert trajectory.warnings() == []
     assert trajectory.warnings(strain_tolerance=1e-12)[0].startswith("body 'box' is strained by up to")
+
+
+def test_the_joint_of_a_body_crushed_through_itself_still_reads_out():
+    """A ball-jointed body whose A is a reflection (det A < 0: pressed through its own middle):
+    the joint's rotation readout uses the nearest rotation, where SciPy refused the matrix."""
+    from solver import Joint
+
+    scene = validate_scene(Scene(settings=Settings(frame_count=1), joints=[
+        Joint(name="ball", type="spherical", l_body="a", r_body="b", position=np.zeros(3))],
+        bodies=[box("a", 0.2, (0.0, 0.0, 0.1)), box("b", 0.2, (0.0, 0.0, -0.1))]))
+    model = Model(scene)
+    q = model.q0.copy()
+    q[1, 3:12] = np.diag([1.0, 1.0, -0.5]).reshape(-1)  # squashed through itself along z
+    assert np.allclose(model.spherical.base.rotation_vector(q), 0.0)
