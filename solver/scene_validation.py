@@ -374,7 +374,8 @@ def _facts(mesh: Mesh) -> _MeshFacts:
 
 
 #: Thickness, as a fraction of its largest extent, of the slab that gives a fixed or animated flat
-#: open mesh (a plane) without a ``thickness`` its mass: only the animated pull of contact reads it.
+#: open mesh (a plane) without a ``thickness`` its mass (read only by its joints' stiffness and
+#: contact's pull on an animated body).
 FLAT_THICKNESS = 0.01
 
 
