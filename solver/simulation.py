@@ -252,10 +252,9 @@ class Simulation:
         Returns the pieces' :class:`solver.newton.NewtonResult`, in order, and whether a revolute
         joint turned by more than 0.9 pi in one of them."""
         stepper, substeps = self._stepper, self.scene.settings.substeps
-        ratio = (substep - 1) / substeps
         try:
-            return stepper.advance(self._potential, frame, ratio, ratio + 1.0 / substeps, self.scene.settings.dt,
-                                   MAX_SPLITS)
+            return stepper.advance(self._potential, frame, (substep - 1) / substeps, substep / substeps,
+                                   self.scene.settings.dt, MAX_SPLITS)
         finally:
             stepper.set_dt(self._potential, self.scene.settings.dt)
 
