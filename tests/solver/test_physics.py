@@ -719,7 +719,11 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
 
 def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatch):
     """With max_iterations = 1 a lagged Hessian could not be followed by its chord steps: every
-    step factorises its own Hessian, as libuipc's single iteration does."""
+    step factorises its own Hessian, as libuipc's single iteration does (steps not split: each is
+    one Newton solve)."""
+    from solver import simulation
+
+    monkeypatch.setattr(simulation, "MAX_SPLITS", 0)
     counted = count_factorisations(monkeypatch)
     scene = prismatic_chain_scene(3, seconds=0.25)
     scene.settings.max_iterations = 1
@@ -727,10 +731,13 @@ def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatc
     assert counted["factorisations"] == len(trajectory.newton_iterations)
 
 
-def test_each_step_reports_its_last_direction_relative_to_the_tolerance():
+def test_each_step_reports_its_last_direction_relative_to_the_tolerance(monkeypatch):
     """Trajectory.residual: in (0, 1] where a step converged; where a tolerance no step can meet
-    stops every step after one iteration, above 1 and, times that tolerance, the size of a
-    physical step's motion."""
+    stops every step after one iteration (steps not split: each is one Newton solve of the
+    scene's dt), above 1 and, times that tolerance, the size of a physical step's motion."""
+    from solver import simulation
+
+    monkeypatch.setattr(simulation, "MAX_SPLITS", 0)
     scene = prismatic_chain_scene(3, seconds=0.25)
     trajectory = simulate(scene)
     assert trajectory.all_converged
