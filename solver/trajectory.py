@@ -338,11 +338,17 @@ class Trajectory:
                      "distance": (joints, f"{joints} joints x {frames} frames"),
                      "angle": (joints, f"{joints} joints x {frames} frames"),
                      "rotation": (3 * joints, f"{joints} joints x {frames} frames x 3 values"),
-                     "contact_distance": (1, f"{frames} frames"), "contact_count": (1, f"{frames} frames")}
+                     "contact_distance": (1, f"{frames} frames"), "contact_count": (1, f"{frames} frames"),
+                     "strain": (bodies, f"{bodies} bodies x {frames} frames"),
+                     # up to three pairs of names a frame, as 4-byte characters
+                     "keyed_overlap": (3 * MAX_NAME_LENGTH + 30, f"{frames} frames of up to 3 pairs of names")}
             for name in names:
                 if name in stored:
                     continue
-                if name in sizes:
+                if name == "notes":  # at most one sentence per body
+                    stored[name] = data.read(name, max_size=4 * (MAX_NAME_LENGTH + 1000) * max(bodies, 1),
+                                             need=f"a note per body of {bodies}")
+                elif name in sizes:
                     per_frame, need = sizes[name]
                     stored[name] = data.read(name, max_size=8 * per_frame * frames, need=need)
                 else:  # a per-time-step array
