@@ -38,6 +38,7 @@ def assert_body_follows(ob, export, trajectory, rigid, frames):
         np.testing.assert_allclose(rotation, rigid[f, index, :3, :3], atol=TOLERANCE, err_msg=where)
 
 
+@pytest.mark.slow
 def test_rig_built_with_operators_bakes_to_the_trajectory(addon):
     base, slider, joint = slider_rig(frame_end=24, operators=True)
     export, trajectory, rigid = reference(addon)
