@@ -88,11 +88,9 @@ def folder_problem(folder: str, base: str, create: bool = True) -> str | None:
     below = os.path.relpath(folder, base).split(os.sep) if folder != base else []
     if below and below[0] == os.pardir:
         raise ValueError(f"{folder} is not inside {base}")
-    path, steps = os.path.abspath(os.sep), []
-    for part in above.split(os.sep):
-        if part:
-            path = os.path.join(path, part)
-            steps.append((path, True))
+    from pathlib import Path
+
+    steps = [(str(parent), True) for parent in reversed(Path(above).parents)] + [(above, True)]
     path = os.path.join(above, os.path.basename(base))
     steps.append((path, False))
     for part in below:
