@@ -12,7 +12,7 @@ import math
 from bpy.types import Panel
 
 from . import preview
-from .gpu_advice import gpu_advice
+from .gpu_advice import gpu_advice, uipc_advice
 from .properties import AXIS_JOINT_TYPES
 from .rig_rules import playback_override
 from .snapshot import baked_objects
@@ -392,6 +392,12 @@ def draw_solver(layout, context) -> None:
         if importlib.util.find_spec("cupy") is None:
             layout.label(text="CuPy is not installed in Blender's Python: bakes will stop", icon="ERROR")
         advice = gpu_advice(context.view_layer)
+        if advice is not None:
+            layout.label(text=advice, icon="INFO")
+    elif world.device == "LIBUIPC":
+        if importlib.util.find_spec("uipc") is None:
+            layout.label(text="pyuipc is not installed in Blender's Python: bakes will stop", icon="ERROR")
+        advice = uipc_advice(context.view_layer, world.use_contact)
         if advice is not None:
             layout.label(text=advice, icon="INFO")
 
