@@ -274,13 +274,41 @@ def bare_pile(count: int, frames: int, backend: str, out: Path) -> dict:
         if stats is None and frame_stats:
             stats = frame_stats
         iterations.append(_iterations(frame_stats))
-    if stats is not None:
-        (out / "frame_stats.json").write_text(json.dumps(stats, indent=1, default=str))
     final = np.array([np.array(m) for m in view(slot.geometry().transforms())])
     wall = stamps[-1] - stamps[0]
+    # One more frame with libuipc's timers on (they cost time, so not in the timed ones): its
+    # Newton iterations are the count of the timer "Newton Iteration".
+    timer: object = None
+    try:
+        uipc.Timer.enable_all()
+        world.advance()
+        world.retrieve()
+        timer = uipc.Timer.report_as_json()
+        uipc.Timer.disable_all()
+    except Exception as error:
+        log(f"libuipc's timers: {type(error).__name__}: {error}")
+    (out / "frame_stats.json").write_text(json.dumps({"frame_stats": stats, "timer": timer}, indent=1, default=str))
     return {"build_s": built - started, "first_frame_s": stamps[0] - built, "wall_s": wall,
             "rate": wall / ((frames - 1) / FPS), "iterations": float(np.mean(iterations)),
+            "timer_newton_iterations_one_frame": _timer_count(timer, r"(?i)newton.?iteration"),
             "valid": bool(world.is_valid()), "final": final}
+
+
+def _timer_count(node, pattern: str) -> float:
+    """Sum of the ``count`` of libuipc's timer nodes whose name matches ``pattern`` (NaN if none)."""
+    import re
+
+    found, total = False, 0.0
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if re.search(pattern, str(item.get("name", ""))) and isinstance(item.get("count"), (int, float)):
+                found, total = True, total + float(item["count"])
+            stack.extend(item.get("children", []) if isinstance(item.get("children"), list) else [])
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total if found else float("nan")
 
 
 def _iterations(stats) -> float:
