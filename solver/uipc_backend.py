@@ -515,7 +515,9 @@ class UipcRun:
         except uipc.Exception as error:
             raise UipcRefused(f"libuipc could not start the scene: {_first_line(str(error))}") from error
         if not self.world.is_valid():
-            raise UipcRefused(_refusal(self.world.sanity_checker()))
+            body_of = {(slot.id(), instance): body.name
+                       for body, (slot, instance) in zip(scene.bodies, translated.body_slot)}
+            raise UipcRefused(_refusal(self.world.sanity_checker(), body_of))
         self._groups = [(slot.geometry().transforms(), members) for slot, members in translated.groups]
         self._q = np.empty((len(scene.bodies), 12))
 
@@ -568,15 +570,42 @@ _CHECKS = {
 }
 
 
-def _refusal(checker) -> str:
-    """libuipc's sanity-check errors in this solver's words: which bodies, and what is wrong."""
+def _bodies_in(message, body_of: dict) -> list[str]:
+    """The names of the bodies a sanity-check message's meshes come from: their vertices carry the
+    geometry slot id and instance of each body (``sanity_check/geometry_id``, ``.../instance_id``)."""
+    names: list[str] = []
+    for geometry in message.geometries().values():
+        vertices = geometry.vertices().to_json()
+        if "sanity_check/geometry_id" not in vertices or "sanity_check/instance_id" not in vertices:
+            continue
+        slots = np.ravel(vertices["sanity_check/geometry_id"]["attribute"]["values"])
+        instances = np.ravel(vertices["sanity_check/instance_id"]["attribute"]["values"])
+        for slot, instance in zip(slots, instances):
+            name = body_of.get((int(slot), int(instance)))
+            if name is not None and name not in names:
+                names.append(name)
+    return names
+
+
+def _refusal(checker, body_of: dict) -> str:
+    """libuipc's sanity-check errors in this solver's words: which bodies, and what is wrong.
+    ``body_of`` maps (geometry slot id, instance) to a body's name."""
     sentences = []
-    for message in checker.errors().values():
+    messages = list(checker.errors().values())
+    kinds = {message.name().rsplit("::", 1)[-1] for message in messages}
+    for message in messages:
         kind = message.name().rsplit("::", 1)[-1]
-        names = list(dict.fromkeys(re.findall(r"Object\[(.*?)\(\d+\)\]", message.message())))
+        if kind == "SimplicialSurfaceDistanceCheck" and "SimplicialSurfaceIntersectionCheck" in kinds:
+            continue  # intersecting bodies are also at distance 0: said once
+        names = _bodies_in(message, body_of)
+        if len(names) < 2:  # no mesh came with it: the objects it names, where each is one body
+            bodies = set(body_of.values())
+            names = [name for name in dict.fromkeys(re.findall(r"Object\[(.*?)\(\d+\)\]", message.message()))
+                     if name in bodies]
         if kind in _CHECKS and len(names) >= 2:
-            sentences.append(f"bodies {names[0]!r} and {names[1]!r} {_CHECKS[kind]} at the first frame "
-                             "(move them apart, or put them in different collision collections)")
+            listed = ", ".join(repr(name) for name in names[:-1]) + f" and {names[-1]!r}"
+            sentences.append(f"bodies {listed} {_CHECKS[kind]} at the first frame (move them apart, or put them "
+                             "in different collision collections)")
         else:
             sentences.append(f"{kind}: {_first_line(message.message())}")
     if not sentences:
