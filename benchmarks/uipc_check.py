@@ -28,6 +28,7 @@ moves): a check of the script itself.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -218,8 +219,9 @@ def run_solver(scene, device: str) -> dict:
             "converged": bool(trajectory.all_converged), "trajectory": trajectory}
 
 
-def bare_pile(count: int, frames: int, backend: str, out: Path) -> dict:
-    """The column pile in a bare pyuipc script: one box mesh with ``count`` instances, a fixed floor."""
+def bare_pile(count: int, frames: int, backend: str, out: Path, libuipc_defaults: bool = False) -> dict:
+    """The column pile in a bare pyuipc script: one box mesh with ``count`` instances, a fixed floor;
+    with this solver's settings (d_hat 1 mm, full Newton), or ``libuipc_defaults``."""
     import uipc
     from uipc import Engine, Scene, World, builtin, view
     from uipc.constitution import AffineBodyConstitution
@@ -232,10 +234,11 @@ def bare_pile(count: int, frames: int, backend: str, out: Path) -> dict:
     config = Scene.default_config()
     config["dt"] = 1.0 / FPS
     config["gravity"] = [[0.0], [0.0], [-9.81]]
-    config["contact"]["d_hat"] = 1e-3
-    config["newton"]["semi_implicit"]["enable"] = 0
-    config["newton"]["min_iter"] = 1
-    config["newton"]["max_iter"] = 100
+    if not libuipc_defaults:
+        config["contact"]["d_hat"] = 1e-3
+        config["newton"]["semi_implicit"]["enable"] = 0
+        config["newton"]["min_iter"] = 1
+        config["newton"]["max_iter"] = 100
     scene = Scene(config)
     scene.contact_tabular().default_model(0.5, 1e9)
     element = scene.contact_tabular().default_element()
@@ -287,7 +290,8 @@ def bare_pile(count: int, frames: int, backend: str, out: Path) -> dict:
         uipc.Timer.disable_all()
     except Exception as error:
         log(f"libuipc's timers: {type(error).__name__}: {error}")
-    (out / "frame_stats.json").write_text(json.dumps({"frame_stats": stats, "timer": timer}, indent=1, default=str))
+    if not libuipc_defaults:
+        (out / "frame_stats.json").write_text(json.dumps({"frame_stats": stats, "timer": timer}, indent=1, default=str))
     return {"build_s": built - started, "first_frame_s": stamps[0] - built, "wall_s": wall,
             "rate": wall / ((frames - 1) / FPS), "iterations": float(np.mean(iterations)),
             "timer_newton_iterations_one_frame": _timer_count(timer, r"(?i)newton.?iteration"),
@@ -330,6 +334,34 @@ def compare(a, b) -> dict:
     return {"position_m": position, "affine": affine, "readout": readout}
 
 
+#: The parts of a run (``--parts``), the first four by default.
+PARTS = ("first-use", "pile", "physics", "more-piles", "friction", "defaults")
+
+
+def friction_variants() -> dict:
+    """The ramp of :func:`physics_scenes` (mu 0.2 on 20 degrees: Coulomb slides 0.755 m in 1 s,
+    frictionless 1.68 m) with one setting changed at a time."""
+    base = physics_scenes(False)["ramp"]
+    variants = {"as in physics": base}
+    for name, change in (("velocity_tol 0.005", {"velocity_tol": 0.005}),
+                         ("velocity_tol 0.0005", {"velocity_tol": 0.0005}),
+                         ("min_iterations 4", {"min_iterations": 4})):
+        variants[name] = dataclasses.replace(base, settings=dataclasses.replace(base.settings, **change))
+    for name, change in (("friction 0", {"friction": 0.0}), ("eps_velocity 0.001", {"eps_velocity": 0.001}),
+                         ("eps_velocity 0.1", {"eps_velocity": 0.1})):
+        contact = dataclasses.replace(base.settings.contact, **change)
+        variants[name] = dataclasses.replace(base, settings=dataclasses.replace(base.settings, contact=contact))
+    return variants
+
+
+def ramp_slide(trajectory) -> float:
+    """How far the ramp's box slid down the ramp in the run, m."""
+    theta = np.radians(20.0)
+    uphill = np.array([np.cos(theta), 0.0, np.sin(theta)])
+    positions = trajectory.transforms[:, 1, :3, 3]
+    return float(-(positions[-1] - positions[0]) @ uphill)
+
+
 def main(argv=None) -> int:
     """Run the parts in order within the budget; print and save the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -337,6 +369,10 @@ def main(argv=None) -> int:
     parser.add_argument("--backend", default="cuda", choices=("cuda", "none"),
                         help="libuipc's backend; none: a short check of this script without a GPU")
     parser.add_argument("--budget", type=float, default=470.0, help="wall seconds for the whole run")
+    parser.add_argument("--parts", nargs="+", default=list(PARTS[:4]), choices=PARTS,
+                        help="what to run, in this order (default: %(default)s); friction: the ramp on libuipc "
+                             "with one setting changed at a time; defaults: the 1000-box pile in a bare pyuipc "
+                             "script with libuipc's own defaults (semi-implicit Newton, d_hat 1 cm)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -366,19 +402,21 @@ def main(argv=None) -> int:
 
     log(f"CUDA devices seen by the driver: {nvidia_gpu_count()}")
 
+    parts = args.parts
     # 1. First use: the driver compiles libuipc's kernels (PTX) for this GPU once.
-    log("one box on libuipc (first use: the CUDA kernels compile here on a GPU without machine code for it)")
-    try:
-        row("one box", "libuipc", {k: v for k, v in run_solver(
-            _scene([_box("box", 0.2, (0, 0, 1))], substeps=1, frames=3), "libuipc").items()})
-    except Exception as error:  # report and go on: the other parts say more
-        log(f"FAILED one box on libuipc: {type(error).__name__}: {error}")
+    if "first-use" in parts:
+        log("one box on libuipc (first use: the CUDA kernels compile here on a GPU without machine code for it)")
+        try:
+            row("one box", "libuipc", {k: v for k, v in run_solver(
+                _scene([_box("box", 0.2, (0, 0, 1))], substeps=1, frames=3), "libuipc").items()})
+        except Exception as error:  # report and go on: the other parts say more
+            log(f"FAILED one box on libuipc: {type(error).__name__}: {error}")
 
     # 2. The 1000-box pile: bare pyuipc, then through this solver.
     count = 125 if quick else 1000
     frames = 3 if quick else 48
     piles = {}
-    for engine in ("bare pyuipc", "device=libuipc"):
+    for engine in ("bare pyuipc", "device=libuipc") if "pile" in parts else ():
         if left() < 60:
             log(f"SKIPPED the {count}-box pile ({engine}): out of budget")
             continue
@@ -393,12 +431,13 @@ def main(argv=None) -> int:
             row(f"pile {count}", engine, figures)
         except Exception as error:
             log(f"FAILED {count}-box pile ({engine}): {type(error).__name__}: {error}")
-    np.savez_compressed(out / "piles.npz", **piles)
+    if piles:
+        np.savez_compressed(out / "piles.npz", **piles)
 
     # 3. The physics scenes on libuipc, then on the CPU.
     scenes = physics_scenes(quick)
     trajectories: dict = {"libuipc": {}, "cpu": {}}
-    for device in ("libuipc", "cpu"):
+    for device in ("libuipc", "cpu") if "physics" in parts else ():
         for name, scene in scenes.items():
             if left() < 30:
                 log(f"SKIPPED {name} on {device}: out of budget")
@@ -420,7 +459,7 @@ def main(argv=None) -> int:
     # 4. The 125-box pile and the 100-link chain, through this solver on libuipc and on the CPU.
     for name, build in (("pile 125", lambda: pile_scene(125, 3 if quick else 48)),
                         ("chain 100", lambda: chain_scene(10 if quick else 100, 3 if quick else 48))):
-        for device in ("libuipc", "cpu"):
+        for device in ("libuipc", "cpu") if "more-piles" in parts else ():
             if left() < 60:
                 log(f"SKIPPED {name} on {device}: out of budget")
                 continue
@@ -429,10 +468,33 @@ def main(argv=None) -> int:
                 row(name, device, run_solver(build(), device))
             except Exception as error:
                 log(f"FAILED {name} on {device}: {type(error).__name__}: {error}")
+
+    # 5. The ramp on libuipc with one setting changed at a time (where its friction differs).
+    for name, scene in friction_variants().items() if "friction" in parts else ():
+        if quick:
+            scene = dataclasses.replace(scene, settings=dataclasses.replace(scene.settings, frame_count=3))
+        if left() < 20:
+            log(f"SKIPPED ramp {name}: out of budget")
+            continue
+        try:
+            figures = run_solver(scene, "libuipc")
+            row(f"ramp {name}", "libuipc", {**figures, "slide_m": ramp_slide(figures["trajectory"])})
+        except Exception as error:
+            log(f"FAILED ramp {name}: {type(error).__name__}: {error}")
+
+    # 6. The 1000-box pile in a bare pyuipc script with libuipc's own defaults.
+    if "defaults" in parts and left() >= 40:
+        log(f"{count}-box column pile, bare pyuipc with libuipc's defaults (semi-implicit Newton, d_hat 1 cm)")
+        try:
+            figures = bare_pile(count, frames, args.backend, out, libuipc_defaults=True)
+            figures.pop("final")
+            row(f"pile {count}", "bare, its defaults", figures)
+        except Exception as error:
+            log(f"FAILED {count}-box pile with libuipc's defaults: {type(error).__name__}: {error}")
     log("done")
-    print("\nscene               engine            wall s / simulated s   Newton it./step", flush=True)
+    print(f"\n{'scene':<28}{'engine':<20}wall s / simulated s   Newton it./step", flush=True)
     for entry in results["rows"]:
-        print(f"{entry['scene']:<20}{entry['engine']:<18}{entry.get('rate', float('nan')):>12.3f}"
+        print(f"{entry['scene']:<28}{entry['engine']:<20}{entry.get('rate', float('nan')):>12.3f}"
               f"{entry.get('iterations', float('nan')):>18.2f}", flush=True)
     return 0
 
