@@ -316,9 +316,10 @@ def _timer_count(node, pattern: str) -> float:
 
 
 def _iterations(stats) -> float:
-    from solver.uipc_backend import _newton_iterations
+    """libuipc's Newton iterations of a frame from its frame statistics."""
+    from solver.uipc_backend import step_figures
 
-    return float(_newton_iterations(stats))
+    return float(step_figures(stats)[0])
 
 
 def compare(a, b) -> dict:

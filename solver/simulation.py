@@ -247,12 +247,13 @@ class Simulation:
         stepper, step, uipc = self._stepper, self._step, self._uipc
         assert uipc is not None
         try:
-            q, self._iterations[step] = uipc.step(frame, substep)
+            q, (iterations, line_search, converged) = uipc.step(frame, substep)
         except UipcRefused as error:
             raise SolverError(f"frame {frame}, step {substep}: {error}") from error
         stepper.q[:] = q
         self._fast_rotation[step] = stepper.joints.commit(stepper.model, stepper.q)
-        self._converged[step], self._residual[step] = True, np.nan
+        self._iterations[step], self._line_search[step] = iterations, line_search
+        self._converged[step], self._residual[step] = converged, np.nan
         self._step += 1
         if substep == self.scene.settings.substeps:
             self._finish_frame(frame)

@@ -521,9 +521,9 @@ class UipcRun:
         self._groups = [(slot.geometry().transforms(), members) for slot, members in translated.groups]
         self._q = np.empty((len(scene.bodies), 12))
 
-    def step(self, frame: int, substep: int) -> tuple[np.ndarray, int]:
+    def step(self, frame: int, substep: int) -> tuple[np.ndarray, tuple[int, int, bool]]:
         """Advance one time step (substep ``substep`` of ``frame``); returns the bodies' states
-        (bodies, 12) after it and libuipc's Newton iterations of the step (0 where not reported).
+        (bodies, 12) after it and libuipc's figures of the step (:func:`step_figures`).
 
         Raises:
             UipcRefused: libuipc stopped (the world is no longer valid).
@@ -537,26 +537,17 @@ class UipcRun:
         self.world.retrieve()
         for transforms, members in self._groups:
             self._q[members] = q_from_transform(view(transforms))
-        return self._q.copy(), _newton_iterations(self.engine.frame_stats())
+        return self._q.copy(), step_figures(self.engine.frame_stats())
 
 
-def _newton_iterations(stats: Any) -> int:
-    """libuipc's Newton iteration count in its frame statistics, 0 where it gives none."""
-    if isinstance(stats, dict):
-        for key, value in stats.items():
-            if re.search(r"(?i)newton.?iter", str(key)) and isinstance(value, (int, float)):
-                return int(value)
-            found = _newton_iterations(value)
-            if found:
-                return found
-        if re.search(r"(?i)newton.?iter", str(stats.get("name", ""))) and isinstance(stats.get("count"), int):
-            return int(stats["count"])
-    elif isinstance(stats, list):
-        for value in stats:
-            found = _newton_iterations(value)
-            if found:
-                return found
-    return 0
+def step_figures(stats: Any) -> tuple[int, int, bool]:
+    """(Newton iterations, line-search trials, converged) of a libuipc frame from its engine's
+    ``frame_stats()`` (keys ``newton_iterations``, ``line_search_trials``, ``converged`` of the
+    cuda backend); (0, 0, True) where it reports none (the none backend)."""
+    if not isinstance(stats, dict):
+        return 0, 0, True
+    return (int(stats.get("newton_iterations", 0)), int(stats.get("line_search_trials", 0)),
+            bool(stats.get("converged", True)))
 
 
 def _first_line(text: str) -> str:

@@ -361,3 +361,10 @@ def test_nvidia_gpu_count_is_zero_without_a_driver(monkeypatch):
 
     monkeypatch.setattr(uipc_backend.ctypes, "CDLL", no_library)
     assert uipc_backend.nvidia_gpu_count() == 0
+
+
+def test_libuipcs_frame_statistics_give_each_steps_figures():
+    stats = {"backend": "cuda", "converged": False, "newton_iterations": 7, "line_search_trials": 9,
+             "hit_newton_limit": True}
+    assert uipc_backend.step_figures(stats) == (7, 9, False)
+    assert uipc_backend.step_figures({}) == (0, 0, True)  # the none backend reports nothing
