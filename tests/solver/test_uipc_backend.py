@@ -23,6 +23,8 @@ from solver.scene_io import save_scene
 from solver.scene_validation import validate_scene
 from solver.simulation import Simulation, SolverError, simulate
 
+import benchmark_modules
+
 HAVE_UIPC = importlib.util.find_spec("uipc") is not None
 needs_uipc = pytest.mark.skipif(not HAVE_UIPC, reason="pyuipc is not installed")
 
@@ -368,3 +370,15 @@ def test_libuipcs_frame_statistics_give_each_steps_figures():
              "hit_newton_limit": True}
     assert uipc_backend.step_figures(stats) == (7, 9, False)
     assert uipc_backend.step_figures({}) == (0, 0, True)  # the none backend reports nothing
+
+
+@needs_uipc
+def test_the_gpu_check_script_runs_its_parts_on_the_none_backend(tmp_path, monkeypatch):
+    """benchmarks/uipc_check.py end to end without a GPU (short scenes; nothing moves)."""
+    check = benchmark_modules.load("uipc_check")
+    assert check.main(["--out", str(tmp_path), "--backend", "none", "--parts", "first-use", "pile", "friction"]) == 0
+    rows = __import__("json").loads((tmp_path / "results.json").read_text())["rows"]
+    assert [(row["scene"], row["engine"]) for row in rows[:3]] == [
+        ("one box", "libuipc"), ("pile 125", "bare pyuipc"), ("pile 125", "device=libuipc")]
+    assert len([row for row in rows if row["scene"].startswith("ramp ")]) == len(check.friction_variants())
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["frame_stats.json", "piles.npz", "results.json"]
