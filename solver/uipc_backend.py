@@ -508,6 +508,7 @@ class UipcRun:
         uipc.Logger.set_level(uipc.Logger.Level.Off)
         self.translated = translated = UipcScene(scene, model)
         self._workspace = tempfile.TemporaryDirectory(prefix="abd-uipc-")
+        self._error = uipc.Exception
         self.engine = uipc.Engine(backend, self._workspace.name)
         self.world = uipc.World(self.engine)
         try:
@@ -531,10 +532,15 @@ class UipcRun:
         from uipc import view
 
         self.translated.set_step(frame, substep)
-        self.world.advance()
-        if not self.world.is_valid():
+        try:
+            self.world.advance()
+            valid = self.world.is_valid()
+            if valid:
+                self.world.retrieve()
+        except self._error as error:
+            raise UipcRefused(f"libuipc failed: {_first_line(str(error))}") from error
+        if not valid:
             raise UipcRefused("libuipc stopped the run (its world is no longer valid)")
-        self.world.retrieve()
         for transforms, members in self._groups:
             self._q[members] = q_from_transform(view(transforms))
         return self._q.copy(), step_figures(self.engine.frame_stats())
