@@ -50,6 +50,10 @@ def gpu_advice(view_layer: bpy.types.ViewLayer, min_bodies: int = GPU_MIN_BODIES
 #: chains of a hundred links on (docs/performance.md, "libuipc on the GPU"). Below this the panel
 #: advises the CPU.
 UIPC_MIN_COLLIDING = 50
+#: The Newton velocity tolerance (m/s) at which libuipc slides a body under friction as Coulomb's
+#: law and the CPU solver do: at the default 0.05 its Newton loop stops at the first short
+#: direction and a box on a ramp creeps (docs/performance.md, "libuipc on the GPU").
+UIPC_FRICTION_VELOCITY_TOL = 0.0005
 
 
 def uipc_advice(view_layer: bpy.types.ViewLayer, contact: bool, min_colliding: int = UIPC_MIN_COLLIDING) -> str | None:

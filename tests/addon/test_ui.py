@@ -193,6 +193,11 @@ def test_solver_panel_says_when_the_cpu_would_bake_faster_than_libuipc(addon):
     cubes[1].abd_body.motion = "FIXED"
     assert advice(view_layer, True, min_colliding=3) == (
         "2 colliding dynamic bodies: the CPU is usually faster below about 3")
+    friction = ("label", "libuipc slides bodies under friction as the CPU does at a Velocity Tolerance of "
+                         "0.0005 m/s or less")
+    assert friction in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    world.velocity_tol = 0.0005
+    assert friction not in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
 
 
 def test_panels_warn_about_what_would_override_the_bake(addon):
