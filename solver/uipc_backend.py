@@ -239,7 +239,7 @@ class UipcScene:
         groups: dict = {}
         for index, body in enumerate(scene.bodies):
             alike = body.mass is None and body.soft_transform is None and body.motion != "animated"
-            key = ((body.mesh.vertices.tobytes(), body.mesh.triangles.tobytes(), body.contact.shape,
+            key = ((_mesh_key(body.mesh.vertices), body.mesh.triangles.tobytes(), body.contact.shape,
                     float(body.kappa), float(body.mass_density), int(self._element_of[index])) if alike else index)
             groups.setdefault(key, []).append(index)
         self.groups = []  # (slot, body indices (n,)) per geometry
@@ -476,6 +476,15 @@ class UipcScene:
     def set_step(self, frame: int, substep: int) -> None:
         """The step the next ``advance`` computes: substep ``substep`` (1-based) of ``frame``."""
         self._frame, self._ratio = frame, substep / self._substeps
+
+
+def _mesh_key(vertices: np.ndarray) -> bytes:
+    """The vertices (V, 3) rounded to a power of ten about 1e-7 of their extent, as bytes: meshes
+    that agree to float32 precision (copies of one Blender mesh exported through their objects'
+    transforms differ by round-off) count as one."""
+    extent = float(np.max(np.abs(vertices))) or 1.0
+    quantum = 10.0 ** np.floor(np.log10(1e-7 * extent))
+    return np.round(vertices / quantum).astype(np.int64).tobytes()
 
 
 def _transform(q: np.ndarray, corner: float = 1.0) -> np.ndarray:
