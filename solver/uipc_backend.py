@@ -97,10 +97,64 @@ def backend_name() -> str:
     return os.environ.get(BACKEND_VARIABLE, "cuda")
 
 
+#: The fields of each part of a scene that the translation carries to libuipc; any other field
+#: set away from its default is refused (:func:`unsupported`), so that a setting added to the
+#: scene later is never dropped silently.
+TRANSLATED = {
+    "Settings": {"frame_rate", "substeps", "frame_count", "gravity", "max_iterations", "min_iterations",
+                 "velocity_tol", "transrate_tol", "line_search_max_iterations", "device", "contact"},
+    "ContactSettings": {"enable", "d_hat", "resistance", "friction", "eps_velocity"},
+    "Body": {"name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity",
+             "mass", "soft_transform", "animated_transforms", "contact"},
+    "BodyContact": {"enable", "friction", "shape", "collections"},
+    "SoftTransform": {"strength_ratio", "aim_transform", "is_constrained"},
+    "Joint": {"name", "type", "l_body", "r_body", "position0", "position1", "strength_ratio", "init_distance",
+              "init_angle", "limit", "driving", "position", "collide_connected"},
+    "Limit": {"lower", "upper", "strength"},
+    "Driving": {"strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity"},
+}
+
+
+def untranslated(part: Any, where: str) -> list[str]:
+    """The fields of ``part`` (a scene dataclass) that the translation does not carry
+    (:data:`TRANSLATED`) and that differ from their defaults, as phrases naming ``where``."""
+    import dataclasses
+
+    found = []
+    known = TRANSLATED.get(type(part).__name__, set())
+    for field in dataclasses.fields(part):
+        if field.name in known:
+            continue
+        if field.default is not dataclasses.MISSING:
+            default = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        else:
+            default = None
+        value = getattr(part, field.name)
+        try:
+            same = bool(np.array_equal(np.asarray(value), np.asarray(default))) if default is not None else False
+        except (TypeError, ValueError):
+            same = value == default
+        if not same:
+            found.append(f"{where}: {field.name} (not translated to libuipc)")
+    return found
+
+
 def unsupported(scene: Scene) -> list[str]:
     """What of the validated ``scene`` libuipc cannot do, one phrase each naming the joint or the
-    setting (empty where libuipc runs it all)."""
-    found = []
+    setting (empty where libuipc runs it all): what it has no counterpart for, and any setting the
+    translation does not carry (:func:`untranslated`)."""
+    found = untranslated(scene.settings, "settings") + untranslated(scene.settings.contact, "settings: contact")
+    for body in scene.bodies:
+        found += untranslated(body, f"body {body.name!r}") + untranslated(body.contact, f"body {body.name!r}: contact")
+        if body.soft_transform is not None:
+            found += untranslated(body.soft_transform, f"body {body.name!r}: soft_transform")
+    for joint in scene.joints:
+        found += untranslated(joint, f"joint {joint.name!r}")
+        for extra in (joint.limit, joint.driving):
+            if extra is not None:
+                found += untranslated(extra, f"joint {joint.name!r}: {type(extra).__name__.lower()}")
     for joint in scene.joints:
         if joint.driving is not None and joint.driving.aim_velocity is not None:
             found.append(f"joint {joint.name!r}: a drive by velocity (aim_velocity; libuipc's drives aim at a "

@@ -383,3 +383,18 @@ def test_the_gpu_check_script_runs_its_parts_on_the_none_backend(tmp_path, monke
         ("one box", "libuipc"), ("pile 125", "bare pyuipc"), ("pile 125", "device=libuipc")]
     assert len([row for row in rows if row["scene"].startswith("ramp ")]) == len(check.friction_variants())
     assert sorted(path.name for path in tmp_path.iterdir()) == ["frame_stats.json", "piles.npz", "results.json"]
+
+
+def test_a_scene_setting_the_translation_does_not_carry_is_refused_naming_it():
+    """Every field of the scene's parts is either translated or refused when set: a setting added
+    to the scene later (a joint's effort limit, say) cannot be dropped silently."""
+    @dataclasses.dataclass
+    class Driving(__import__("solver").Driving):  # the same part with one field more
+        effort_limit: float = 0.0
+
+    scene = rig()
+    assert uipc_backend.unsupported(scene) == []
+    scene.joints[0].driving = Driving(aim_angle=0.5, effort_limit=3.0)
+    assert uipc_backend.unsupported(scene) == ["joint 'hinge': driving: effort_limit (not translated to libuipc)"]
+    scene.joints[0].driving = Driving(aim_angle=0.5)
+    assert uipc_backend.unsupported(scene) == []
