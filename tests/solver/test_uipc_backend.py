@@ -320,7 +320,7 @@ def test_bodies_touching_at_the_start_are_refused_by_libuipc_in_our_words():
 @pytest.mark.parametrize("change, message", [
     (lambda scene: setattr(scene.joints[2].driving, "aim_velocity", 0.5) or setattr(
         scene.joints[2].driving, "aim_distance", None), "joint 'rail': a drive by velocity"),
-    (lambda scene: setattr(scene.settings, "contact", ContactSettings(enable=True, resistance=1e5)),
+    (lambda scene: setattr(scene.settings, "contact", ContactSettings(enable=True, resistance=1e10)),
      "an explicit resistance"),
 ])
 def test_what_libuipc_cannot_do_is_refused_before_anything_is_built(change, message, monkeypatch):
