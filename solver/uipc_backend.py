@@ -15,7 +15,8 @@ the calls are those of its Python bindings, ``uipc.constitution``):
 - bodies: a triangle mesh (``uipc.geometry.trimesh``) per body, its object named after the body,
   with ``AffineBodyConstitution`` (OrthoPotential #1): ``apply_to(mesh, kappa, mass_density)``,
   or ``apply_to(mesh, kappa, M, volume)`` with the 12x12 mass matrix of an explicit mass (and of
-  a body colliding with its convex hull, whose mass still comes from its mesh); its transform,
+  a body colliding with its convex hull, whose mass still comes from its mesh, and of an open
+  mesh, whose mass is its shell's or its hull's: libuipc integrates closed meshes only); its transform,
   and its initial velocity as the instance's ``velocity`` (the transform's time derivative);
   fixed bodies ``is_fixed`` = 1;
 - animated bodies and soft transforms: ``SoftTransformConstraint`` (#16), whose ``aim_transform``,
@@ -65,7 +66,6 @@ from typing import Any, Optional
 import numpy as np
 
 from .affine_body import PoseInterpolation, mass_matrix, q_from_transform
-from .mass import mesh_volume
 from .scene import Scene
 
 #: The pyuipc release this translation is written and tested against.
@@ -105,7 +105,7 @@ TRANSLATED = {
                  "velocity_tol", "transrate_tol", "line_search_max_iterations", "device", "contact"},
     "ContactSettings": {"enable", "d_hat", "resistance", "friction", "eps_velocity"},
     "Body": {"name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity",
-             "mass", "soft_transform", "animated_transforms", "contact"},
+             "mass", "soft_transform", "animated_transforms", "contact", "thickness"},
     "BodyContact": {"enable", "friction", "shape", "collections"},
     "SoftTransform": {"strength_ratio", "aim_transform", "is_constrained"},
     "Joint": {"name", "type", "l_body", "r_body", "position0", "position1", "strength_ratio", "init_distance",
@@ -293,7 +293,7 @@ class UipcScene:
         groups: dict = {}
         for index, body in enumerate(scene.bodies):
             alike = body.mass is None and body.soft_transform is None and body.motion != "animated"
-            key = ((_mesh_key(body.mesh.vertices), body.mesh.triangles.tobytes(), body.contact.shape,
+            key = ((_mesh_key(body.mesh.vertices), body.mesh.triangles.tobytes(), body.contact.shape, body.thickness,
                     float(body.kappa), float(body.mass_density), int(self._element_of[index])) if alike else index)
             groups.setdefault(key, []).append(index)
         self.groups = []  # (slot, body indices (n,)) per geometry
@@ -305,13 +305,12 @@ class UipcScene:
             mesh = trimesh(_matrix(vertices), np.array(triangles, dtype=np.int32, order="C"))
             label_surface(mesh)
             mesh.instances().resize(len(members))
-            if first.mass is None and vertices is first.mesh.vertices:
+            if first.mass is None and vertices is first.mesh.vertices and _closed(first.mesh.triangles):
                 abd.apply_to(mesh, float(first.kappa), float(first.mass_density))
-            else:
+            else:  # an explicit mass, a convex hull for contact, an open mesh (its shell or hull mass)
                 dyadic = model.masses[members[0]]
                 matrix = mass_matrix(dyadic.mass, dyadic.mass_x_bar, dyadic.second_moment)
-                abd.apply_to(mesh, float(first.kappa), _matrix(matrix),
-                             float(abs(mesh_volume(first.mesh.vertices, first.mesh.triangles))))
+                abd.apply_to(mesh, float(first.kappa), _matrix(matrix), float(dyadic.volume))
             transforms = view(mesh.transforms())
             velocities = view(mesh.instances().find(builtin.velocity))
             fixed = view(mesh.instances().find(builtin.is_fixed))
@@ -530,6 +529,13 @@ class UipcScene:
     def set_step(self, frame: int, substep: int) -> None:
         """The step the next ``advance`` computes: substep ``substep`` (1-based) of ``frame``."""
         self._frame, self._ratio = frame, substep / self._substeps
+
+
+def _closed(triangles: np.ndarray) -> bool:
+    """Whether a triangle mesh (T, 3) is closed: every edge shared by exactly two triangles
+    (libuipc integrates the mass of closed meshes only)."""
+    edges = np.sort(np.asarray(triangles)[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
+    return bool(np.all(np.unique(edges, axis=0, return_counts=True)[1] == 2))
 
 
 def _mesh_key(vertices: np.ndarray) -> bytes:

@@ -398,3 +398,17 @@ def test_a_scene_setting_the_translation_does_not_carry_is_refused_naming_it():
     assert uipc_backend.unsupported(scene) == ["joint 'hinge': driving: effort_limit (not translated to libuipc)"]
     scene.joints[0].driving = Driving(aim_angle=0.5)
     assert uipc_backend.unsupported(scene) == []
+
+
+@needs_uipc
+def test_an_open_mesh_reaches_libuipc_with_the_mass_this_solver_gives_it():
+    """A plane (open: libuipc integrates closed meshes only) as a shell of its thickness: its
+    12x12 mass matrix and volume are given to libuipc."""
+    plane = Body(name="sheet", mesh=__import__("solver").Mesh(
+        vertices=np.array([[-0.5, -0.5, 0.0], [0.5, -0.5, 0.0], [0.5, 0.5, 0.0], [-0.5, 0.5, 0.0]]),
+        triangles=np.array([[0, 1, 2], [0, 2, 3]])), thickness=0.02, mass_density=500.0)
+    run = translate(scene_of([plane]))
+    (slot, _), = run.translated.groups
+    meta = attributes(slot.geometry().meta())
+    assert meta["abd_mass"].item() == pytest.approx(500.0 * 1.0 * 0.02)
+    assert meta["volume"].item() == pytest.approx(0.02)
