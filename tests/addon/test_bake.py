@@ -228,6 +228,29 @@ def test_gpu_device_without_cupy_fails_clearly_and_keeps_the_previous_bake(addon
     assert bpy.ops.abd.bake() == {"FINISHED"}
 
 
+@pytest.mark.skipif(importlib.util.find_spec("uipc") is None, reason="pyuipc is not installed")
+def test_libuipc_device_bakes_through_the_same_pipeline_and_refuses_clearly_without_pyuipc(addon, monkeypatch):
+    """Device GPU (libuipc) on libuipc's none backend (no GPU: its checks run, nothing moves) bakes
+    keys through the same bake; with pyuipc missing, the bake stops before any step with the pip
+    line, and the earlier bake is kept."""
+    import sys
+
+    monkeypatch.setenv("ABD_UIPC_BACKEND", "none")
+    base, slider, joint = slider_rig(frame_end=4)
+    start = slider.matrix_world.copy()
+    bpy.context.scene.abd_world.device = "LIBUIPC"
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert slider.abd_bake.is_baked
+    for frame in (1, 4):
+        bpy.context.scene.frame_set(frame)
+        assert np.allclose(np.array(slider.matrix_world), np.array(start), atol=1e-6)
+    baked = scene_snapshot()
+    monkeypatch.setitem(sys.modules, "uipc", None)
+    with pytest.raises(RuntimeError, match=r"libuipc is not available .*pip install pyuipc==0\.0\.29"):
+        bpy.ops.abd.bake()
+    assert scene_snapshot() == baked
+
+
 def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
     base, slider, joint = slider_rig(frame_end=12)
     before = scene_snapshot()
