@@ -358,8 +358,8 @@ def words_problem(name: str, description: str) -> str | None:
 
 def every_branch(addon):
     """Rigs and settings that make the panels draw every property they can: each joint type, a
-    drive in either mode, a soft transform aiming at an object, an explicit mass and inertia,
-    contact with its own resistance, the world's own gravity and frame range."""
+    drive in either mode, a soft transform aiming at an object, an explicit mass and inertia, an
+    open mesh, contact with its own resistance, the world's own gravity and frame range."""
     scene = bpy.context.scene
     world = scene.abd_world
     world.use_contact, world.use_auto_resistance = True, False
@@ -373,6 +373,11 @@ def every_branch(addon):
         for mode in ("POSITION", "VELOCITY"):
             joint.abd_joint.drive.mode = mode
             yield body, joint
+    bpy.ops.mesh.primitive_plane_add()  # an open mesh: its Thickness
+    plane = bpy.context.active_object
+    select_only(plane)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    yield plane, joint
 
 
 def test_every_property_of_every_panel_speaks_blender_words(addon):
