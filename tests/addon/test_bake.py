@@ -723,3 +723,20 @@ def test_a_bake_validates_its_scene_once(addon, monkeypatch):
     monkeypatch.setattr(simulation, "validate_scene", counting)
     job = addon.bake.BakeJob(bpy.context.scene).run()
     assert len(calls) == 1 and job.trajectory.all_converged
+
+
+def test_a_solver_failure_names_the_timelines_frame(addon, monkeypatch):
+    """The solver counts frames from 0 at the bake's first frame; the bake's message names the
+    frame as the timeline shows it (the scene here starts at frame 10)."""
+    slider_rig(frame_end=24)
+    bpy.context.scene.frame_start = 10
+    simulation = import_module(addon.__name__.rpartition(".")[0] + ".solver.simulation")
+
+    def failing(run, progress=None):
+        raise simulation.SolverError("frame 2, step 3: the Newton system is singular")
+
+    monkeypatch.setattr(simulation.Simulation, "run", failing)
+    before = scene_snapshot()
+    with pytest.raises(simulation.SolverError, match=r"^frame 12, step 3: the Newton system is singular$"):
+        addon.bake.BakeJob(bpy.context.scene).run()
+    assert scene_snapshot() == before
