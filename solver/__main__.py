@@ -150,10 +150,12 @@ def _run(args: argparse.Namespace) -> int:
         substeps = int(trajectory.substeps)
         _error(
             f"time step {step} (frame {step // substeps + 1}, substep {step % substeps + 1} of {substeps}) "
-            f"was the first that did not converge within max_iterations = {scene.settings.max_iterations} "
-            f"(its last Newton step was {float(trajectory.residual[step]):.3g} times the tolerance); "
-            f"the trajectory was saved to {str(out)!r} anyway"
+            f"was the first that did not converge within max_iterations = {scene.settings.max_iterations}, "
+            f"even split down to 1/16 of a step (its last Newton step was {float(trajectory.residual[step]):.3g} "
+            f"times the tolerance); the trajectory was saved to {str(out)!r} anyway"
         )
+        for warning in trajectory.strain_warnings():
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
         return EXIT_SOLVER_FAILED
     for warning in trajectory.warnings():
         print(f"warning: {warning}", file=sys.stderr, flush=True)
