@@ -327,7 +327,7 @@ class Model:
         self.fixed, self.spherical = anchored["fixed"], anchored["spherical"]
 
         # Extras refer to their base joint by explicit index, never by position.
-        driving_rows = [r for r in prismatic_rows if scene.joints[r["index"]].driving is not None]
+        driving_rows = [r for r in prismatic_rows if _has_drive_term(scene.joints[r["index"]])]
         prismatic_limit_rows = [r for r in prismatic_rows if scene.joints[r["index"]].limit is not None]
         revolute_limit_rows = [r for r in revolute_rows if scene.joints[r["index"]].limit is not None]
 
@@ -354,10 +354,16 @@ class Model:
                                                  column(revolute_limit_rows, "basis_i", (2, 3)),
                                                  column(revolute_limit_rows, "basis_j", (2, 3)))
         self.revolute_limit.joint_indices = np.array([r["index"] for r in revolute_limit_rows], dtype=np.int64)
-        revolute_driving_rows = [r for r in revolute_rows if scene.joints[r["index"]].driving is not None]
+        revolute_driving_rows = [r for r in revolute_rows if _has_drive_term(scene.joints[r["index"]])]
         self.revolute_driving = DrivingRevoluteJoint(pairs(revolute_driving_rows),
                                                      column(revolute_driving_rows, "basis_i", (2, 3)),
                                                      column(revolute_driving_rows, "basis_j", (2, 3)))
         self.revolute_driving.joint_indices = np.array([r["index"] for r in revolute_driving_rows], dtype=np.int64)
         self.revolute_driving.masses = np.array([self.masses[i].mass + self.masses[j].mass
                                                  for i, j in pairs(revolute_driving_rows)])
+
+
+def _has_drive_term(joint) -> bool:
+    """Whether a prismatic or revolute joint gets a driving term (#21, #19): it has a drive, or
+    damping, which the driving term carries."""
+    return joint.driving is not None or joint.damping > 0.0
