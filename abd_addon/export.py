@@ -410,8 +410,12 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
             aim = {"aim_velocity": values[:, 11].copy()}
         else:
             aim = {"aim_distance": values[:, 8].copy()} if prismatic else {"aim_angle": values[:, 10].copy()}
+        drive = props.drive
+        effort = drive.max_force if prismatic else drive.max_torque
         driving = Driving(strength_ratio=values[:, 9].copy(), is_constrained=values[:, 6].copy(),
-                          is_passive=values[:, 7].copy(), **aim)
+                          is_passive=values[:, 7].copy(), **aim,
+                          **{"max_force" if prismatic else "max_torque": effort if effort > 0.0 else None},
+                          max_speed=drive.max_speed if drive.max_speed > 0.0 else None)
     return Joint(
         name=name,
         type=SOLVER_JOINT_TYPES[props.type],
@@ -425,4 +429,5 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
         limit=limit,
         driving=driving,
         collide_connected=not props.disable_collisions,
+        damping=props.damping,
     )

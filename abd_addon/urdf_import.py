@@ -168,6 +168,11 @@ def _setup_joint(empty: bpy.types.Object, joint, bodies: dict) -> None:
         drive.is_passive = bool(_scalar(joint.driving.is_passive))
         drive.aim_distance = _scalar(joint.driving.aim_distance)
         drive.strength_ratio = _scalar(joint.driving.strength_ratio)
+        for key in ("max_force", "max_torque", "max_speed"):
+            if getattr(joint.driving, key) is not None:
+                setattr(drive, key, float(getattr(joint.driving, key)))
+    if joint.type in ("prismatic", "revolute"):
+        props.damping = float(joint.damping)
 
 
 def build_rig(result, parent: bpy.types.Collection, name: str | None = None) -> Rig:
