@@ -206,7 +206,8 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         layout.prop(joint, "strength_ratio")
         if joint.type in AXIS_JOINT_TYPES:
             layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
-            layout.prop(joint, "damping", text="Damping (N·s/m)" if joint.type == "PRISMATIC" else "Damping (N·m·s/rad)")
+            unit = "N·s/m" if joint.type == "PRISMATIC" else "N·m·s/rad"
+            layout.prop(joint, "damping", text=f"Damping ({unit})")
         layout.prop(joint, "disable_collisions")
         ob = context.object
         labels = {"abd_distance": "Baked Distance", "abd_angle": "Baked Angle", "abd_rotation": "Baked Rotation"}

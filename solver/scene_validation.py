@@ -637,7 +637,10 @@ def _validate_driving(driving, kind: str, frames: int, where: str) -> Optional[D
             if not value > 0.0:
                 raise _fail(where, f"driving.{key}", f"must be > 0 (or null for no limit), got {value}")
             caps[key] = value
-    return Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive, **aims, **caps)
+    validated = Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive)
+    for key, value in {**aims, **caps}.items():
+        setattr(validated, key, value)
+    return validated
 
 
 def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:

@@ -550,7 +550,7 @@ class _DriveSeries:
 
     def __init__(self, drivings: list, aim_key: str, frames: int):
         count, zeros = len(drivings), np.zeros(frames)
-        drivings = [Driving(strength_ratio=zeros, is_constrained=zeros, is_passive=zeros, **{aim_key: zeros})
+        drivings = [Driving(strength_ratio=zeros, is_constrained=zeros, is_passive=zeros, aim_velocity=zeros)
                     if d is None else d for d in drivings]
         self.max_speed = np.array([np.inf if d.max_speed is None else d.max_speed for d in drivings], dtype=float)
 

@@ -15,7 +15,7 @@ import warnings
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -266,8 +266,9 @@ class _Importer:
             parts.append(part)
         if not parts:
             return None
-        whole = trimesh.util.concatenate(parts) if len(parts) > 1 else parts[0]
-        return Mesh(vertices=np.array(whole.vertices, dtype=np.float64), triangles=np.array(whole.faces, dtype=np.int64))
+        whole: Any = trimesh.util.concatenate(parts) if len(parts) > 1 else parts[0]
+        return Mesh(vertices=np.array(whole.vertices, dtype=np.float64),
+                    triangles=np.array(whole.faces, dtype=np.int64))
 
     def _body(self, b: int) -> Body:
         model = self.model
@@ -310,8 +311,8 @@ class _Importer:
         if count == 0:
             if parent == 0:
                 return []  # fixed to the world: a fixed body
-            return [Joint(name=f"{name}_weld", type="fixed", l_body=parent_name, r_body=name, position=anchor,
-                          strength_ratio=self.strength_ratio)]
+            return [Joint(name=f"{name}_weld", type="fixed", l_body=self.scene_bodies[parent], r_body=name,
+                          position=anchor, strength_ratio=self.strength_ratio)]
         indices = list(range(first, first + count))
         types = [int(model.jnt_type[j]) for j in indices]
         names = [_name(model, "joint", j) for j in indices]
@@ -413,17 +414,19 @@ class _Importer:
             share = 1.0 if kind == _HINGE else 0.5  # a prismatic drive's stiffness acts twice (two sides)
             if is_position:
                 stiffness = gear * gear * gain  # N m/rad or N/m at the joint
-                aim = {"aim_angle" if kind == _HINGE else "aim_distance": 0.0}
-                driving = Driving(strength_ratio=share * stiffness * self.dt ** 2 / masses, **aim, **{key: effort})
-                drives[joint] = (driving, gear * gear * -float(bias[2]))
+                driving = Driving(strength_ratio=share * stiffness * self.dt ** 2 / masses)
+                setattr(driving, "aim_angle" if kind == _HINGE else "aim_distance", 0.0)
+                added_damping = gear * gear * -float(bias[2])
             elif is_velocity:
                 damping = gear * gear * gain  # N m s/rad or N s/m at the joint
-                drives[joint] = (Driving(strength_ratio=share * damping * self.dt / masses, aim_velocity=0.0,
-                                         **{key: effort}), 0.0)
+                driving = Driving(strength_ratio=share * damping * self.dt / masses, aim_velocity=0.0)
+                added_damping = 0.0
             else:
                 self.note(f"actuator {name!r} on joint {joint!r} is a motor (a force set from outside by its control); "
                           "imported as a drive that is off, with its force range as the effort limit")
-                drives[joint] = (Driving(is_constrained=0, **{key: effort}), 0.0)
+                driving, added_damping = Driving(is_constrained=0), 0.0
+            setattr(driving, key, effort)
+            drives[joint] = (driving, added_damping)
         return drives
 
     def _joint_masses(self, j: int) -> float:

@@ -449,7 +449,8 @@ class _Importer:
         if effort is not None or speed is not None:
             key = "max_force" if joint.type == "prismatic" else "max_torque"
             scene_joint.driving = Driving(strength_ratio=DEFAULT_DRIVE_STRENGTH_RATIO, is_constrained=0,
-                                          **{key: effort}, max_speed=speed)
+                                          max_speed=speed)
+            setattr(scene_joint.driving, key, effort)
 
     # -- groups, mass and shape -----------------------------------------------------------------
 
