@@ -74,7 +74,7 @@ def add_driving_gradient_F(F, stiffness, target, cap, damping, start, gradient):
     """Add :func:`driving_gradient_F` to ``gradient`` (9,), without allocating."""
     for block in (3, 6):  # t_i, then t_j
         coordinate = F[block] * F[0] + F[block + 1] * F[1] + F[block + 2] * F[2]
-        scaled, _ = drive_first_second(coordinate - target, stiffness, cap, damping, coordinate - start)
+        scaled, _ = drive_first_second(coordinate - target, stiffness, cap, damping, coordinate - start, 0.0)
         for k in range(3):
             gradient[k] += scaled * F[block + k]
             gradient[block + k] += scaled * F[k]
@@ -88,7 +88,7 @@ def driving_gradient_hessian_F(F, stiffness, target, cap, damping, start):
     for side in range(2):
         block = 3 + 3 * side  # t_i, then t_j
         coordinate = dot3(F[block : block + 3], F[0:3])
-        first, second = drive_first_second(coordinate - target, stiffness, cap, damping, coordinate - start)
+        first, second = drive_first_second(coordinate - target, stiffness, cap, damping, coordinate - start, 0.0)
         gradient_residual = np.zeros(9)
         for k in range(3):
             gradient_residual[k] = F[block + k]
@@ -120,11 +120,12 @@ def add_driving_hessian_F(F, stiffness, target, cap, damping, start, projection,
     """Add the driving Hessian (9, 9) to ``hessian`` without allocating, its curvature projected by
     the weight ``projection`` w in [0, 1]: per side E'' ∇u ∇uᵀ + E' [[0, I], [I, 0]] plus w times
     the PSD correction |E'|/2 [[I, −σI], [−σI, I]] (σ = sign E') that makes the curvature its PSD
-    part; w = 1 is :func:`driving_projected_hessian_F`, w = 0 the exact Hessian."""
+    part; w = 1 is :func:`driving_projected_hessian_F`, w = 0 the exact Hessian. A side past its
+    effort limit takes the secant curvature E'' (:func:`.drive_effort.drive_first_second`) whatever w."""
     for block in (3, 6):  # t_i, then t_j; ∇u = [t; d] on the (d, t) blocks (element by element:
         # compiles faster than block helpers)
         coordinate = F[block] * F[0] + F[block + 1] * F[1] + F[block + 2] * F[2]
-        first, second = drive_first_second(coordinate - target, stiffness, cap, damping, coordinate - start)
+        first, second = drive_first_second(coordinate - target, stiffness, cap, damping, coordinate - start, 1.0)
         diagonal = 0.5 * projection * abs(first)
         coupling = (1.0 - 0.5 * projection) * first
         for r in range(3):

@@ -20,7 +20,8 @@ step-start values are per-step inputs (:class:`DrivingRevoluteJointInput`).
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. With E' = dE/dx and E'' = d²E/dx²
 (:func:`.drive_effort.drive_first_second`): ∇_F E = E' ∇x, H_F = E'' ∇x ∇xᵀ + P(E' ∇²x), P the
-PSD projection of the product when requested (as the revolute limit); ∇x and ∇²x are those of
+PSD projection of the product when requested (as the revolute limit; E'' is then the secant
+curvature past an effort limit, docs/constitutions/drive_effort.md); ∇x and ∇²x are those of
 :func:`.revolute_joint_limit.limit_angle_derivatives_F`.
 """
 
@@ -79,7 +80,9 @@ def _gradient_hessian_kernel(q, bodies, jacobian, stiffness, target, angle_t, si
         gather_dofs_into(q, bodies[e], q_element)
         apply_jacobian_into(jacobian[e], q_element, F)
         angle = limit_angle_F(F, angle_t[e], sin_t[e], cos_t[e])
-        first, second = drive_first_second(angle - target[e], stiffness[e], cap[e], damping[e], angle - angle_t[e])
+        secant = 0.0 if exact is not None else 1.0  # the projected path's secant curvature at a stall
+        first, second = drive_first_second(angle - target[e], stiffness[e], cap[e], damping[e], angle - angle_t[e],
+                                           secant)
         gradient_x, hessian_x = limit_angle_derivatives_F(F)
         hessian_F = scalar_function_hessian_F(first, second, gradient_x, hessian_x, exact)
         for r in range(12):  # the gradient E' ∇x, in place

@@ -526,7 +526,7 @@ def make_prismatic_group(rng, q):
     driving = DrivingPrismaticJoint(PAIRS[driving_rows], anchor_i[driving_rows], anchor_j[driving_rows],
                                     tangent_i[driving_rows], tangent_j[driving_rows])
     driving_inputs = DrivingPrismaticJointInput(np.array([300.0, 700.0, 0.0]), rng.uniform(-1.0, 1.0, 3),
-                                                np.array([np.inf, 2.0, np.inf]), np.array([0.0, 40.0, 0.0]),
+                                                np.full(3, np.inf), np.array([0.0, 40.0, 0.0]),
                                                 rng.uniform(-1.0, 1.0, 3))
     limit = PrismaticJointLimit(PAIRS[limit_rows], anchor_i[limit_rows], anchor_j[limit_rows],
                                 tangent_i[limit_rows], tangent_j[limit_rows])

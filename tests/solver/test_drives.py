@@ -118,3 +118,13 @@ def test_door_pushed_into_a_wall_by_a_capped_motor_stops_there():
     y = np.einsum("fij,vj->fvi", rotation, corners)[..., 1] + trajectory.transforms[:, None, 1, 1, 3]
     assert y.max() < 0.32  # the wall's face
     assert y[-1].max() > 0.32 - 0.01  # at the wall
+
+
+def test_a_stalled_drive_converges_in_few_newton_iterations():
+    """Past its effort limit a drive's energy is linear (no curvature): the Newton loop uses the
+    secant curvature there, so a stalled servo costs about as few iterations as a free one."""
+    scene = arm_scene(Driving(strength_ratio=1000.0, aim_velocity=1.0, max_torque=30.0), 48)
+    scene.bodies[1].transform = np.array([[0.0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0], [0, 0, 0, 1]])
+    trajectory = simulate(scene)
+    assert trajectory.all_converged
+    assert trajectory.newton_iterations.mean() < 4.0
