@@ -300,8 +300,8 @@ def read_bake(scene=None) -> dict:
     prismatic limit bounds the raw distance ``abd_distance - init``, so bounds = limit + init;
     the revolute limit bounds the raw angle by limit + init, so bounds = limit + 2 init), aim
     (per-frame aim distance or angle of a position drive that is on, or None)}; ``locations``:
-    name -> per-frame world location of every mesh object and soft-transform target; ``z_axes``: name -> per-frame world Z axis of
-    every body.
+    name -> per-frame world location of every mesh object and soft-transform target;
+    ``z_axes``: name -> per-frame world Z axis of every body.
     """
     import bpy
 
