@@ -159,6 +159,10 @@ def convert_rigid_bodies(context) -> Conversion:
     if world is None or world.collection is None:
         return result
     bodies = [ob for ob in world.collection.objects if ob.type == "MESH" and ob.rigid_body is not None]
+    for ob in [ob for ob in bodies if ob.library is not None]:  # its settings would not be saved
+        result.skipped.append((ob.name, f"it is linked from {ob.library.filepath}: make it local or a library "
+                                        "override to convert it"))
+        bodies.remove(ob)
     for ob in bodies:
         rigid_body, body = ob.rigid_body, ob.abd_body
         if body.enabled:  # an affine body already (converted before): its settings stay
@@ -183,6 +187,9 @@ def convert_rigid_bodies(context) -> Conversion:
         constraint = ob.rigid_body_constraint
         if constraint.object1 not in converted or constraint.object2 not in converted:
             result.skipped.append((ob.name, "it does not join two rigid bodies of the scene's rigid body world"))
+            continue
+        if constraint.object1 == constraint.object2:
+            result.skipped.append((ob.name, f"it joins '{constraint.object1.name}' to itself"))
             continue
         if constraint.type == "MOTOR":
             motors.append(ob)

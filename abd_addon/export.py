@@ -32,12 +32,11 @@ import bpy
 import numpy as np
 
 from ..solver.affine_body import nearest_rotation
-from ..solver.mass import mesh_volume
 from ..solver.scene import (
     Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
     SoftTransform,
 )
-from ..solver.scene_validation import validate_scene
+from ..solver.scene_validation import unit_mass_properties, validate_scene
 from .properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 from .rig_rules import RigError, collect_rig, refuse_invalid_drivers, refuse_unbakeable
 from .sampling import Sampler, sample_frames
@@ -155,6 +154,21 @@ def mesh_arrays(ob_eval: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
     return vertices.reshape(-1, 3), triangles.reshape(-1, 3)
 
 
+#: Most face corners of a mesh whose openness the Affine Body panel works out as it draws.
+OPEN_CHECK_LOOPS = 1_000_000
+
+
+def mesh_is_open(mesh: bpy.types.Mesh) -> bool:
+    """Whether ``mesh`` (not evaluated) has an edge not shared by exactly two faces (a hole, a
+    boundary, a non-manifold edge): the solver then takes it as an open surface. False for a
+    mesh of more than :data:`OPEN_CHECK_LOOPS` face corners (not checked while drawing)."""
+    if not len(mesh.polygons) or len(mesh.loops) > OPEN_CHECK_LOOPS:
+        return False
+    edges = np.empty(len(mesh.loops), dtype=np.int64)
+    mesh.loops.foreach_get("edge_index", edges)
+    return bool(np.any(np.bincount(edges, minlength=len(mesh.edges)) != 2))
+
+
 def collapses(matrix: np.ndarray) -> bool:
     """Whether a (4, 4) world matrix collapses a direction (a zero scale, its own or a parent's)."""
     return not abs(np.linalg.det(matrix[:3, :3])) > ZERO_SCALE
@@ -210,11 +224,35 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     solver_joints = [_joint(ob, sampler, result) for ob in joints]
     try:
         result.scene = validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
-    except SceneError as error:  # its frames count from 0 at the bake's first frame: name Blender's
-        raise SceneError(re.sub(r"\bat frame (\d+)", lambda match: f"at frame {start + int(match.group(1))}",
-                                str(error))) from None
+    except SceneError as error:
+        raise SceneError(blender_words(str(error), start)) from None
     result.parent_matrix = sampler.parent_matrix
     return result
+
+
+def blender_words(message: str, frame_start: int) -> str:
+    """A solver message in the words of Blender's panels and timeline: its frames count from 0 at
+    the bake's first frame, ``frame_start`` (``at frame 0`` is Blender's frame ``frame_start``),
+    and a body's contact switch is its *Collision* setting."""
+    message = re.sub(r"\bat frame (\d+)", lambda match: f"at frame {frame_start + int(match.group(1))}", message)
+    return message.replace("turn contact off for one of them", "turn Collision off on one of them")
+
+
+def new_run(export: Export):
+    """The solver's run (:class:`solver.simulation.Simulation`, not yet compiled) of an export's
+    scene, which the export validated (not again here).
+
+    Raises:
+        solver.scene.SceneError: the scene cannot be simulated as it stands (two bodies intersect
+            at its first frame), in Blender's words (:func:`blender_words`).
+        solver.simulation.SolverError: the settings' device cannot be used.
+    """
+    from ..solver.simulation import Simulation
+
+    try:
+        return Simulation(export.scene, compile_now=False, validated=True)
+    except SceneError as error:
+        raise SceneError(blender_words(str(error), export.frame_start)) from None
 
 
 def export_frame(scene: bpy.types.Scene, depsgraph=None, meshes: dict | None = None) -> Scene:
@@ -305,21 +343,23 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
     result.stretch[name] = stretch
     vertices, triangles = mesh
     if len(triangles) == 0:
-        raise RigError(f"Object '{ob.name}' has no faces: an affine body needs a closed mesh")
+        raise RigError(f"Object '{ob.name}' has no faces: an affine body needs a mesh with faces")
     vertices = vertices @ stretch.T
     if np.linalg.det(stretch) < 0.0:  # mirrored object: keep the triangles outward-facing
         triangles = triangles[:, [0, 2, 1]]
     density = props.mass_density
     mass_override = None
+    motion = props.motion.lower()
+    thickness = props.thickness if props.thickness > 0.0 else None
     if props.mass_mode == "MASS":
         mass = get_precise(props, "mass")
         if props.use_inertia:
             mass_override = inertia_override(mass, get_precise(props, "mass_center"), get_precise(props, "inertia"),
                                              stretch)
-        volume = abs(mesh_volume(vertices, triangles))
+        unit = unit_mass_properties(Mesh(vertices=vertices, triangles=triangles), thickness, motion)
+        volume = abs(unit.volume) if unit is not None else 0.0  # None: refused by the validation
         if volume > 0.0:
             density = mass / volume
-    motion = props.motion.lower()
     if motion == "fixed":
         moved = np.flatnonzero(np.abs(matrices - matrices[0]).max(axis=(1, 2)) > FIXED_MOTION)
         if len(moved):
@@ -330,14 +370,14 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
             )
     soft = None
     values = sampler.soft_values[name]
-    if values[:, 0].any():
+    if values["is_constrained"].any():
         targets = sampler.soft_target[name]
         if not np.all(np.isfinite(targets)):
             raise RigError(f"Object '{ob.name}': the soft transform's target object is not set")
         soft = SoftTransform(
-            strength_ratio=values[:, 1:3].copy(),
+            strength_ratio=np.stack([values["strength_ratio_p"], values["strength_ratio_a"]], axis=1),
             aim_transform=rigid_transforms(targets),
-            is_constrained=values[:, 0].copy(),
+            is_constrained=values["is_constrained"].copy(),
         )
     return Body(
         name=name,
@@ -354,6 +394,7 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
         contact=BodyContact(enable=props.use_collision, friction=props.friction if props.use_friction else None,
                             shape=props.collision_shape.lower(),
                             collections=tuple(i for i, member in enumerate(props.collision_collections) if member)),
+        thickness=thickness,
     )
 
 
@@ -397,25 +438,24 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
     position1 = position0 + world[:3, 2] / np.linalg.norm(world[:3, 2])
     prismatic = props.type == "PRISMATIC"
     limit = None
-    use = values[:, 0]
+    use = values["limit.use"]
     if use.any():
-        lower, upper = (values[:, 1], values[:, 2]) if prismatic else (values[:, 3], values[:, 4])
+        bounds = ("limit.lower", "limit.upper") if prismatic else ("limit.lower_angle", "limit.upper_angle")
+        lower, upper = (values[key].copy() for key in bounds)
         _check_limit(ob, lower, upper, use, prismatic, result.frame_start)
         off = use == 0.0  # frames where the limit is off: no penalty, and bounds that never cross
         lower, upper = np.where(off, np.minimum(lower, upper), lower), np.where(off, np.maximum(lower, upper), upper)
-        limit = Limit(lower=lower.copy(), upper=upper.copy(), strength=values[:, 5] * use)
+        limit = Limit(lower=lower.copy(), upper=upper.copy(), strength=values["limit.strength"] * use)
     driving = None
-    if values[:, 6].any():
-        if props.drive.mode == "VELOCITY":
-            aim = {"aim_velocity": values[:, 11].copy()}
-        else:
-            aim = {"aim_distance": values[:, 8].copy()} if prismatic else {"aim_angle": values[:, 10].copy()}
+    if values["drive.is_constrained"].any():
+        aim_key = "aim_velocity" if props.drive.mode == "VELOCITY" else "aim_distance" if prismatic else "aim_angle"
+        driving = Driving(strength_ratio=values["drive.strength_ratio"].copy(),
+                          is_constrained=values["drive.is_constrained"].copy(),
+                          is_passive=values["drive.is_passive"].copy(), **{aim_key: values["drive." + aim_key].copy()})
         drive = props.drive
         effort = drive.max_force if prismatic else drive.max_torque
-        driving = Driving(strength_ratio=values[:, 9].copy(), is_constrained=values[:, 6].copy(),
-                          is_passive=values[:, 7].copy(), **aim,
-                          **{"max_force" if prismatic else "max_torque": effort if effort > 0.0 else None},
-                          max_speed=drive.max_speed if drive.max_speed > 0.0 else None)
+        setattr(driving, "max_force" if prismatic else "max_torque", effort if effort > 0.0 else None)
+        driving.max_speed = drive.max_speed if drive.max_speed > 0.0 else None
     return Joint(
         name=name,
         type=SOLVER_JOINT_TYPES[props.type],

@@ -11,8 +11,8 @@ has, per surface vertex of body b, the row [1, x̄] in the four columns of b: th
 four points per body, Q_b = [p; A^T] (4, 3), and a surface vertex is x = [1, x̄^T] Q_b = p + A x̄.
 The same map in q = [p, rows of A] order is the Jacobian J (3V, 12 bodies) of the surface
 vertices, with the rows x_a = q_a + sum_c q_{3 + 3a + c} x̄_c; a vertex gradient g maps to J^T g
-and ipctk's vertex Hessian H to J^T H J (the chain rule of Lan et al. 2022), both as SciPy
-sparse products with J's columns restricted to the Newton system's unknowns.
+(a sparse product) and ipctk's vertex Hessian H to J^T H J (the chain rule of Lan et al. 2022)
+as 12x12 blocks of body pairs over the Newton system's unknowns (:mod:`solver.contact_blocks`).
 
 Incremental-potential terms (dt the time step, q the bodies' states, x(q) the surface vertices):
 
@@ -30,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
+from .contact_blocks import ContactBlocks
+
 try:
     import ipctk
 except ImportError:  # contact is optional: scenes without it run without ipctk
@@ -39,6 +41,9 @@ except ImportError:  # contact is optional: scenes without it run without ipctk
 #: on resting contact for no safety gain: the conservative rescaling keeps a gap either way).
 CCD_TOLERANCE = 1e-4
 CCD_MAX_ITERATIONS = 1_000_000
+#: Most candidate pairs one CCD call of ipctk checks: a longer sweep is split into calls of this
+#: many (the smallest step of all), between which Ctrl+C is acted on.
+CCD_CHUNK = 2048
 #: A direction moving no vertex by more than this fraction of half the smallest gap skips CCD
 #: (:meth:`ContactSurface.line_search_start`).
 SAFE_GAP_FRACTION = 0.5
@@ -136,9 +141,9 @@ class ContactSurface:
         self._collections = [set(c) for c in collections] if collections is not None else None
         self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
         self._broad_phase = ipctk.LBVH()
-        self._unknown = np.arange(12 * self.body_count)  # q DOF -> row of the Newton system (-1: none)
+        self._slot = np.arange(self.body_count)  # body -> its slot among the Newton system's unknowns (-1: none)
         self._jacobian = None  # J (3V, 12 bodies) of x(q), CSR (:meth:`_build_mesh`)
-        self._system_jacobian = None  # J's columns of the Newton system's unknowns, CSR, or None: not built
+        self._weights = None  # [1, x̄] (V, 4) of each surface vertex (:meth:`_build_mesh`)
         self._energy_cache = None  # (q, barrier plus friction at q) of the last gradient_hessian
         self._gap = 0.0  # smallest distance at the last gradient_hessian's state, at most d_hat
         self._mesh = self._build_mesh()
@@ -169,7 +174,7 @@ class ContactSurface:
         self._jacobian = scipy.sparse.csr_matrix(
             (values.reshape(-1), columns.reshape(-1), 4 * np.arange(3 * len(rows) + 1)),
             shape=(3 * len(rows), 12 * self.body_count))
-        self._system_jacobian = None
+        self._weights = np.ascontiguousarray(weights)
         mesh.can_collide = self._filter()
         return mesh
 
@@ -272,6 +277,8 @@ class ContactSurface:
             faces = [self.faces[face_offsets[i]:face_offsets[i + 1]] for i in (k, m)]
             sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
             sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
+            # Not within one body (an open mesh such as Suzanne may cross itself).
+            sub_mesh.can_collide = ipctk.make_vertex_patches_filter(self.vertex_body.astype(np.int32))
             if ipctk.has_intersections(sub_mesh, positions):
                 first_body, second_body = sorted((self.order[k], self.order[m]))
                 yield self.names[first_body], self.names[second_body]
@@ -338,8 +345,20 @@ class ContactSurface:
         along the way (Tight Inclusion CCD, conservatively rescaled), after a broad phase swept
         along it (:meth:`set_candidates`), whose candidates then serve every state on the way."""
         self.set_candidates(q, direction)
-        return float(self._candidates.compute_collision_free_stepsize(
-            self._mesh, self.positions(q), self.positions(q + direction), 0.0, self._ccd))
+        start, end = self.positions(q), self.positions(q + direction)
+        if len(self._candidates) <= CCD_CHUNK:
+            return float(self._candidates.compute_collision_free_stepsize(self._mesh, start, end, 0.0, self._ccd))
+        # In chunks, as ipctk holds the interpreter while it runs: Ctrl+C is acted on between them.
+        # Each chunk sweeps only the part of the way the chunks before it left collision-free.
+        alpha = 1.0
+        for kind in ("fv_candidates", "ee_candidates", "ev_candidates", "vv_candidates"):
+            candidates = getattr(self._candidates, kind)
+            for first in range(0, len(candidates), CCD_CHUNK):
+                chunk = ipctk.Candidates()
+                setattr(chunk, kind, candidates[first:first + CCD_CHUNK])
+                alpha *= float(chunk.compute_collision_free_stepsize(
+                    self._mesh, start, np.asfortranarray(start + alpha * (end - start)), 0.0, self._ccd))
+        return alpha
 
     def line_search_start(self, q: np.ndarray, direction: np.ndarray, displacement: float) -> float:
         """:meth:`collision_free_step` of a direction that moves no vertex by more than
@@ -380,55 +399,47 @@ class ContactSurface:
 
     def set_unknowns(self, slot: np.ndarray) -> None:
         """The Newton system's rows: body b's 12 DOFs are rows 12 slot[b] .. 12 slot[b] + 11, none
-        where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_hessian` returns the
-        Hessian in these rows (all bodies in body order until this is called)."""
-        slot = np.asarray(slot)
-        self._unknown = np.where(np.repeat(slot, 12) >= 0,
-                                 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
-        self._system_jacobian = None
+        where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_blocks` and
+        :meth:`gradient_hessian` return the Hessian in these rows (all bodies in body order until
+        this is called)."""
+        self._slot = np.asarray(slot, dtype=np.int64).copy()
 
-    def _unknowns_jacobian(self) -> scipy.sparse.csr_matrix:
-        """J with its columns moved to the Newton system's rows, those of no unknown dropped (3V, size)."""
-        if self._system_jacobian is None:
-            size = int(self._unknown.max(initial=-1)) + 1
-            jacobian = self._jacobian.tocoo()
-            columns = self._unknown[jacobian.col]
-            keep = columns >= 0
-            self._system_jacobian = scipy.sparse.csr_matrix(
-                (jacobian.data[keep], (jacobian.row[keep], columns[keep])), shape=(jacobian.shape[0], size))
-        return self._system_jacobian
-
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
+    def gradient_blocks(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, ContactBlocks]:
         """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
-        J^T g and J^T H J (J the surface vertices' Jacobian), each primitive pair's Hessian clamped
-        to PSD (``project``) or exact. The Hessian is square over the Newton system's rows
-        (:meth:`set_unknowns`; 12 bodies in q order by default)."""
+        J^T g, and J^T H J as 12x12 blocks of body pairs (:class:`solver.contact_blocks.ContactBlocks`,
+        the barrier's Hessian first, the friction's second), each primitive pair's Hessian
+        clamped to PSD (``project``) or exact, in the rows of :meth:`set_unknowns`."""
         positions = self.positions(q)
         collisions = self._collisions(positions)
         self._gap = min(self.d_hat, float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions)))) if len(
             collisions) else self.d_hat
-        system_jacobian = self._unknowns_jacobian()
-        size = system_jacobian.shape[1]
         gradient = np.zeros(3 * self.offsets[-1])
-        vertex_hessian = None
+        matrices = []
         energy = 0.0
         projection = ipctk.PSDProjectionMethod.CLAMP if project else ipctk.PSDProjectionMethod.NONE
         if len(collisions):
             barrier = self.barrier()
             energy += barrier(collisions, self._mesh, positions)
             gradient += barrier.gradient(collisions, self._mesh, positions)
-            vertex_hessian = barrier.hessian(collisions, self._mesh, positions, projection)
+            matrices.append(barrier.hessian(collisions, self._mesh, positions, projection))
+        else:
+            matrices.append(scipy.sparse.csc_matrix((len(gradient), len(gradient))))
         if self._tangential is not None and len(self._tangential):
             velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
             friction = ipctk.FrictionPotential(self.eps_velocity)
             energy += self.dt * friction(self._tangential, self._mesh, velocities)
             gradient += friction.gradient(self._tangential, self._mesh, velocities)
-            friction_hessian = friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt
-            vertex_hessian = friction_hessian if vertex_hessian is None else vertex_hessian + friction_hessian
-        hessian = (scipy.sparse.csc_matrix((size, size)) if vertex_hessian is None
-                   else (system_jacobian.T @ (vertex_hessian @ system_jacobian)).tocsc())
+            matrices.append(friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt)
+        blocks = ContactBlocks(matrices, self._slot[self.vertex_body], self._weights,
+                               int(self._slot.max(initial=-1)) + 1)
         self._energy_cache = (q.copy(), self.kappa, self.dt, float(energy))
-        return (self._jacobian.T @ gradient).reshape(self.body_count, 12), hessian
+        return (self._jacobian.T @ gradient).reshape(self.body_count, 12), blocks
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
+        """:meth:`gradient_blocks` with the Hessian as one square CSC matrix over the Newton
+        system's rows (:meth:`set_unknowns`; 12 bodies in q order by default)."""
+        gradient, blocks = self.gradient_blocks(q, project)
+        return gradient, blocks.newton_matrix()
 
     # -- read-outs --------------------------------------------------------------------------
     def minimum_distance(self, q: np.ndarray) -> tuple[float, int]:

@@ -27,7 +27,7 @@ from typing import Any, Union
 import numpy as np
 import numpy.typing as npt
 
-from .array_files import ArrayFile, ArrayFileError, save_npz
+from .array_files import ArrayFile, ArrayFileError, ArrayShapeError, save_npz
 from .output_files import move_into_place, write_aside
 from .scene import (
     AXIS_JOINT_TYPES, JOINT_TYPES, Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh,
@@ -56,7 +56,7 @@ _CONTACT_KEYS = ("enable", "d_hat", "resistance", "friction", "eps_velocity")
 _BODY_CONTACT_KEYS = ("enable", "friction", "shape", "collections")
 _BODY_KEYS = (
     "name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity", "mass",
-    "soft_transform", "animated_transforms", "contact",
+    "soft_transform", "animated_transforms", "contact", "thickness",
 )
 _MESH_KEYS = ("vertices", "triangles")
 _MASS_KEYS = ("mass", "mass_center", "inertia")
@@ -129,6 +129,12 @@ def _mesh_array(value: Any, arrays, where: str, field_name: str):
                          f'"arrays" file (give the list itself, or "arrays": "<file>.npz" at the top level)')
     if value not in arrays:
         raise SceneError(f"{where}: mesh.{field_name}: no array {value!r:.60} in the arrays file")
+    if isinstance(arrays, ArrayFile):  # (V, 3) vertices or (T, 3) triangles, checked before it is read
+        try:
+            return arrays.read(value, shape=(None, 3))
+        except ArrayShapeError as error:
+            raise SceneError(f"{where}: mesh.{field_name}: must have shape ({field_name[0].upper()}, 3), "
+                             f"got {error.shape}") from None
     return arrays[value]
 
 
@@ -143,7 +149,7 @@ def _body_from_dict(data: Any, index: int, arrays=None) -> Body:
     kwargs: dict = {"name": name, "mesh": Mesh(vertices=_mesh_array(mesh["vertices"], arrays, where, "vertices"),
                                                 triangles=_mesh_array(mesh["triangles"], arrays, where, "triangles"))}
     for key in ("transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity",
-                "animated_transforms"):
+                "animated_transforms", "thickness"):
         kwargs.update(_optional(data, key))
     if data.get("mass") is not None:
         mass = _object(data["mass"], where, "mass")
@@ -375,6 +381,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             "linear_velocity": _plain(body.linear_velocity),
             "angular_velocity": _plain(body.angular_velocity),
         }
+        if body.thickness is not None:
+            entry["thickness"] = body.thickness
         if body.mass is not None:
             entry["mass"] = {
                 "mass": body.mass.mass,

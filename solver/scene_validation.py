@@ -39,6 +39,18 @@ MAX_MAGNITUDE = 1e12
 #: Largest relative stretch of a dynamic body under its own weight that its kappa may allow
 #: (:func:`_check_rigid`): a softer OrthoPotential does not give a rigid body.
 MAX_STRETCH = 0.01
+#: Unicode categories of characters refused in names: format characters (Cf: U+202E RIGHT-TO-LEFT
+#: OVERRIDE shows a name backwards, U+200B ZERO WIDTH SPACE makes two names that look the same)
+#: and the line and paragraph separators (Zl, Zp), which split an error line.
+INVISIBLE_CATEGORIES = ("Cf", "Zl", "Zp")
+#: Smallest accepted contact ``d_hat``, m: a tenth of the tolerance of the solver's CCD
+#: (:data:`solver.contact.CCD_TOLERANCE`, 1e-4). Surfaces kept closer than the CCD resolves make
+#: each CCD call subdivide to its iteration cap: steps take seconds, then hours (docs/contact.md).
+MIN_D_HAT = 1e-5
+#: Smallest accepted ``d_hat`` relative to the scene's extent (the diagonal of the bounding box of
+#: its contact-enabled bodies at frame 0): below it, squared distances (which ipctk's barrier takes)
+#: lose their precision in double precision at that scale.
+MIN_RELATIVE_D_HAT = 1e-7
 #: Longest accepted body or joint name, in characters (Blender's own names have at most 255 bytes).
 MAX_NAME_LENGTH = 1000
 #: Smallest accepted value of a quantity that must be positive (densities, kappa, mass,
@@ -337,7 +349,16 @@ def _validate_settings(settings) -> Settings:
 #: and triangles arrays, which it made read-only, and its mass properties at density 1). A run
 #: validates its scene more than once (loading, its digest, the simulation) and the add-on's
 #: overlay once per change of the scene; a mesh checked before is returned as it is.
-_VALIDATED_MESHES: dict[int, tuple[weakref.ReferenceType[Mesh], np.ndarray, np.ndarray, object]] = {}
+_VALIDATED_MESHES: dict[int, tuple[weakref.ReferenceType[Mesh], np.ndarray, np.ndarray, "_MeshFacts"]] = {}
+
+
+class _MeshFacts:
+    """What the validation learnt of a mesh: whether it is closed, its mass properties at density
+    1 (of the mesh where it is closed, of its convex hull where it is open: None where that is
+    flat) and the note of a turned winding (or "")."""
+
+    def __init__(self, closed: bool, unit, note: str = ""):
+        self.closed, self.unit, self.note = closed, unit, note
 
 
 def _known_mesh(mesh: Mesh) -> Optional[tuple]:
@@ -350,15 +371,58 @@ def _known_mesh(mesh: Mesh) -> Optional[tuple]:
     return None
 
 
-def unit_mass_properties(mesh: Mesh):
-    """:func:`solver.mass.mesh_mass_properties` of ``mesh`` at density 1 (a :class:`solver.mass.DyadicMass`;
-    scaled by rho with its ``scaled``), computed once per mesh :func:`validate_scene` returned."""
+def _facts(mesh: Mesh) -> _MeshFacts:
+    """The :class:`_MeshFacts` of ``mesh``: remembered where :func:`validate_scene` returned it,
+    else worked out (a mesh taken as it is, not turned)."""
     known = _known_mesh(mesh)
     if known is not None:
         return known[3]
-    from .mass import mesh_mass_properties  # local import keeps this module free of numerics at import time
+    from .mass import hull_triangles, mesh_mass_properties  # local import: no numerics at import time
 
-    return mesh_mass_properties(mesh.vertices, mesh.triangles, 1.0)
+    if mesh_closure_problem(mesh.triangles) is None:
+        return _MeshFacts(True, mesh_mass_properties(mesh.vertices, mesh.triangles, 1.0))
+    hull = hull_triangles(mesh.vertices)
+    return _MeshFacts(False, None if hull is None else mesh_mass_properties(*hull, 1.0))
+
+
+#: Thickness, as a fraction of its largest extent, of the slab that gives a fixed or animated flat
+#: open mesh (a plane) without a ``thickness`` its mass (read only by its joints' stiffness and
+#: contact's pull on an animated body).
+FLAT_THICKNESS = 0.01
+
+
+def unit_mass_properties(mesh: Mesh, thickness: Optional[float] = None, motion: str = "fixed"):
+    """Mass properties at density 1 (a :class:`solver.mass.DyadicMass`; scaled by rho with its
+    ``scaled``) of a body's ``mesh``: by the divergence theorem over a closed mesh
+    (:func:`solver.mass.mesh_mass_properties`); for an open one, a shell ``thickness`` m thick
+    (:func:`solver.mass.shell_mass_properties`) where that is given, else its convex hull, or
+    where that is flat a slab :data:`FLAT_THICKNESS` times its extent thick (for a fixed or
+    animated ``motion``; a dynamic one is refused by the validation). Remembered for each mesh
+    :func:`validate_scene` returned."""
+    from .mass import shell_mass_properties
+
+    facts = _facts(mesh)
+    if facts.closed:
+        return facts.unit
+    if thickness is None and (facts.unit is not None or motion == "dynamic"):
+        return facts.unit
+    if thickness is None:
+        thickness = FLAT_THICKNESS * max(float(np.ptp(mesh.vertices, axis=0).max()), MIN_POSITIVE)
+    return shell_mass_properties(mesh.vertices, mesh.triangles, thickness, 1.0)
+
+
+def mass_source(mesh: Mesh, thickness: Optional[float] = None) -> str:
+    """Where a body's mass comes from (:func:`unit_mass_properties`): ``"mesh"`` (closed),
+    ``"thickness"`` or ``"convex hull"`` (open)."""
+    if _facts(mesh).closed:
+        return "mesh"
+    return "thickness" if thickness is not None else "convex hull"
+
+
+def scene_notes(scene: Scene) -> list[str]:
+    """The notes of a validated ``scene``: one sentence per body whose mesh the validation
+    turned the right way round (docs/scene_format.md, "Meshes")."""
+    return [f"body {body.name!r}: {_facts(body.mesh).note}" for body in scene.bodies if _facts(body.mesh).note]
 
 
 def _validate_mesh(mesh, where: str) -> Mesh:
@@ -366,26 +430,31 @@ def _validate_mesh(mesh, where: str) -> Mesh:
         raise _fail(where, "mesh", f"must be a Mesh, got {_type_name(mesh)}")
     if _known_mesh(mesh) is not None:
         return mesh
-    checked = _check_mesh(mesh, where)
+    checked, closed, note = _check_mesh(mesh, where)
     checked.vertices.setflags(write=False)
     checked.triangles.setflags(write=False)
-    from .mass import mesh_mass_properties
+    from .mass import hull_triangles, mesh_mass_properties
 
     with np.errstate(all="ignore"):
-        unit = mesh_mass_properties(checked.vertices, checked.triangles, 1.0)
+        hull = None if closed else hull_triangles(checked.vertices)
+        shape = (checked.vertices, checked.triangles) if closed else hull
+        unit = None if shape is None else mesh_mass_properties(*shape, 1.0)
     key = id(checked)
     _VALIDATED_MESHES[key] = (weakref.ref(checked, lambda _: _VALIDATED_MESHES.pop(key, None)),
-                              checked.vertices, checked.triangles, unit)
+                              checked.vertices, checked.triangles, _MeshFacts(closed, unit, note))
     return checked
 
 
-def _check_mesh(mesh: Mesh, where: str) -> Mesh:
-    """A new mesh of float64 vertices and int64 triangles, checked (docs/scene_format.md)."""
+def _check_mesh(mesh: Mesh, where: str) -> tuple[Mesh, bool, str]:
+    """A new mesh of float64 vertices and int64 triangles, checked (docs/scene_format.md), whether
+    it is closed, and a note where its winding was turned ("" otherwise). A closed mesh wound
+    inside out (negative volume) is turned; one that is not closed and consistently oriented is
+    taken as an open surface."""
     vertices = _float_array(mesh.vertices, where, "mesh.vertices")
     if vertices.ndim != 2 or vertices.shape[1] != 3:
         raise _fail(where, "mesh.vertices", f"must have shape (V, 3), got {vertices.shape}")
-    if vertices.shape[0] < 4:
-        raise _fail(where, "mesh.vertices", f"a closed mesh needs at least 4 vertices, got {vertices.shape[0]}")
+    if vertices.shape[0] < 3:
+        raise _fail(where, "mesh.vertices", f"a mesh needs at least 3 vertices, got {vertices.shape[0]}")
     if not np.all(np.isfinite(vertices)):
         row = int(np.argmin(np.isfinite(vertices).all(axis=1)))
         raise _fail(where, "mesh.vertices", f"must be finite (NaN or infinity in vertex {row})")
@@ -406,7 +475,15 @@ def _check_mesh(mesh: Mesh, where: str) -> Mesh:
             f"(the mesh has {count} vertices, indices 0..{count - 1})",
         )
     triangles = raw.astype(np.int64)
-    _check_closed(triangles, where)
+    repeated = (triangles[:, 0] == triangles[:, 1]) | (triangles[:, 1] == triangles[:, 2]) | (
+        triangles[:, 0] == triangles[:, 2])
+    if repeated.any():
+        triangle = int(np.argmax(repeated))
+        raise _fail(where, "mesh.triangles", f"triangle {triangle} {triangles[triangle].tolist()} repeats a vertex "
+                                             "(it has no area; remove it: Blender's Mesh > Clean Up > Degenerate "
+                                             "Dissolve)")
+    if mesh_closure_problem(triangles) is not None:
+        return Mesh(vertices=vertices, triangles=triangles), False, ""
 
     from .mass import mesh_volume  # local import keeps this module free of numerics at import time
 
@@ -416,29 +493,28 @@ def _check_mesh(mesh: Mesh, where: str) -> Mesh:
         raise _fail(where, "mesh.vertices", "the enclosed volume overflows (coordinates too large)")
     if abs(volume) <= ZERO_VOLUME:
         raise _fail(where, "mesh", f"has zero volume ({volume:.3g} m^3, need |volume| > {ZERO_VOLUME:g})")
+    note = ""
     if volume < 0.0:
-        raise _fail(
-            where, "mesh",
-            f"is inverted: signed volume {volume:.6g} m^3 < 0; triangles must be counter-clockwise seen "
-            "from outside (outward normals): flip the winding of every triangle",
-        )
+        triangles = np.ascontiguousarray(triangles[:, [0, 2, 1]])
+        note = (f"mesh is wound inside out (signed volume {volume:.6g} m^3 < 0, its normals pointing inwards); "
+                "the solver turns it the right way (Blender: Edit Mode, Mesh > Normals > Recalculate Outside "
+                "fixes the object itself)")
     problem = mesh_inside_out_problem(vertices, triangles)
     if problem is not None:
         raise _fail(where, "mesh", problem)
-    return Mesh(vertices=vertices, triangles=triangles)
+    return Mesh(vertices=vertices, triangles=triangles), True, note
 
 
-def _check_closed(triangles: np.ndarray, where: str) -> None:
-    """Raise :class:`SceneError` naming ``where`` when the mesh is not closed."""
-    problem = mesh_closure_problem(triangles)
-    if problem is not None:
-        raise _fail(where, "mesh", problem)
-
-
-def _validate_mass(mass, mesh: Mesh, density: float, where: str) -> Optional[MassOverride]:
+def _validate_mass(mass, mesh: Mesh, density: float, where: str, thickness: Optional[float] = None,
+                   motion: str = "dynamic") -> Optional[MassOverride]:
+    unit = unit_mass_properties(mesh, thickness, motion)
+    if unit is None:
+        raise _fail(where, "thickness", "the mesh is open and flat (its convex hull has no volume), so it has no mass "
+                                        "as a dynamic body: give it a thickness (m; Blender: Physics > Affine "
+                                        "Body > Mass > Thickness), close the mesh, or make it Fixed or Animated")
     if mass is None:
         with np.errstate(all="ignore"):
-            dyadic = unit_mass_properties(mesh).scaled(density)
+            dyadic = unit.scaled(density)
             values = np.concatenate(([dyadic.mass], dyadic.mass_x_bar, dyadic.second_moment.ravel()))
             if not np.all(np.isfinite(values)) or not dyadic.mass > 0.0:
                 raise _fail(
@@ -502,7 +578,8 @@ def _validate_soft_transform(soft, transform: np.ndarray, frames: int, where: st
 def _check_name(name, where: str) -> None:
     """Raise :class:`SceneError` (naming ``where``, ``body #i``) unless ``name`` is a non-empty
     string of at most :data:`MAX_NAME_LENGTH` characters with no control character (a NUL
-    would cut it short in the trajectory file's names, a line break split an error line)."""
+    would cut it short in the trajectory file's names, a line break split an error line) and no
+    invisible formatting character (:data:`INVISIBLE_CATEGORIES`)."""
     if not isinstance(name, str) or not name:
         raise SceneError(f"{where}: name: must be a non-empty string, got {name!r:.60}")
     if len(name) > MAX_NAME_LENGTH:
@@ -511,9 +588,14 @@ def _check_name(name, where: str) -> None:
     control = next((character for character in name if unicodedata.category(character) == "Cc"), None)
     if control is not None:
         raise SceneError(f"{where}: name: must not contain control characters, got {control!r} in {name!r:.60}")
+    hidden = next((character for character in name if unicodedata.category(character) in INVISIBLE_CATEGORIES), None)
+    if hidden is not None:
+        raise SceneError(f"{where}: name: must not contain invisible formatting characters, got "
+                         f"U+{ord(hidden):04X} {unicodedata.name(hidden, 'FORMAT CHARACTER')} in {name!r:.60}")
 
 
-def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str) -> None:
+def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str,
+                 thickness: Optional[float] = None) -> None:
     """Raise :class:`SceneError` when ``kappa`` (Pa) is too soft for the body to stay rigid under
     its own weight (``gravity``, m/s^2): hanging from a joint at one end, its stretch would
     exceed :data:`MAX_STRETCH` (docs/scene_format.md, "kappa").
@@ -523,7 +605,7 @@ def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float
     body's mass, ``mass`` where it is given, else density V); their sum is least at
     eps = m g L / (16 kappa V), so kappa >= m g L / (16 V MAX_STRETCH).
     """
-    volume = unit_mass_properties(mesh).volume
+    volume = unit_mass_properties(mesh, thickness, "dynamic").volume
     extent = float(np.ptp(mesh.vertices, axis=0).max())
     weight = (mass if mass is not None else density * volume) * gravity
     stretch = weight * extent / (16.0 * kappa * volume)
@@ -532,6 +614,74 @@ def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float
         raise _fail(where, "kappa", f"{kappa:g} Pa cannot keep the body rigid: hanging from one end under "
                                     f"gravity it would stretch by about {stretch:.3g} (m g L / (16 kappa V)), "
                                     f"more than {MAX_STRETCH:g}; need kappa >= {bound:.3g} Pa (default 1e8)")
+
+
+def barrier_force_per_kappa(distance: float, d_hat: float) -> float:
+    """|d b(d^2, d_hat^2) / d d| of ipctk's barrier b(x, D) = -(x - D)^2 ln(x / D) on squared
+    distances x = d^2 (Li et al. 2020, "Incremental Potential Contact", eq. 6, in squared
+    distances as ipctk takes them): the force (N per unit of resistance, J/m^4) with which two
+    primitives ``distance`` m apart (0 < distance < d_hat) push apart."""
+    x, big = distance * distance, d_hat * d_hat
+    return 2.0 * distance * (2.0 * (x - big) * np.log(x / big) + (x - big) ** 2 / x)
+
+
+def _resting_gap(resistance: float, weight: float, d_hat: float) -> float:
+    """The distance (m) at which one primitive pair of a barrier of ``resistance`` holds ``weight``
+    (N): where :func:`barrier_force_per_kappa` times resistance equals it (bisection; the force
+    falls from infinity at 0 to 0 at d_hat)."""
+    low, high = 0.0, d_hat
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if middle <= low or middle >= high:
+            break
+        if resistance * barrier_force_per_kappa(middle, d_hat) > weight:
+            low = middle
+        else:
+            high = middle
+    return 0.5 * (low + high)
+
+
+def _check_contact_scale(settings: Settings, bodies: list) -> None:
+    """Refuse a ``d_hat`` or ``resistance`` with which a contact step is not bounded
+    (docs/contact.md, "Limits"): d_hat below :data:`MIN_D_HAT` or :data:`MIN_RELATIVE_D_HAT` of
+    the scene's extent; d_hat not below the half-diagonal of the smallest contact-enabled body
+    (such a body would be shrunk to nothing where it starts touching another, and every body
+    within d_hat of it would push it); a resistance under which the heaviest dynamic body's
+    weight would press one primitive pair closer than MIN_D_HAT."""
+    contact = settings.contact
+    members = [body for body in bodies if body.contact.enable]
+    if not contact.enable or len(members) < 2:
+        return
+    where = "settings"
+    corners = [body.mesh.vertices @ body.transform[:3, :3].T + body.transform[:3, 3] for body in members]
+    points = np.concatenate(corners)
+    extent = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
+    diagonals = [float(np.linalg.norm(np.ptp(body.mesh.vertices, axis=0))) for body in members]
+    smallest = members[int(np.argmin(diagonals))]
+    half_size = 0.5 * min(diagonals)
+    lowest = max(MIN_D_HAT, MIN_RELATIVE_D_HAT * extent)
+    if contact.d_hat < lowest:
+        reason = ("a tenth of the contact check's tolerance" if lowest == MIN_D_HAT else
+                  f"{MIN_RELATIVE_D_HAT:g} of the scene's {extent:.3g} m extent")
+        raise _fail(where, "contact.d_hat", f"must be at least {lowest:.3g} m ({reason}: closer gaps make each "
+                                           f"contact step take seconds to hours), got {contact.d_hat:g}")
+    if contact.d_hat >= half_size:
+        raise _fail(where, "contact.d_hat", f"must be less than {half_size:.3g} m, half the size of the smallest "
+                                           f"contact-enabled body ({smallest.name!r}), got {contact.d_hat:g}")
+    if contact.resistance is None:
+        return
+    gravity = max(float(np.linalg.norm(settings.gravity)), 9.81)
+    masses = [body.mass.mass if body.mass is not None else body.mass_density * unit_mass_properties(body.mesh).volume
+              for body in members if body.motion == "dynamic"]
+    weight = max(masses, default=1.0) * gravity
+    gap = _resting_gap(contact.resistance, weight, contact.d_hat)
+    if gap < MIN_D_HAT:
+        need = weight / barrier_force_per_kappa(MIN_D_HAT, contact.d_hat)
+        raise _fail(where, "contact.resistance",
+                    f"{contact.resistance:g} J/m^4 lets the heaviest dynamic body's weight ({weight:.3g} N) press "
+                    f"surfaces to {gap:.3g} m, closer than {MIN_D_HAT:g} m (a tenth of the contact check's "
+                    f"tolerance: each contact step would take seconds to hours); need at least {need:.3g} J/m^4, "
+                    "or null to choose it from that body")
 
 
 def _validate_body(body, index: int, frames: int, gravity: float, default_friction: float = 0.5) -> Body:
@@ -550,9 +700,12 @@ def _validate_body(body, index: int, frames: int, gravity: float, default_fricti
         raise _fail(where, "motion", f"must be one of {', '.join(map(repr, MOTIONS))}, got {body.motion!r:.60}")
     linear_velocity = _fixed_array(body.linear_velocity, (3,), where, "linear_velocity")
     angular_velocity = _fixed_array(body.angular_velocity, (3,), where, "angular_velocity")
-    mass = _validate_mass(body.mass, mesh, density, where)
+    thickness = None
+    if body.thickness is not None:
+        thickness = _positive(_number(body.thickness, where, "thickness"), where, "thickness", " m")
+    mass = _validate_mass(body.mass, mesh, density, where, thickness, body.motion)
     if body.motion == "dynamic":
-        _check_rigid(mesh, mass.mass if mass is not None else None, density, kappa, gravity, where)
+        _check_rigid(mesh, mass.mass if mass is not None else None, density, kappa, gravity, where, thickness)
     soft = _validate_soft_transform(body.soft_transform, transform, frames, where)
     animated = None
     if body.motion == "animated":
@@ -579,6 +732,7 @@ def _validate_body(body, index: int, frames: int, gravity: float, default_fricti
         name=body.name, mesh=mesh, transform=transform, mass_density=density, kappa=kappa, motion=body.motion,
         linear_velocity=linear_velocity, angular_velocity=angular_velocity, mass=mass, soft_transform=soft,
         animated_transforms=animated, contact=_validate_body_contact(body.contact, where, default_friction),
+        thickness=thickness,
     )
 
 
@@ -781,4 +935,5 @@ def validate_scene(scene: Scene) -> Scene:
             )
         seen[checked_joint.name] = index
         joints.append(checked_joint)
+    _check_contact_scale(settings, bodies)
     return Scene(settings=settings, bodies=bodies, joints=joints)

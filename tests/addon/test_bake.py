@@ -194,7 +194,7 @@ def test_cancelled_bake_changes_nothing(addon, solver):
         return done < 4
 
     with pytest.raises(solver.simulation.SimulationCancelled):
-        addon.bake.bake(bpy.context.scene, progress=progress)
+        addon.bake.BakeJob(bpy.context.scene).run(progress)
     assert calls == [1, 2, 3, 4]
     assert scene_snapshot() == before
 
@@ -208,7 +208,7 @@ def test_solver_failure_midway_changes_nothing(addon):
             raise RuntimeError("solver blew up at frame 3")
 
     with pytest.raises(RuntimeError, match="frame 3"):
-        addon.bake.bake(bpy.context.scene, progress=progress)
+        addon.bake.BakeJob(bpy.context.scene).run(progress)
     assert scene_snapshot() == before
 
 
@@ -241,7 +241,7 @@ def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
 
     monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.bake(bpy.context.scene)
+        addon.bake.BakeJob(bpy.context.scene).run()
     assert len(calls) == 12
     assert scene_snapshot() == before
 
@@ -264,7 +264,7 @@ def test_rollback_puts_back_every_object_when_one_cannot_be(addon):
     ad.use_tweak_mode = True
     before = scene_snapshot()
     with pytest.raises(AttributeError, match="read-only") as caught:
-        job.apply()
+        job.finish()
     assert scene_snapshot() == before
     assert not slider.abd_bake.is_baked and not joint.abd_bake.is_baked
     assert any(note.startswith(f"Putting back '{joint.name}' failed: AttributeError")
@@ -276,7 +276,7 @@ def test_failed_or_cancelled_rebake_keeps_the_previous_bake(addon, solver):
     assert bpy.ops.abd.bake() == {"FINISHED"}
     baked = scene_snapshot()
     with pytest.raises(solver.simulation.SimulationCancelled):
-        addon.bake.bake(bpy.context.scene, progress=lambda done, total: done < 2)
+        addon.bake.BakeJob(bpy.context.scene).run(lambda done, total: done < 2)
     assert scene_snapshot() == baked
     joint.abd_joint.r_body = base
     with pytest.raises(RuntimeError, match="same object 'Base'"):
@@ -337,7 +337,7 @@ def _modal_operator(addon):
     """A stand-in ``self`` for the Bake operator's modal methods (no UI in the bpy module)."""
     operator_class = addon.operators.ABD_OT_bake
     methods = {name: getattr(operator_class, name)
-               for name in ("_start", "_run", "_status", "modal", "_finish", "_apply")}
+               for name in ("_start", "_run", "_status", "modal", "_finish")}
     fake = type("ModalBake", (), methods)()
     fake.reports = []
     fake.require_converged = False
@@ -469,7 +469,8 @@ def test_unconverged_steps_fail_unless_accepted(addon):
     base, slider, joint = slider_rig(frame_end=6)
     _unconverging(bpy.context.scene.abd_world)
     before = scene_snapshot()
-    message = r"did not converge \(the worst ended with a Newton step [0-9.e+]+ times the tolerance"
+    message = (r"did not converge at frames 2, 3, 4, 5, 6 even split into 16 pieces, down to 1/16 of a step \(the "
+               r"worst ended [0-9.e+]+ times Newton's tolerance\); raise Max Iterations or Substeps")
     with pytest.raises(RuntimeError, match=message):
         bpy.ops.abd.bake()  # the default: a clear error, nothing changed
     assert scene_snapshot() == before
@@ -523,7 +524,9 @@ def test_rebake_names_the_objects_whose_bake_it_freed(addon):
     arm.abd_body.motion = "DYNAMIC"
     joint.abd_joint.enabled = True
     result, reports = bake_reporting(addon)
-    assert reports == [({"INFO"}, "Baked 2 object(s), frames 1-8")]
+    ((kinds, message),) = reports
+    assert kinds == {"INFO"} and message.startswith("Baked 2 object(s), frames 1-8; largest strain ")
+    assert message.endswith(" ('Arm')")
 
 
 def _second_rig(collection_name: str):
@@ -574,7 +577,8 @@ def test_rebake_keeps_the_bake_of_a_rig_outside_the_view_layer(addon, elsewhere)
     export, trajectory, rigid = reference(addon)
     assert [ob.name for ob in export.keyed_objects()] == ["Arm", joint.name]
     result, reports = bake_reporting(addon)
-    assert result == {"FINISHED"} and reports == [({"INFO"}, "Baked 2 object(s), frames 1-8")]
+    ((kinds, message),) = reports
+    assert result == {"FINISHED"} and kinds == {"INFO"} and message.startswith("Baked 2 object(s), frames 1-8; largest")
     assert_body_follows(arm, export, trajectory, rigid, (1, 4, 8))
     for ob in (other_arm, other_joint):
         assert ob.abd_bake.is_baked and ob.animation_data.action == ob.abd_bake.action == kept[ob.name]
@@ -604,7 +608,7 @@ def test_joint_type_change_replaces_its_readout_property(addon, monkeypatch):
 
     monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.bake(bpy.context.scene)
+        addon.bake.BakeJob(bpy.context.scene).run()
     assert scene_snapshot() == baked and "abd_angle" in joint.keys()
     monkeypatch.undo()
 
@@ -638,6 +642,26 @@ def test_euler_keys_near_gimbal_lock_reproduce_the_poses(addon):
     assert np.abs(np.diff(keys.rotation, axis=0)).max() < 0.05  # no jumps between equivalent triples
 
 
+def test_euler_keys_at_gimbal_lock_warn_nothing(addon):
+    """A pose exactly at Euler XYZ's gimbal lock (Y = 90 degrees): keyed to float32 precision, and
+    no warning (SciPy's "Gimbal lock detected") printed during the bake."""
+    import warnings
+
+    from scipy.spatial.transform import Rotation
+
+    wheel = add_box("Wheel")
+    wheel.rotation_mode = "XYZ"
+    matrices = np.tile(np.eye(4), (3, 1, 1))
+    matrices[:, :3, :3] = Rotation.from_euler("xyz", [[0.3, np.pi / 2, 0.0], [0.2, np.pi / 2, 0.1],
+                                                       [0.0, np.pi / 2, 0.0]]).as_matrix()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        keys = addon.keys.object_keys(wheel, matrices)
+    assert [str(warning.message) for warning in caught] == []
+    keyed = Rotation.from_euler("xyz", keys.rotation.astype(np.float32)).as_matrix()
+    assert np.abs(keyed - matrices[:, :3, :3]).max() < 1e-6
+
+
 def test_a_driver_blender_cannot_evaluate_fails_the_bake_unless_muted(addon):
     """aim_distance driven through a variable that reads a missing property: Blender flags the
     driver invalid and plays the stored value, so the bake refuses, naming it, with nothing
@@ -658,3 +682,20 @@ def test_a_driver_blender_cannot_evaluate_fails_the_bake_unless_muted(addon):
     fcurve.mute = True
     assert bpy.ops.abd.bake() == {"FINISHED"}
     assert slider.abd_bake.is_baked
+
+
+def test_a_bake_validates_its_scene_once(addon, monkeypatch):
+    """The export validates the solver scene; the solver's run takes it as validated."""
+    slider_rig(frame_end=4)
+    simulation = import_module(addon.__name__.rpartition(".")[0] + ".solver.simulation")
+    calls = []
+    original = addon.export.validate_scene
+
+    def counting(scene):
+        calls.append(scene)
+        return original(scene)
+
+    monkeypatch.setattr(addon.export, "validate_scene", counting)
+    monkeypatch.setattr(simulation, "validate_scene", counting)
+    job = addon.bake.BakeJob(bpy.context.scene).run()
+    assert len(calls) == 1 and job.trajectory.all_converged

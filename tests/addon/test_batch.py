@@ -30,7 +30,7 @@ def test_batch_bakes_a_saved_file(addon, tmp_path):
     source, baked = tmp_path / "rig.blend", tmp_path / "baked.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     # The same bake in this process, for comparison.
-    job = addon.bake.bake(bpy.context.scene)
+    job = addon.bake.BakeJob(bpy.context.scene).run()
     expected = {}
     for frame in (1, 8, 16):
         bpy.context.scene.frame_set(frame)
@@ -66,17 +66,17 @@ def test_broken_blend_exits_nonzero(tmp_path):
 
 def test_bad_rig_exits_nonzero_naming_the_object(tmp_path):
     slider_rig(frame_end=8)
-    bpy.ops.mesh.primitive_monkey_add(location=(3.0, 0.0, 0.0))
+    bpy.ops.mesh.primitive_plane_add(location=(3.0, 0.0, 0.0))  # Dynamic and flat: no mass without a Thickness
     select_only(bpy.context.active_object)
     bpy.ops.abd.body_add()
     source = tmp_path / "bad.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
     assert result.returncode == 1
-    assert "Suzanne" in result.stderr and "Traceback" not in result.stderr
+    assert "'Plane'" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out.blend").exists()
     exported = run_batch(tmp_path, source, "--export-scene-dir", tmp_path / "farm")
-    assert exported.returncode == 1 and "export failed" in exported.stderr and "Suzanne" in exported.stderr
+    assert exported.returncode == 1 and "export failed" in exported.stderr and "'Plane'" in exported.stderr
     assert not (tmp_path / "farm" / "bad.json").exists()
 
 
@@ -139,7 +139,8 @@ def test_batch_bakes_several_files_in_one_process_and_goes_on_past_a_failure(add
     for name, build in (("slider", lambda: slider_rig(frame_end=8)), ("hinge", lambda: hinge_rig(frame_end=8))):
         build()
         bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / f"{name}.blend"))
-        expected[name] = addon.export.rigid_transforms(addon.bake.bake(bpy.context.scene).trajectory.transforms)
+        trajectory = addon.bake.BakeJob(bpy.context.scene).run().trajectory
+        expected[name] = addon.export.rigid_transforms(trajectory.transforms)
     (tmp_path / "broken.blend").write_bytes(b"BLENDER-v405 this is not a blend file" * 10)
     out, trajectories = tmp_path / "baked", tmp_path / "trajectories"
     inputs = [tmp_path / name for name in ("slider.blend", "broken.blend", "hinge.blend")]

@@ -42,7 +42,7 @@ from solver import compilation, warmup
 from solver.constitutions import driving_prismatic_joint, ortho_potential, prismatic_joint, prismatic_joint_limit
 from solver.control import Control
 from solver.model import Model
-from solver.newton import IncrementalPotential
+from solver.potential import IncrementalPotential
 from solver.scene_validation import validate_scene
 from solver.simulation import simulate
 
@@ -141,7 +141,7 @@ def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
     uses every term): none is left over from a kernel that was removed or renamed."""
     from solver import compilation
     from solver.control import Control
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
 
     model = Model(validate_scene(warm_up_scene()))
     potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
@@ -203,6 +203,7 @@ def _fall_back(tmp_path, monkeypatch):
     import numba.core.config
 
     import solver
+    from solver import numba_cache
 
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
@@ -211,8 +212,9 @@ def _fall_back(tmp_path, monkeypatch):
     read_only = tmp_path / "numba" / f"solver-{solver.source_stamp()}"
     (read_only / "kernels").mkdir(parents=True, exist_ok=True)
     (read_only / "kernels" / "entry.nbi").write_text("warmed")
-    monkeypatch.setattr(solver, "_writable", lambda folder: os.path.realpath(folder) != os.path.realpath(read_only))
-    solver._configure_numba_cache()
+    monkeypatch.setattr(numba_cache, "_writable",
+                        lambda folder: os.path.realpath(folder) != os.path.realpath(read_only))
+    numba_cache.configure()
     return read_only, Path(numba.core.config.CACHE_DIR)
 
 
@@ -289,7 +291,8 @@ def test_a_cache_path_that_cannot_be_a_folder_falls_back_with_a_warning(tmp_path
                                timeout=120, check=True)
     used = completed.stdout.strip()
     assert used.startswith(str(tmp_path / "abd_joints-")) and os.path.isdir(used)
-    assert "cannot be written" in completed.stderr
+    assert f"cache folder {blocked}{os.sep}numba" in completed.stderr
+    assert f"cannot be used ({blocked} is not a folder)" in completed.stderr
 
 
 def test_the_command_line_warm_up_fills_the_cache_that_runs_load(tmp_path):
