@@ -124,6 +124,9 @@ def _setup_body(ob: bpy.types.Object, body) -> None:
     props.kappa = float(body.kappa)
     props.linear_velocity = tuple(float(v) for v in body.linear_velocity)
     props.angular_velocity = tuple(float(v) for v in body.angular_velocity)
+    props.use_collision = bool(body.contact.enable)
+    props.collision_collections = [k in body.contact.collections for k in range(len(props.collision_collections))]
+    props.collision_shape = body.contact.shape.upper()
     props.mass_mode = "MASS"
     if body.mass is not None:
         inertia = np.asarray(body.mass.inertia, dtype=np.float64)

@@ -48,3 +48,10 @@ def test_humanoid_urdf_ball_joints_become_ball_joints(addon):
     assert types.count("BALL") == 8 and types.count("REVOLUTE") == 4
     export = addon.export.export_scene(bpy.context.scene)
     assert sorted(j.type for j in export.scene.joints).count("spherical") == 8
+
+
+def test_contact_groups_carry_over(addon):
+    """inverted_pendulum.xml's geoms have contype 0: its bodies touch nothing, in Blender too."""
+    collection = _import(bpy.ops.import_scene.abd_mjcf, DATA / "mjcf" / "inverted_pendulum.xml")
+    bodies = [ob for ob in collection.objects if ob.abd_body.enabled]
+    assert bodies and not any(ob.abd_body.use_collision for ob in bodies)

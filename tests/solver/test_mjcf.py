@@ -93,6 +93,18 @@ def test_joints_limits_actuators_equalities_and_contact_groups_map_onto_the_scen
     assert bodies["upper"].mass.mass == pytest.approx(model.body_mass[1])
 
 
+def test_a_mesh_geom_keeps_mujocos_mesh_and_mass(tmp_path):
+    text = """<mujoco><asset><mesh name="wedge" vertex="0 0 0  0.2 0 0  0 0.2 0  0 0 0.2  0.2 0.2 0.2"/></asset>
+      <worldbody><body name="part" pos="0 0 1"><freejoint/><geom type="mesh" mesh="wedge" density="500"/></body>
+      </worldbody></mujoco>"""
+    scene = quiet(write(tmp_path, text)).scene
+    (part,) = scene.bodies
+    model = mujoco.MjModel.from_xml_string(text)
+    assert part.mass.mass == pytest.approx(model.body_mass[1])
+    assert len(part.mesh.vertices) >= 4 and len(part.mesh.triangles) >= 4
+    assert scene.joints == []  # a free body
+
+
 def test_unrepresentable_parts_are_named(tmp_path):
     text = """<mujoco><worldbody><body name="arm">
         <joint name="a" type="hinge" axis="0 1 0" pos="0 0 0" stiffness="3" frictionloss="0.1"/>
