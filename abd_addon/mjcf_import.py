@@ -43,8 +43,12 @@ class IMPORT_SCENE_OT_abd_mjcf(Operator, ImportHelper):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MjcfWarning)
                 result = import_mjcf(path, strength_ratio=self.strength_ratio)
-        except (MjcfError, ImportError) as error:
+        except MjcfError as error:
             self.report({"ERROR"}, f"MJCF import failed: {error}")
+            return {"CANCELLED"}
+        except ImportError as error:
+            self.report({"ERROR"}, f"MJCF import needs the Python package mujoco, which is missing here ({error}); "
+                                   "pip install it into Blender's Python")
             return {"CANCELLED"}
         except Exception as error:  # noqa: BLE001 - reported, never raised at the user
             traceback.print_exception(type(error), error, error.__traceback__)
