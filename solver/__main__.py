@@ -2,16 +2,17 @@
 
 Commands:
 
-``run SCENE.json [--out RESULT.npz|DIR] [--device {cpu,cupy}] [--quiet]``
+``run SCENE.json [--out RESULT.npz|DIR] [--device {cpu,cupy,libuipc}] [--quiet]``
     Load and validate a scene file, simulate it and save the trajectory (``.npz``, see
     :class:`solver.trajectory.Trajectory`) to ``--out`` (``.npz`` appended when missing; an
     existing directory gets ``<scene stem>.npz``), by default beside the scene file with the suffix
     ``.npz``; ``--device`` overrides the scene's ``settings.device``.
-    Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid, the
-    trajectory file cannot be written (checked before simulating): ``error: <message>`` on stderr,
-    or a bad command line); 1 when the solver fails (``SolverError``) or a time step did not
-    converge (the trajectory is still saved, and the first step that failed is printed); 130
-    when stopped by Ctrl+C (SIGINT), with no trajectory file written.
+    Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid, too large
+    for the machine's memory, its bodies intersect at the first frame, the trajectory file cannot
+    be written (checked before simulating): ``error: <message>`` on stderr, or a bad command
+    line); 1 when the solver fails (``SolverError``) or a time step did not converge (the
+    trajectory is still saved, and the first step that failed is printed); 130 when stopped by
+    Ctrl+C (SIGINT) before the trajectory file takes its name, with no trajectory file written.
 
 ``warm-up``
     Compile every solver kernel into the on-disk cache that later ``run`` commands of this
@@ -231,8 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run.add_argument(
         "--device", choices=DEVICES,
-        help="where to solve the Newton system, overriding the scene's settings.device: "
-             "cpu, or cupy (an NVIDIA GPU through CuPy, which must be installed)",
+        help="where to solve the scene, overriding the scene's settings.device: cpu; cupy (the Newton "
+             "system on an NVIDIA GPU through CuPy, which must be installed); or libuipc (the scene run by "
+             "libuipc on an NVIDIA GPU: pip install pyuipc==0.0.29)",
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     run.set_defaults(handler=_run)

@@ -400,6 +400,7 @@ def test_load_scene_refuses(tmp_path, build, expected):
         assert part in message, f"{part!r} not in {message!r}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build, expected", [pytest.param(b, e, id=i) for i, b, e in CASES])
 def test_cli_refuses(tmp_path, build, expected):
     path = _write(tmp_path, build())
@@ -1393,6 +1394,7 @@ def test_a_trajectory_file_is_read_for_its_fields_only_and_within_limits(tmp_pat
         Trajectory.load(fifo)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
     """Ctrl+C outside the simulation loop (here while the scene's arrays file is open: read and
     validated) printed a traceback and exited with -2. It stops with exit status 130, a one-line
@@ -1439,6 +1441,7 @@ def test_ctrl_c_while_the_scene_is_read_stops_the_run_with_130(tmp_path):
 NUMPY_CORE = "numpy._core.multiarray" if int(np.__version__.split(".")[0]) >= 2 else "numpy.core.multiarray"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", [NUMPY_CORE, "numba.core.config", "scipy.sparse", "solver.simulation"])
 def test_ctrl_c_while_the_solver_imports_stops_the_run_with_130(tmp_path, module):
     """Ctrl+C while ``python -m solver`` imported NumPy and Numba (the package did so at its own
@@ -1504,6 +1507,7 @@ def test_a_body_name_with_control_characters_or_too_long_is_refused(name, expect
     assert scene_from_dict(document).bodies[1].name == "é" * 1000
 
 
+@pytest.mark.slow
 def test_a_full_disk_fails_the_run_in_one_line_and_leaves_no_file(tmp_path):
     """A trajectory write that fails (a file-size limit, as a full disk) is reported in one line
     with exit status 1; NumPy's archive was left open and its ZipFile.__del__ then printed an
