@@ -22,7 +22,7 @@ Commands:
     ``python -m abd_addon.batch --warm-up`` fills). Prints the cache folder; exit status 0, or 1
     if the solver fails on its warm-up scene (a bug).
 
-More commands (``import-urdf``) are added by registering a sub-parser in :func:`build_parser`
+More commands (``import-urdf``, ``import-mjcf``) are added by registering a sub-parser in :func:`build_parser`
 and a handler that returns the exit status.
 """
 
@@ -246,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .urdf.command import add_parser as add_import_urdf_parser  # import-urdf (yourdfpy/trimesh load lazily)
 
     add_import_urdf_parser(commands)
+    from .mjcf.command import add_parser as add_import_mjcf_parser  # import-mjcf (mujoco loads lazily)
+
+    add_import_mjcf_parser(commands)
     return parser
 
 
