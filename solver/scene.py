@@ -252,6 +252,12 @@ class Driving:
         aim_angle: revolute target in the reported frame (raw + ``init_angle``), rad; any number
             of turns (10 pi is five turns).
         aim_velocity: target rate of the coordinate, m/s (prismatic) or rad/s (revolute).
+
+    Effort and speed limits (constants; None: unlimited):
+        max_force: the largest force a prismatic drive exerts, N, > 0.
+        max_torque: the largest torque a revolute drive exerts, N m, > 0.
+        max_speed: the fastest a drive moves its target, m/s or rad/s, > 0: a position aim is
+            approached at most this fast, an aim_velocity is clamped to it.
     """
 
     strength_ratio: Series = 100.0
@@ -260,6 +266,9 @@ class Driving:
     aim_distance: Optional[Series] = None
     aim_angle: Optional[Series] = None
     aim_velocity: Optional[Series] = None
+    max_force: Optional[float] = None
+    max_torque: Optional[float] = None
+    max_speed: Optional[float] = None
 
 
 @dataclass
@@ -282,6 +291,8 @@ class Joint:
         position: (3,) world anchor at frame 0 of a fixed or spherical joint, m; None on the others.
         collide_connected: whether the two bodies touch each other when contact is on (default
             False, as Blender's rigid-body constraints' *Disable Collisions*).
+        damping: viscous damping of a prismatic (N s/m) or revolute (N m s/rad) joint's
+            coordinate, >= 0; 0 on a fixed or spherical joint.
     """
 
     name: str
@@ -297,6 +308,7 @@ class Joint:
     driving: Optional[Driving] = None
     position: Optional[np.ndarray] = None
     collide_connected: bool = False
+    damping: float = 0.0
 
 
 @dataclass
