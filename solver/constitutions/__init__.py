@@ -19,6 +19,7 @@ nor is :mod:`.quadratic_joint`, the kernels the fixed and spherical joints share
 from .driving_prismatic_joint import DrivingPrismaticJoint, DrivingPrismaticJointInput
 from .driving_revolute_joint import DrivingRevoluteJoint, DrivingRevoluteJointInput
 from .fixed_joint import FixedJoint
+from .generic_joint import GenericJoint, GenericJointInput
 from .kinetic import Kinetic, KineticInput
 from .ortho_potential import OrthoPotential
 from .prismatic_joint import PrismaticJoint
@@ -30,7 +31,7 @@ from .spherical_joint import SphericalJoint
 
 __all__ = [
     "DrivingPrismaticJoint", "DrivingPrismaticJointInput", "DrivingRevoluteJoint", "DrivingRevoluteJointInput",
-    "FixedJoint", "Kinetic", "KineticInput", "OrthoPotential", "PrismaticJoint", "PrismaticJointLimit",
+    "FixedJoint", "GenericJoint", "GenericJointInput", "Kinetic", "KineticInput", "OrthoPotential", "PrismaticJoint", "PrismaticJointLimit",
     "PrismaticJointLimitInput", "RevoluteJoint", "RevoluteJointLimit", "RevoluteJointLimitInput",
     "SoftTransformConstraint", "SoftTransformConstraintInput", "SphericalJoint",
 ]

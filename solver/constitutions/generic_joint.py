@@ -1,0 +1,287 @@
+"""Generic joint (ours, UID 1001): six joint coordinates, each free, locked, sprung, damped or limited.
+
+Source: docs/constitutions/1001_generic_joint.md. The coordinates are those of Bullet's generic
+six-degree-of-freedom constraints (``btGeneric6DofSpring2Constraint``, Blender's Generic and
+Generic Spring): the position of body j's anchor in body i's joint axes, and the XYZ Euler angles
+of body j's joint axes relative to body i's.
+
+With c_k = J(c̄_k) q_k the anchor on body k, e_k,a = A_k ē_k,a its joint axes (a = x, y, z),
+d = c_j − c_i and R_ab = e_i,a · e_j,b:
+
+    x_a = e_i,a · d                       (a = x, y, z; m)
+    x_3 = atan2(−R_yz, R_zz)              (rad)
+    x_4 = atan2(R_xz, √(R_yz² + R_zz²))
+    x_5 = atan2(−R_xy, R_xx)
+
+and per coordinate k (r_k its rest value, x_k^t its value at the step start, all per element):
+
+    E_k = ½ (λ_k K + dt² k_k) (x_k − r_k)² + ½ dt c_k (x_k − x_k^t)² + P(x_k, l_k, u_k, s),
+
+λ_k = 1 where the coordinate is locked, K = γ (m_i + m_j) the joint's strength (not dt²-scaled,
+as the other joints), k_k the spring's stiffness (N/m, N·m/rad), c_k its damping (N·s/m,
+N·m·s/rad: the dissipation c ẋ²/2 of implicit Euler, ẋ = (x − x^t)/dt, times dt²) and P the
+cubic limit penalty of #669/#670 on limited coordinates (:mod:`.joint_limit_penalty`). Angle
+differences are taken to the nearest turn. An element whose ``active`` input is 0 (a broken joint)
+has no energy.
+
+F = [c_i; c_j; e_i,x; e_i,y; e_i,z; e_j,x; e_j,y; e_j,z] (24) is linear in q; with f_k the sum
+above as a function of x_k, ∇_F E = Σ f'_k ∇x_k and H_F = Σ f''_k ∇x_k ∇x_kᵀ + Σ f'_k ∇²x_k, whose
+second sum is made PSD (symmetric eigendecomposition, negative eigenvalues clamped) when projecting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..affine_body import direction_jacobians, point_jacobians
+from ._kernels import (
+    BoundTerm,
+    as_bodies,
+    as_float_array,
+    as_float_view,
+    bound_gradient_hessian,
+    check_limits,
+    check_state,
+    state_rows,
+)
+
+#: The coordinates that are angles (rad); the first three are lengths (m).
+ANGULAR = np.array([False, False, False, True, True, True])
+#: Slices of F: the two anchors and the six axes.
+_C_I, _C_J = slice(0, 3), slice(3, 6)
+_E_I = [slice(6 + 3 * a, 9 + 3 * a) for a in range(3)]
+_E_J = [slice(15 + 3 * a, 18 + 3 * a) for a in range(3)]
+
+
+@dataclass
+class GenericJointInput:
+    """A :class:`GenericJoint` term's per-step input.
+
+    Attributes:
+        x_t: (n, 6) the joint coordinates at the step start, m and rad (for the damping).
+        active: (n,) 1 while the joint holds, 0 once it has broken (no energy).
+    """
+
+    x_t: np.ndarray
+    active: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> GenericJointInput:
+        """For ``n`` elements: starting at the rest frame, every joint holding."""
+        return cls(np.zeros((n, 6)), np.ones(n))
+
+
+def _bilinear(F, a: slice, b: slice):
+    """s = F[a] · F[b] (n,), its gradient (n, 24) and constant Hessian (24, 24) in F."""
+    value = np.einsum("ek,ek->e", F[:, a], F[:, b])
+    gradient = np.zeros_like(F)
+    gradient[:, a] += F[:, b]
+    gradient[:, b] += F[:, a]
+    hessian = np.zeros((24, 24))
+    hessian[a, b] += np.eye(3)
+    hessian[b, a] += np.eye(3)
+    return value, gradient, np.broadcast_to(hessian, (F.shape[0], 24, 24))
+
+
+def _atan2(y, x):
+    """θ = atan2(y, x) of (value, gradient (n, 24), Hessian (n, 24, 24)) triples y and x."""
+    (yv, yg, yh), (xv, xg, xh) = y, x
+    rho2 = xv * xv + yv * yv
+    d_y, d_x = xv / rho2, -yv / rho2
+    d_yy, d_xx, d_xy = -2.0 * xv * yv / rho2**2, 2.0 * xv * yv / rho2**2, (yv * yv - xv * xv) / rho2**2
+    gradient = d_y[:, None] * yg + d_x[:, None] * xg
+    outer_xy = np.einsum("ea,eb->eab", xg, yg)
+    hessian = (d_y[:, None, None] * yh + d_x[:, None, None] * xh
+               + d_yy[:, None, None] * np.einsum("ea,eb->eab", yg, yg)
+               + d_xx[:, None, None] * np.einsum("ea,eb->eab", xg, xg)
+               + d_xy[:, None, None] * (outer_xy + outer_xy.transpose(0, 2, 1)))
+    return np.arctan2(yv, xv), gradient, hessian
+
+
+def _norm2(a, b):
+    """r = √(a² + b²) of two (value, gradient, Hessian) triples."""
+    (av, ag, ah), (bv, bg, bh) = a, b
+    r = np.sqrt(av * av + bv * bv)
+    gradient = (av[:, None] * ag + bv[:, None] * bg) / r[:, None]
+    hessian = ((np.einsum("ea,eb->eab", ag, ag) + np.einsum("ea,eb->eab", bg, bg)
+                + av[:, None, None] * ah + bv[:, None, None] * bh) / r[:, None, None]
+               - np.einsum("ea,eb->eab", gradient, gradient) / r[:, None, None])
+    return r, gradient, hessian
+
+
+def _negated(term):
+    value, gradient, hessian = term
+    return -value, -gradient, -hessian
+
+
+def coordinates_F(F: np.ndarray, derivatives: bool = True):
+    """The six joint coordinates x (n, 6) of F (n, 24) (module docstring) and, with
+    ``derivatives``, their gradients (n, 6, 24) and Hessians (n, 6, 24, 24) in F."""
+    n = F.shape[0]
+    values, gradients, hessians = np.empty((n, 6)), np.zeros((n, 6, 24)), np.zeros((n, 6, 24, 24))
+    d = F[:, _C_J] - F[:, _C_I]
+    for a in range(3):  # x_a = e_i,a · (c_j − c_i)
+        axis = F[:, _E_I[a]]
+        values[:, a] = np.einsum("ek,ek->e", axis, d)
+        gradients[:, a, _E_I[a]] = d
+        gradients[:, a, _C_J] = axis
+        gradients[:, a, _C_I] = -axis
+        for block, sign in ((_C_J, 1.0), (_C_I, -1.0)):
+            hessians[:, a, _E_I[a], block] += sign * np.eye(3)
+            hessians[:, a, block, _E_I[a]] += sign * np.eye(3)
+    if not derivatives:
+        R = np.einsum("eak,ebk->eab", F[:, 6:15].reshape(n, 3, 3), F[:, 15:24].reshape(n, 3, 3))
+        values[:, 3] = np.arctan2(-R[:, 1, 2], R[:, 2, 2])
+        values[:, 4] = np.arctan2(R[:, 0, 2], np.hypot(R[:, 1, 2], R[:, 2, 2]))
+        values[:, 5] = np.arctan2(-R[:, 0, 1], R[:, 0, 0])
+        return values, None, None
+    r_yz, r_zz = _bilinear(F, _E_I[1], _E_J[2]), _bilinear(F, _E_I[2], _E_J[2])
+    r_xz, r_xy, r_xx = _bilinear(F, _E_I[0], _E_J[2]), _bilinear(F, _E_I[0], _E_J[1]), _bilinear(F, _E_I[0], _E_J[0])
+    angles = (_atan2(_negated(r_yz), r_zz), _atan2(r_xz, _norm2(r_yz, r_zz)), _atan2(_negated(r_xy), r_xx))
+    for k, (value, gradient, hessian) in enumerate(angles):
+        values[:, 3 + k], gradients[:, 3 + k], hessians[:, 3 + k] = value, gradient, hessian
+    return values, gradients, hessians
+
+
+def _nearest_turn(difference: np.ndarray) -> np.ndarray:
+    """(n, 6) differences of coordinates, the angular ones taken to (−π, π]."""
+    wrapped = difference - 2.0 * np.pi * np.round(difference / (2.0 * np.pi))
+    return np.where(ANGULAR, wrapped, difference)
+
+
+def _penalty(x, lower, upper, strength):
+    """The cubic limit penalty of :mod:`.joint_limit_penalty` elementwise: (E, E', E'') arrays."""
+    width = upper - lower
+    scale = np.where(width > 0.0, width, 1.0)
+    above, below = np.maximum(x - upper, 0.0) / scale, np.maximum(lower - x, 0.0) / scale
+    energy = strength * (above**3 + below**3)
+    first = 3.0 * strength * (above**2 - below**2) / scale
+    second = 6.0 * strength * (above + below) / scale**2
+    return energy, first, second
+
+
+class GenericJoint:
+    """Generic joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 1001.
+
+    Args:
+        bodies: (n, 2) int, global body indices (i, j).
+        anchor_i, anchor_j: (n, 3) body-local images c̄_i, c̄_j of the joint's world origin, m.
+        frame_i, frame_j: (n, 3, 3) body-local images ē_k,a of the joint's world x, y, z axes (rows).
+        dt: the time step, s (the springs are dt²-scaled, the damping dt-scaled).
+
+    Attributes (constant over a run; the caller sets them, defaults leave every coordinate free):
+        stiffness: (n,) K = γ (m_i + m_j) of the locked coordinates, kg.
+        locked: (n, 6) bool, the coordinates held at their rest value by K.
+        rest: (n, 6) rest values r, m and rad.
+        spring_stiffness: (n, 6) k, N/m and N·m/rad (0: no spring).
+        damping: (n, 6) c, N·s/m and N·m·s/rad.
+        limited: (n, 6) bool, the coordinates kept in [lower, upper] by the cubic penalty.
+        lower, upper: (n, 6) the limits, m and rad.
+        limit_strength: (n,) s of the penalty, J.
+
+    Raises:
+        ValueError: on wrong shapes, negative body indices or non-finite values.
+    """
+
+    uid = 1001
+    F_size = 24
+
+    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j, dt: float):
+        self.bodies = as_bodies(bodies, 2)
+        self.state_rows = state_rows(self.bodies)
+        n = self.bodies.shape[0]
+        anchor_i, anchor_j = as_float_array(anchor_i, (n, 3), "anchor_i"), as_float_array(anchor_j, (n, 3), "anchor_j")
+        frame_i, frame_j = as_float_array(frame_i, (n, 3, 3), "frame_i"), as_float_array(frame_j, (n, 3, 3), "frame_j")
+        jacobian = np.zeros((n, 24, 24))
+        jacobian[:, _C_I, 0:12] = point_jacobians(anchor_i)
+        jacobian[:, _C_J, 12:24] = point_jacobians(anchor_j)
+        for a in range(3):
+            jacobian[:, _E_I[a], 0:12] = direction_jacobians(frame_i[:, a])
+            jacobian[:, _E_J[a], 12:24] = direction_jacobians(frame_j[:, a])
+        jacobian.flags.writeable = False
+        self._jacobian = jacobian
+        self.dt = float(dt)
+        self.stiffness = np.zeros(n)
+        self.locked = np.zeros((n, 6), dtype=bool)
+        self.rest = np.zeros((n, 6))
+        self.spring_stiffness = np.zeros((n, 6))
+        self.damping = np.zeros((n, 6))
+        self.limited = np.zeros((n, 6), dtype=bool)
+        self.lower = np.zeros((n, 6))
+        self.upper = np.zeros((n, 6))
+        self.limit_strength = np.zeros(n)
+
+    def _F(self, q: np.ndarray) -> np.ndarray:
+        q_elements = q[self.bodies].reshape(-1, 24)
+        return np.einsum("eab,eb->ea", self._jacobian, q_elements)
+
+    def coordinates(self, q: np.ndarray) -> np.ndarray:
+        """The joint coordinates x (n, 6) at q (n_bodies, 12): m along, rad about body i's joint axes."""
+        return coordinates_F(self._F(check_state(q, self.state_rows)), derivatives=False)[0]
+
+    def bind(self, inputs: GenericJointInput, project: bool = True) -> BoundTerm:
+        """The term with the step-start coordinates and the break state (``inputs``) checked and
+        bound, for one time step (:class:`BoundTerm`, no gradient-only kernel); ``project``:
+        Σ f'' ∇x∇xᵀ + PSD(Σ f' ∇²x) (True) or the exact Hessian.
+
+        Raises:
+            ValueError: on wrong shapes or lower > upper on a limited coordinate.
+        """
+        n = self.bodies.shape[0]
+        x_t = as_float_view(inputs.x_t, (n, 6), "x_t")
+        active = as_float_view(inputs.active, (n,), "active")
+        check_limits(np.where(self.limited, self.lower, 0.0), np.where(self.limited, self.upper, 0.0))
+        weight = active[:, None] * (self.locked * self.stiffness[:, None] + self.dt**2 * self.spring_stiffness)
+        damping = active[:, None] * self.dt * self.damping
+        strength = active[:, None] * self.limited * self.limit_strength[:, None]
+        lower, upper = np.where(self.limited, self.lower, -np.inf), np.where(self.limited, self.upper, np.inf)
+
+        def scalar(x):
+            """(E, E', E'') (n, 6) of each coordinate's energy."""
+            offset, motion = _nearest_turn(x - self.rest), _nearest_turn(x - x_t)
+            energy, first, second = _penalty(x, lower, upper, strength)
+            energy = energy + 0.5 * weight * offset**2 + 0.5 * damping * motion**2
+            return energy, first + weight * offset + damping * motion, second + weight + damping
+
+        def energy(q):
+            if n == 0:
+                return 0.0
+            return float(np.sum(scalar(coordinates_F(self._F(q), derivatives=False)[0])[0]))
+
+        def gradient_hessian(q, gradient, hessian):
+            if n == 0:
+                return
+            values, gradients, hessians = coordinates_F(self._F(q))
+            _, first, second = scalar(values)
+            gradient_F = np.einsum("ek,eka->ea", first, gradients)
+            curvature = np.einsum("ek,eka,ekb->eab", second, gradients, gradients)
+            geometric = np.einsum("ek,ekab->eab", first, hessians)
+            if project:
+                geometric = 0.5 * (geometric + geometric.transpose(0, 2, 1))
+                eigenvalues, eigenvectors = np.linalg.eigh(geometric)
+                geometric = np.einsum("eak,ek,ebk->eab", eigenvectors, np.maximum(eigenvalues, 0.0), eigenvectors)
+            jacobian = self._jacobian
+            gradient[:] = np.einsum("eab,ea->eb", jacobian, gradient_F)
+            hessian[:] = np.einsum("eab,eac,ecd->ebd", jacobian, curvature + geometric, jacobian)
+
+        return BoundTerm(energy, None, gradient_hessian)
+
+    def energy(self, q: np.ndarray, inputs: GenericJointInput) -> float:
+        """Sum of the element energies, J. q: (n_bodies, 12)."""
+        return self.bind(inputs).energy(check_state(q, self.state_rows))
+
+    def gradient_hessian(self, q: np.ndarray, inputs: GenericJointInput, project: bool = True,
+                         out=None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+
+        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned.
+        """
+        return bound_gradient_hessian(self, q, (inputs,), project, out, 24)
+
+    def constraint_force(self, q: np.ndarray) -> np.ndarray:
+        """(n,) the largest force a locked linear coordinate carries at q, N: K |x_a − r_a| / dt²
+        (the joint's strength K acts as a spring of K / dt² N/m)."""
+        offset = np.abs(self.coordinates(q)[:, :3] - self.rest[:, :3]) * self.locked[:, :3]
+        return np.max(offset, axis=1, initial=0.0) * self.stiffness / self.dt**2
