@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from .constitutions import (
     DrivingPrismaticJointInput,
     DrivingRevoluteJointInput,
+    GenericJointInput,
     KineticInput,
     PrismaticJointLimitInput,
     RevoluteJointLimitInput,
@@ -41,6 +42,7 @@ class Control:
         revolute_driving: the revolute drives' (#19) stiffness, target and step-start angle.
         revolute_limit: the revolute limits' (#670) lower, upper, strength and step-start angle.
         animated_pull: with contact, the pose each animated body is pulled to (as q_tilde).
+        generic: the generic joints' (#1001) step-start coordinates and whether each still holds.
     """
 
     kinetic: KineticInput = field(default_factory=lambda: KineticInput.default(0))
@@ -50,6 +52,7 @@ class Control:
     revolute_driving: DrivingRevoluteJointInput = field(default_factory=lambda: DrivingRevoluteJointInput.default(0))
     revolute_limit: RevoluteJointLimitInput = field(default_factory=lambda: RevoluteJointLimitInput.default(0))
     animated_pull: KineticInput = field(default_factory=lambda: KineticInput.default(0))
+    generic: GenericJointInput = field(default_factory=lambda: GenericJointInput.default(0))
 
     @classmethod
     def for_model(cls, model: Model) -> Control:
@@ -64,4 +67,5 @@ class Control:
             revolute_driving=DrivingRevoluteJointInput.default(len(model.revolute_driving.bodies)),
             revolute_limit=RevoluteJointLimitInput.default(len(model.revolute_limit.bodies)),
             animated_pull=KineticInput.default(pull),
+            generic=GenericJointInput.default(len(model.generic.base.bodies)),
         )

@@ -25,6 +25,7 @@ from .affine_body import central_inertia_floor, q_from_transform, velocity_q
 from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
 from .constitutions.driving_revolute_joint import DrivingRevoluteJoint
 from .constitutions.fixed_joint import FixedJoint
+from .constitutions.generic_joint import GenericJoint
 from .constitutions.kinetic import Kinetic
 from .constitutions.ortho_potential import OrthoPotential
 from .constitutions.prismatic_group import PrismaticJointGroup
@@ -167,7 +168,8 @@ class Model:
             (fixed bodies repeat q0; dynamic rows are unused).
         corners: (bodies, 8, 3) body-local bounding-box corners, for the convergence test.
         kinetic, ortho, soft: single-body terms over the dynamic bodies (soft may have 0 rows).
-        revolute, prismatic, fixed, spherical: :class:`JointGroup` (possibly empty).
+        revolute, prismatic, fixed, spherical, generic: :class:`JointGroup` (possibly empty).
+        generic_break_force: (generic joints,) the force that breaks each, N (+inf: unbreakable).
         driving, revolute_driving, prismatic_limit, revolute_limit: extras with ``joint_indices``
             (n,) attributes; the drives also have ``masses`` (n,), m_i + m_j in kg.
         prismatic_group: the prismatic joints with their driving and limit extras, evaluated on
@@ -226,9 +228,10 @@ class Model:
         self.contact = contact_surface(scene, self.masses, self.dynamic, self.q0) if settings.contact.enable else None
         # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
         self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
-                      self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base]
+                      self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base,
+                      self.generic.base]
         self.term_inputs = [("kinetic",), (), ("soft",), (), ("driving", "prismatic_limit"), ("revolute_limit",),
-                            ("revolute_driving",), (), ()]
+                            ("revolute_driving",), (), (), ("generic",)]
         # With contact, animated bodies are unknowns of the Newton system too, each pulled to its
         # pose by a stiff quadratic (``animated_pull``, a kinetic term of PULL times its mass
         # whose q_tilde is the pose), so that the barrier can push back on it and CCD bounds its
@@ -281,6 +284,8 @@ class Model:
                     frame_j=[local_direction(j, axis) for axis in world_axes],
                 ))
                 continue
+            if joint.type == "generic":  # built apart (_build_generic)
+                continue
             p0, p1 = joint.position0, joint.position1
             assert p0 is not None and p1 is not None  # validate_scene: an axis joint has both points
             tangent = (p1 - p0) / np.linalg.norm(p1 - p0)
@@ -325,6 +330,7 @@ class Model:
             base.stiffness = column(rows, "stiffness", ())
             anchored[kind] = JointGroup(np.array([row["index"] for row in rows], dtype=np.int64), base)
         self.fixed, self.spherical = anchored["fixed"], anchored["spherical"]
+        self._build_generic(scene, local_point, local_direction)
 
         # Extras refer to their base joint by explicit index, never by position.
         driving_rows = [r for r in prismatic_rows if scene.joints[r["index"]].driving is not None]
@@ -361,3 +367,30 @@ class Model:
         self.revolute_driving.joint_indices = np.array([r["index"] for r in revolute_driving_rows], dtype=np.int64)
         self.revolute_driving.masses = np.array([self.masses[i].mass + self.masses[j].mass
                                                  for i, j in pairs(revolute_driving_rows)])
+
+    def _build_generic(self, scene: Scene, local_point, local_direction) -> None:
+        """The generic joints (#1001): each body's images of the joint's origin and axes at frame 0."""
+        body_indices = {body.name: index for index, body in enumerate(scene.bodies)}
+        indices = [index for index, joint in enumerate(scene.joints) if joint.type == "generic"]
+        joints = [scene.joints[index] for index in indices]
+        pairs = np.array([(body_indices[j.l_body], body_indices[j.r_body]) for j in joints], dtype=np.int64)
+        pairs = pairs.reshape(-1, 2)
+        anchors, frames = np.zeros((2, len(joints), 3)), np.zeros((2, len(joints), 3, 3))
+        for row, joint in enumerate(joints):
+            assert joint.position is not None and joint.generic is not None  # validate_scene fills both
+            for side in range(2):
+                anchors[side, row] = local_point(pairs[row, side], joint.position)
+                frames[side, row] = [local_direction(pairs[row, side], axis) for axis in joint.generic.axes.T]
+        base = GenericJoint(pairs, anchors[0], anchors[1], frames[0], frames[1], self.dt)
+        generics = [joint.generic for joint in joints]
+        base.stiffness = np.array([joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass)
+                                   for joint, (i, j) in zip(joints, pairs)], dtype=np.float64)
+        for name in ("locked", "limited"):
+            setattr(base, name, np.array([getattr(g, name) for g in generics], dtype=bool).reshape(-1, 6))
+        for name in ("rest", "damping", "lower", "upper"):
+            setattr(base, name, np.array([getattr(g, name) for g in generics], dtype=np.float64).reshape(-1, 6))
+        base.spring_stiffness = np.array([g.stiffness for g in generics], dtype=np.float64).reshape(-1, 6)
+        base.limit_strength = np.array([g.limit_strength for g in generics], dtype=np.float64)
+        self.generic = JointGroup(np.array(indices, dtype=np.int64), base)
+        self.generic_break_force = np.array([np.inf if g.break_force is None else g.break_force for g in generics],
+                                            dtype=np.float64)

@@ -15,7 +15,7 @@ import numpy as np
 from .mesh_checks import ZERO_VOLUME, mesh_closure_problem, mesh_inside_out_problem
 from .scene import (
     AIM_KEYS, AXIS_JOINT_TYPES, COLLECTION_COUNT, CONTACT_SHAPES, DEVICES, JOINT_TYPES, MOTIONS, Body, BodyContact,
-    ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform,
+    ContactSettings, Driving, Generic, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform,
 )
 
 #: Largest accepted ``frame_count`` (a bound on the memory of the per-frame series).
@@ -627,6 +627,42 @@ def _validate_driving(driving, kind: str, frames: int, where: str) -> Optional[D
     return Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive, **aims)
 
 
+def _flags(value, where: str, field_name: str) -> tuple:
+    """Six true/false values."""
+    if not isinstance(value, (list, tuple, np.ndarray)) or len(value) != 6:
+        raise _fail(where, field_name, f"must be a list of 6 true/false values, got {_type_name(value)}")
+    return tuple(_flag(item, where, f"{field_name}[{k}]") for k, item in enumerate(value))
+
+
+def _validate_generic(generic, where: str) -> Generic:
+    """A generic joint's validated coordinates (:class:`Generic`), every array float64 (6,) or (3, 3)."""
+    if generic is None:
+        return Generic()
+    if not isinstance(generic, Generic):
+        raise _fail(where, "generic", f"must be a Generic or None, got {_type_name(generic)}")
+    axes = _fixed_array(generic.axes, (3, 3), where, "generic.axes")
+    if not (np.allclose(axes.T @ axes, np.eye(3), atol=RIGID_TOLERANCE) and np.linalg.det(axes) > 0.0):
+        raise _fail(where, "generic.axes", "must be a rotation (orthonormal columns, determinant +1)")
+    values = {name: _fixed_array(getattr(generic, name), (6,), where, f"generic.{name}")
+              for name in ("rest", "stiffness", "damping", "lower", "upper")}
+    for name in ("stiffness", "damping"):
+        if np.any(values[name] < 0.0):
+            raise _fail(where, f"generic.{name}", f"must be >= 0, got {values[name].tolist()}")
+    limited = _flags(generic.limited, where, "generic.limited")
+    for k in range(6):
+        if limited[k] and values["lower"][k] > values["upper"][k]:
+            raise _fail(where, f"generic.lower[{k}]", f"lower {values['lower'][k]} > upper {values['upper'][k]}")
+    strength = _number(generic.limit_strength, where, "generic.limit_strength")
+    if strength < 0.0:
+        raise _fail(where, "generic.limit_strength", f"must be >= 0, got {strength}")
+    break_force = None
+    if generic.break_force is not None:
+        break_force = _positive(_number(generic.break_force, where, "generic.break_force"), where,
+                                "generic.break_force", " N")
+    return Generic(axes=axes, locked=_flags(generic.locked, where, "generic.locked"), limited=limited,
+                   limit_strength=strength, break_force=break_force, **values)
+
+
 def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
     if not isinstance(joint, Joint):
         raise SceneError(f"joint #{index}: must be a Joint, got {_type_name(joint)}")
@@ -675,13 +711,16 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         for key, present in given.items():
             if present:
                 raise _fail(where, key, f"is for prismatic and revolute joints, not for a {joint.type} joint")
+    if joint.generic is not None and joint.type != "generic":
+        raise _fail(where, "generic", f"is for generic joints, not for a {joint.type} joint")
+    generic = _validate_generic(joint.generic, where) if joint.type == "generic" else None
     limit = _validate_limit(joint.limit, frames, where)
     driving = None if joint.driving is None else _validate_driving(joint.driving, joint.type, frames, where)
     return Joint(
         name=joint.name, type=joint.type, l_body=joint.l_body, r_body=joint.r_body,
         position0=position0, position1=position1, strength_ratio=strength,
         init_distance=init_distance, init_angle=init_angle, limit=limit, driving=driving, position=position,
-        collide_connected=_flag(joint.collide_connected, where, "collide_connected"),
+        collide_connected=_flag(joint.collide_connected, where, "collide_connected"), generic=generic,
     )
 
 

@@ -16,7 +16,8 @@ from .scene_validation import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 #: per time step, the names included.
 MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
 #: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
-OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "rotation", "contact_distance", "contact_count")
+OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "rotation", "contact_distance", "contact_count",
+                   "broken_frame")
 
 #: How far (m, and rad of rotation) a body's first pose in a trajectory may be from the scene's
 #: for the trajectory to count as computed for that scene (the poses round-trip exactly through
@@ -69,6 +70,8 @@ class Trajectory:
             or spherical joint's body j relative to its body i since frame 0, in body i's axes
             as they were at frame 0; NaN for the other joints (all NaN when not given, and in
             files written before this field existed).
+        broken_frame: (joints,) the frame in which each breakable generic joint broke (counting
+            from frame 0), NaN for a joint that held or cannot break (all NaN when not given).
     """
 
     transforms: np.ndarray
@@ -87,9 +90,12 @@ class Trajectory:
     rotation: Optional[np.ndarray] = None
     contact_distance: Optional[np.ndarray] = None
     contact_count: Optional[np.ndarray] = None
+    broken_frame: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
         frames = len(self.transforms)
+        if self.broken_frame is None:
+            self.broken_frame = np.full(len(self.joint_names), np.nan)
         if self.rotation is None:  # no fixed or spherical joint readouts given
             self.rotation = np.full(np.shape(self.angle) + (3,), np.nan)
         if self.contact_distance is None:  # contact off, or a file from before contact
