@@ -57,9 +57,12 @@ JOINT_TYPE_ITEMS = (
     ("REVOLUTE", "Revolute", "Rotates about the joint's local Z axis"),
     ("FIXED", "Fixed", "Welds the two bodies together at the joint's origin"),
     ("BALL", "Ball", "Holds the two bodies together at the joint's origin, free to turn about it"),
+    ("GENERIC", "Generic", "Each of the joint's local axes locked, limited or free, for sliding along it and "
+     "turning about it, with optional springs (as Blender's Generic Spring constraint)"),
 )
 #: The solver's joint type of each of :data:`JOINT_TYPE_ITEMS` (:data:`solver.scene.JOINT_TYPES`).
-SOLVER_JOINT_TYPES = {"PRISMATIC": "prismatic", "REVOLUTE": "revolute", "FIXED": "fixed", "BALL": "spherical"}
+SOLVER_JOINT_TYPES = {"PRISMATIC": "prismatic", "REVOLUTE": "revolute", "FIXED": "fixed", "BALL": "spherical",
+                      "GENERIC": "generic"}
 #: The joint types with an axis, a limit and a drive (the others have one anchor point).
 AXIS_JOINT_TYPES = ("PRISMATIC", "REVOLUTE")
 
@@ -341,6 +344,76 @@ class ABDDriveProperties(PropertyGroup):
     )
 
 
+class ABDGenericProperties(PropertyGroup):
+    """A Generic joint's axes (#1001): per local axis, a limit on sliding along it and on turning
+    about it (lower = upper locks it there), a spring with stiffness and damping, and a break
+    force. As Blender's Generic Spring constraint's settings; read once (not animatable)."""
+
+    use_limit_linear: BoolVectorProperty(
+        override=OVERRIDABLE, name="Limit Linear", size=3, default=(True, True, True), options=STATIC,
+        description="Limit sliding along the joint's local X, Y, Z (lower = upper locks the axis)",
+    )
+    limit_linear_lower: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Lower", size=3, unit="LENGTH", options=STATIC,
+        description="Lower limit of sliding along the joint's local X, Y, Z",
+    )
+    limit_linear_upper: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Upper", size=3, unit="LENGTH", options=STATIC,
+        description="Upper limit of sliding along the joint's local X, Y, Z",
+    )
+    use_limit_angular: BoolVectorProperty(
+        override=OVERRIDABLE, name="Limit Angular", size=3, default=(True, True, True), options=STATIC,
+        description="Limit turning about the joint's local X, Y, Z, as XYZ Euler angles of the child relative "
+                    "to the parent (lower = upper locks the axis)",
+    )
+    limit_angular_lower: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Lower", size=3, unit="ROTATION", options=STATIC,
+        description="Lower limit of the angle about the joint's local X, Y, Z",
+    )
+    limit_angular_upper: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Upper", size=3, unit="ROTATION", options=STATIC,
+        description="Upper limit of the angle about the joint's local X, Y, Z",
+    )
+    limit_strength: FloatProperty(
+        override=OVERRIDABLE, name="Limit Strength", default=DEFAULT_LIMIT_STRENGTH, min=0.0, soft_max=1.0e6,
+        options=STATIC,
+        description="Strength of the cubic penalty beyond a limit that is not a lock (J, limit_strength)",
+    )
+    use_spring_linear: BoolVectorProperty(
+        override=OVERRIDABLE, name="Linear Springs", size=3, options=STATIC,
+        description="A spring along the joint's local X, Y, Z, at rest where the bodies start",
+    )
+    spring_stiffness_linear: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Stiffness", size=3, min=0.0, default=(10.0, 10.0, 10.0), options=STATIC,
+        description="Stiffness of the linear springs, N/m",
+    )
+    spring_damping_linear: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Damping", size=3, min=0.0, default=(0.5, 0.5, 0.5), options=STATIC,
+        description="Damping of the linear springs, N s/m",
+    )
+    use_spring_angular: BoolVectorProperty(
+        override=OVERRIDABLE, name="Angular Springs", size=3, options=STATIC,
+        description="A spring about the joint's local X, Y, Z, at rest where the bodies start",
+    )
+    spring_stiffness_angular: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Stiffness", size=3, min=0.0, default=(10.0, 10.0, 10.0), options=STATIC,
+        description="Stiffness of the angular springs, N m/rad",
+    )
+    spring_damping_angular: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Damping", size=3, min=0.0, default=(0.5, 0.5, 0.5), options=STATIC,
+        description="Damping of the angular springs, N m s/rad",
+    )
+    use_breaking: BoolProperty(
+        override=OVERRIDABLE, name="Breakable", default=False, options=STATIC,
+        description="The joint releases for good once a locked linear axis carries more than the threshold",
+    )
+    breaking_threshold: FloatProperty(
+        override=OVERRIDABLE, name="Threshold", default=100.0, min=0.0, options=STATIC,
+        description="The force that breaks the joint, N (Blender's rigid-body threshold is an impulse per "
+                    "substep: that impulse times the frame rate and the substeps per frame)",
+    )
+
+
 class ABDJointProperties(PropertyGroup):
     """A joint on an Empty (``Object.abd_joint``): origin = anchor, local Z = axis."""
 
@@ -378,6 +451,7 @@ class ABDJointProperties(PropertyGroup):
     )
     limit: PointerProperty(override=OVERRIDABLE, type=ABDLimitProperties)
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
+    generic: PointerProperty(override=OVERRIDABLE, type=ABDGenericProperties)
     disable_collisions: BoolProperty(
         override=OVERRIDABLE,
         name="Disable Collisions",
@@ -552,6 +626,7 @@ CLASSES = (
     ABDBodyProperties,
     ABDLimitProperties,
     ABDDriveProperties,
+    ABDGenericProperties,
     ABDJointProperties,
     ABDWorldProperties,
     ABDBakeState,

@@ -20,7 +20,8 @@ from .properties import JOINT_TYPE_ITEMS, MOTION_ITEMS, store_groups
 from .rig_rules import RigError
 
 #: How a new joint Empty of each type is drawn: an arrow along a prismatic or revolute joint's axis.
-EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE"}
+EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE",
+                 "GENERIC": "ARROWS"}
 
 #: Where :func:`connect_objects` puts each joint's pivot (as Connect's Pivot offers it).
 PIVOT_TYPES = ("ACTIVE", "CENTER", "CURSOR")

@@ -152,7 +152,7 @@ class JointGroup:
     """Joints of one type: their indices in ``scene.joints`` and the base constitution."""
 
     joint_indices: np.ndarray
-    base: object
+    base: Any
 
 
 class Model:
@@ -382,7 +382,7 @@ class Model:
                 anchors[side, row] = local_point(pairs[row, side], joint.position)
                 frames[side, row] = [local_direction(pairs[row, side], axis) for axis in joint.generic.axes.T]
         base = GenericJoint(pairs, anchors[0], anchors[1], frames[0], frames[1], self.dt)
-        generics = [joint.generic for joint in joints]
+        generics = [joint.generic for joint in joints if joint.generic is not None]
         base.stiffness = np.array([joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass)
                                    for joint, (i, j) in zip(joints, pairs)], dtype=np.float64)
         for name in ("locked", "limited"):

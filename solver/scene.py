@@ -278,12 +278,12 @@ class Generic:
 
     axes: np.ndarray = field(default_factory=lambda: np.eye(3))
     locked: tuple = (False,) * 6
-    rest: tuple = (0.0,) * 6
-    stiffness: tuple = (0.0,) * 6
-    damping: tuple = (0.0,) * 6
+    rest: Union[tuple, np.ndarray] = (0.0,) * 6
+    stiffness: Union[tuple, np.ndarray] = (0.0,) * 6
+    damping: Union[tuple, np.ndarray] = (0.0,) * 6
     limited: tuple = (False,) * 6
-    lower: tuple = (0.0,) * 6
-    upper: tuple = (0.0,) * 6
+    lower: Union[tuple, np.ndarray] = (0.0,) * 6
+    upper: Union[tuple, np.ndarray] = (0.0,) * 6
     limit_strength: float = 1.0
     break_force: Optional[float] = None
 

@@ -31,7 +31,8 @@ from .spherical_joint import SphericalJoint
 
 __all__ = [
     "DrivingPrismaticJoint", "DrivingPrismaticJointInput", "DrivingRevoluteJoint", "DrivingRevoluteJointInput",
-    "FixedJoint", "GenericJoint", "GenericJointInput", "Kinetic", "KineticInput", "OrthoPotential", "PrismaticJoint", "PrismaticJointLimit",
+    "FixedJoint", "GenericJoint", "GenericJointInput", "Kinetic", "KineticInput", "OrthoPotential", "PrismaticJoint",
+    "PrismaticJointLimit",
     "PrismaticJointLimitInput", "RevoluteJoint", "RevoluteJointLimit", "RevoluteJointLimitInput",
     "SoftTransformConstraint", "SoftTransformConstraintInput", "SphericalJoint",
 ]
