@@ -44,7 +44,10 @@ from .rig_rules import RigError, collect_rig, refuse_invalid_drivers, refuse_unb
 from .sampling import Sampler, sample_frames
 
 #: Edge of the box, m, that stands in for a Fixed or Animated body without faces (a joint anchor).
-ANCHOR_SIZE = 0.01
+#: With contact on, an animated body is an unknown held to its pose by a multiple of its mass
+#: matrix (:data:`solver.model.ANIMATED_PULL`): a box of a few centimetres would hold its axes so
+#: loosely that a spring measured along them could turn or shrink them.
+ANCHOR_SIZE = 0.1
 #: |det| of an object's 3x3 world matrix below which its scale counts as zero.
 ZERO_SCALE = 1e-12
 

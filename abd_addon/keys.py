@@ -194,7 +194,11 @@ def compute_keys(export: Export, trajectory) -> list:
         if ob in export.joints:
             column = joint_index[ob.name_full]
             joint_type = joint_types[ob.name_full]
-            if joint_type in READOUT_PROPERTIES:  # fixed joints have no readout
+            if joint_type == "generic":  # 1 from the frame it broke in (never where it held: NaN)
+                frames = np.arange(len(trajectory.transforms))
+                object_key.custom[READOUT_PROPERTIES[joint_type]] = (frames >= trajectory.broken_frame[column]).astype(
+                    np.float64)
+            elif joint_type in READOUT_PROPERTIES:  # fixed joints have no readout
                 readout = getattr(trajectory, READOUT_ARRAYS[joint_type])
                 object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
         keys.append(object_key)

@@ -208,7 +208,8 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
             layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
         layout.prop(joint, "disable_collisions")
         ob = context.object
-        labels = {"abd_distance": "Baked Distance", "abd_angle": "Baked Angle", "abd_rotation": "Baked Rotation"}
+        labels = {"abd_distance": "Baked Distance", "abd_angle": "Baked Angle", "abd_rotation": "Baked Rotation",
+                  "abd_broken": "Baked Broken"}
         key = next((key for key in labels if key in ob.keys()), None)
         if key is not None:
             layout.prop(ob, f'["{key}"]', text=labels[key])
