@@ -132,12 +132,12 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
                              lambda: newton._direction_size(np.zeros((len(potential.dynamic_indices), 12)),
                                                             model.corners[potential.dynamic_rows])))
     if len(model.prismatic.joint_indices):
-        tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.base.distance(q)))
+        tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.distance(q)))
     if len(model.revolute.joint_indices):
-        tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.base.sin_cos(q)))
+        tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.sin_cos(q)))
         joints = int(model.revolute.joint_indices.max()) + 1  # scratch readouts of JointState's types
         tasks.append(CompileTask(joint_state.accumulate_angles, lambda: joint_state.accumulate_angles(
-            *model.revolute.base.sin_cos(q), model.revolute.joint_indices, np.zeros(joints), np.zeros(joints),
+            *model.revolute.sin_cos(q), model.revolute.joint_indices, np.zeros(joints), np.zeros(joints),
             np.zeros(joints))))
     return tasks
 

@@ -11,61 +11,59 @@ scene -> model and stepper -> control -> energies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .constitutions import (
-    DrivingPrismaticJointInput,
-    DrivingRevoluteJointInput,
-    GenericJointInput,
-    KineticInput,
-    PrismaticJointLimitInput,
-    RevoluteJointLimitInput,
-    SoftTransformConstraintInput,
-)
+from .constitutions import REGISTRY, KineticInput
 
 if TYPE_CHECKING:
     from .model import Model
 
 
-@dataclass
 class Control:
-    """A run's per-step inputs, one part per energy term that takes any, each named as the
-    :class:`solver.model.Model` attribute of that term (a part of n elements for a term of n
-    elements; a model without such a term has a part of 0 elements).
+    """A run's per-step inputs, one part per energy term that takes any: for each registered term
+    (:data:`solver.constitutions.REGISTRY`) whose class has an ``Input``, an instance of it named
+    as the term (a part of n elements for a term of n elements); and ``animated_pull``, with
+    contact the pose each animated body is pulled to (a :class:`KineticInput`).
 
-    Attributes:
-        kinetic: the inertia term's predicted state q_tilde, (dynamic bodies, 12).
-        soft: the soft transform constraints' strength_ratio, aim_q and active.
-        driving: the prismatic drives' (#21) stiffness and target.
-        prismatic_limit: the prismatic limits' (#669) lower, upper and strength.
-        revolute_driving: the revolute drives' (#19) stiffness, target and step-start angle.
-        revolute_limit: the revolute limits' (#670) lower, upper, strength and step-start angle.
-        animated_pull: with contact, the pose each animated body is pulled to (as q_tilde).
-        generic: the generic joints' (#1001) step-start coordinates and whether each still holds.
+    Args:
+        parts: parts by name; those not given have 0 elements.
+
+    Raises:
+        TypeError: on a name that is no part.
+
+    The parts of the registered terms: ``kinetic`` (the inertia term's predicted state q_tilde,
+    (dynamic bodies, 12)), ``soft`` (the soft transform constraints' strength_ratio, aim_q and
+    active), ``driving`` (the prismatic drives' (#21) stiffness and target), ``prismatic_limit``
+    (the prismatic limits' (#669) lower, upper and strength), ``revolute_driving`` (the revolute
+    drives' (#19) stiffness, target and step-start angle), ``revolute_limit`` (the revolute
+    limits' (#670) lower, upper, strength and step-start angle).
     """
 
-    kinetic: KineticInput = field(default_factory=lambda: KineticInput.default(0))
-    soft: SoftTransformConstraintInput = field(default_factory=lambda: SoftTransformConstraintInput.default(0))
-    driving: DrivingPrismaticJointInput = field(default_factory=lambda: DrivingPrismaticJointInput.default(0))
-    prismatic_limit: PrismaticJointLimitInput = field(default_factory=lambda: PrismaticJointLimitInput.default(0))
-    revolute_driving: DrivingRevoluteJointInput = field(default_factory=lambda: DrivingRevoluteJointInput.default(0))
-    revolute_limit: RevoluteJointLimitInput = field(default_factory=lambda: RevoluteJointLimitInput.default(0))
-    animated_pull: KineticInput = field(default_factory=lambda: KineticInput.default(0))
-    generic: GenericJointInput = field(default_factory=lambda: GenericJointInput.default(0))
+    def __init__(self, **parts: Any):
+        inputs = part_inputs()
+        for name in parts:
+            if name not in inputs:
+                raise TypeError(f"Control: no part {name!r} (parts: {', '.join(inputs)})")
+        for name, input_class in inputs.items():
+            setattr(self, name, parts[name] if name in parts else input_class.default(0))
+
+    def __getattr__(self, name: str) -> Any:
+        """Only for names that are no part (every part is an attribute)."""
+        raise AttributeError(f"Control has no part {name!r}")
 
     @classmethod
     def for_model(cls, model: Model) -> Control:
         """Every part sized for ``model``'s terms, with each input class's defaults (as before a
         run's first frame)."""
         pull = 0 if model.animated_pull is None else len(model.animated_pull.bodies)
-        return cls(
-            kinetic=KineticInput.default(len(model.kinetic.bodies)),
-            soft=SoftTransformConstraintInput.default(len(model.soft.bodies)),
-            driving=DrivingPrismaticJointInput.default(len(model.driving.bodies)),
-            prismatic_limit=PrismaticJointLimitInput.default(len(model.prismatic_limit.bodies)),
-            revolute_driving=DrivingRevoluteJointInput.default(len(model.revolute_driving.bodies)),
-            revolute_limit=RevoluteJointLimitInput.default(len(model.revolute_limit.bodies)),
-            animated_pull=KineticInput.default(pull),
-            generic=GenericJointInput.default(len(model.generic.base.bodies)),
-        )
+        parts = {name: input_class.default(len(getattr(model, name).bodies))
+                 for name, input_class in part_inputs().items() if name != "animated_pull"}
+        return cls(animated_pull=KineticInput.default(pull), **parts)
+
+
+def part_inputs() -> dict[str, Any]:
+    """Each part's input class by name: the registered terms' ``Input``, and ``animated_pull``'s."""
+    inputs: dict[str, Any] = {registration.name: registration.constitution.Input
+                              for registration in REGISTRY if registration.constitution.Input is not None}
+    inputs["animated_pull"] = KineticInput
+    return inputs

@@ -75,20 +75,20 @@ class JointState:
         there); more substeps avoid it."""
         prismatic = model.prismatic
         if len(prismatic.joint_indices):
-            self.raw_distance[prismatic.joint_indices] = prismatic.base.distance(q)
+            self.raw_distance[prismatic.joint_indices] = prismatic.distance(q)
         revolute = model.revolute
         if not len(revolute.joint_indices):
             return False
-        sine, cosine = revolute.base.sin_cos(q)
+        sine, cosine = revolute.sin_cos(q)
         return bool(accumulate_angles(sine, cosine, revolute.joint_indices, self.raw_angle, self.sin, self.cos))
 
     def rotation(self, model, q: np.ndarray) -> np.ndarray:
         """(joints, 3) rotation vector of each fixed or spherical joint's body j relative to its
         body i since frame 0 at q (bodies, 12), rad (NaN for the other joints)."""
         rotation = np.full((len(self.init_angle), 3), np.nan)
-        for group in (model.fixed, model.spherical):
-            if len(group.joint_indices):
-                rotation[group.joint_indices] = group.base.rotation_vector(q)
+        for term in (model.fixed, model.spherical):
+            if len(term.joint_indices):
+                rotation[term.joint_indices] = term.rotation_vector(q)
         return rotation
 
     @property

@@ -15,28 +15,32 @@ joint stiffness.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.spatial
 
-from .affine_body import central_inertia_floor, q_from_transform, velocity_q
-from .constitutions.driving_prismatic_joint import DrivingPrismaticJoint
-from .constitutions.driving_revolute_joint import DrivingRevoluteJoint
-from .constitutions.fixed_joint import FixedJoint
-from .constitutions.generic_joint import GenericJoint
-from .constitutions.kinetic import Kinetic
-from .constitutions.ortho_potential import OrthoPotential
-from .constitutions.prismatic_group import PrismaticJointGroup
-from .constitutions.prismatic_joint import PrismaticJoint
-from .constitutions.prismatic_joint_limit import PrismaticJointLimit
-from .constitutions.revolute_joint import RevoluteJoint
-from .constitutions.revolute_joint_limit import RevoluteJointLimit
-from .constitutions.soft_transform_constraint import SoftTransformConstraint
-from .constitutions.spherical_joint import SphericalJoint
+from .affine_body import q_from_transform, velocity_q
+from .constitutions import (
+    REGISTRY,
+    Constitution,
+    DrivingPrismaticJoint,
+    DrivingRevoluteJoint,
+    FixedJoint,
+    GenericJoint,
+    Kinetic,
+    OrthoPotential,
+    PrismaticJoint,
+    PrismaticJointGroup,
+    PrismaticJointLimit,
+    RevoluteJoint,
+    RevoluteJointLimit,
+    SoftTransformConstraint,
+    SphericalJoint,
+)
+from .constitutions.base import JointFrames
 from .mass import DyadicMass, mesh_volume, override_mass_properties
-from .scene import Scene, SceneError
+from .scene import AXIS_JOINT_TYPES, Scene, SceneError
 from .scene_validation import unit_mass_properties
 
 
@@ -147,14 +151,6 @@ def intersecting_bodies(scene: Scene) -> list[tuple[str, str]]:
     return contact_surface(scene, masses, dynamic, q0, refuse_intersections=False).intersecting_pairs(q0)
 
 
-@dataclass
-class JointGroup:
-    """Joints of one type: their indices in ``scene.joints`` and the base constitution."""
-
-    joint_indices: np.ndarray
-    base: Any
-
-
 class Model:
     """What the time stepper needs that holds for the whole run, built once from a validated
     :class:`Scene` (what changes per step is a :class:`solver.control.Control`).
@@ -167,15 +163,13 @@ class Model:
         animated_q: (frame_count + 1, bodies, 12), the prescribed q of animated bodies per frame
             (fixed bodies repeat q0; dynamic rows are unused).
         corners: (bodies, 8, 3) body-local bounding-box corners, for the convergence test.
-        kinetic, ortho, soft: single-body terms over the dynamic bodies (soft may have 0 rows).
-        revolute, prismatic, fixed, spherical, generic: :class:`JointGroup` (possibly empty).
-        generic_break_force: (generic joints,) the force that breaks each, N (+inf: unbreakable).
-        driving, revolute_driving, prismatic_limit, revolute_limit: extras with ``joint_indices``
-            (n,) attributes; the drives also have ``masses`` (n,), m_i + m_j in kg.
-        prismatic_group: the prismatic joints with their driving and limit extras, evaluated on
-            their shared F (:mod:`solver.constitutions.prismatic_group`).
-        terms: every energy term, in the order the Newton loop sums them (the prismatic joints and
-            their extras as ``prismatic_group``).
+        kinetic, ortho, soft, revolute, prismatic, driving, prismatic_limit, prismatic_group,
+            revolute_limit, revolute_driving, fixed, spherical, generic: one attribute per registered term
+            (:data:`solver.constitutions.REGISTRY`), each built by its class from the scene
+            (possibly with 0 elements): the single-body terms over the dynamic bodies, the joint
+            terms with their ``joint_indices`` (n,) in ``scene.joints``.
+        terms: the registered terms the Newton loop sums, in the registry's order (the prismatic
+            joints and their extras as ``prismatic_group``).
         term_inputs: per term of ``terms``, the names of the :class:`solver.control.Control`
             parts its methods take after q, in order (empty for a term without per-step inputs).
         contact: the :class:`solver.contact.ContactSurface` with its barrier stiffness set, or
@@ -190,12 +184,25 @@ class Model:
         solver.contact.ContactUnavailable: contact is on and ipctk is not installed.
     """
 
+    kinetic: Kinetic
+    ortho: OrthoPotential
+    soft: SoftTransformConstraint
+    revolute: RevoluteJoint
+    prismatic: PrismaticJoint
+    driving: DrivingPrismaticJoint
+    prismatic_limit: PrismaticJointLimit
+    prismatic_group: PrismaticJointGroup
+    revolute_limit: RevoluteJointLimit
+    revolute_driving: DrivingRevoluteJoint
+    fixed: FixedJoint
+    spherical: SphericalJoint
+    generic: GenericJoint
+
     def __init__(self, scene: Scene):
         settings = scene.settings
         bodies = scene.bodies
         count = len(bodies)
-        dt = settings.dt
-        self.dt = dt
+        self.dt = settings.dt
         self.masses, self.dynamic, self.animated_q = body_arrays(scene)
         self.slot = np.where(self.dynamic, np.cumsum(self.dynamic) - 1, -1).astype(np.int64)
         self.q0 = self.animated_q[0].copy()
@@ -210,28 +217,15 @@ class Model:
             low, high = body.mesh.vertices.min(axis=0), body.mesh.vertices.max(axis=0)
             self.corners[index] = [[(low, high)[(c >> axis) & 1][axis] for axis in range(3)] for c in range(8)]
 
-        dynamic_indices = np.flatnonzero(self.dynamic)
-        single = dynamic_indices[:, None].astype(np.int64)
-        dynamic_masses = self._dyadic_masses(dynamic_indices)
-        self.kinetic = Kinetic(single, *dynamic_masses)
-        self.ortho = OrthoPotential(
-            single,
-            np.array([bodies[i].kappa for i in dynamic_indices], dtype=np.float64),
-            np.array([self.masses[i].volume for i in dynamic_indices], dtype=np.float64),
-            dt,
-            inertia_floor=central_inertia_floor(*dynamic_masses),
-        )
-        soft_indices = np.array([i for i in dynamic_indices if bodies[i].soft_transform is not None], dtype=np.int64)
-        self.soft_indices = soft_indices
-        self.soft = SoftTransformConstraint(soft_indices[:, None], *self._dyadic_masses(soft_indices))
-        self._build_joints(scene)
+        context = _Context(scene, self)
+        for registration in REGISTRY:
+            term = registration.constitution.build(context)
+            context.terms[registration.name] = term
+            setattr(self, registration.name, term)
+        self.soft_indices = self.soft.bodies[:, 0]
         self.contact = contact_surface(scene, self.masses, self.dynamic, self.q0) if settings.contact.enable else None
-        # The prismatic joints and their extras share one F-map: evaluated together (prismatic_group).
-        self.terms = [self.kinetic, self.ortho, self.soft, self.revolute.base, self.prismatic_group,
-                      self.revolute_limit, self.revolute_driving, self.fixed.base, self.spherical.base,
-                      self.generic.base]
-        self.term_inputs = [("kinetic",), (), ("soft",), (), ("driving", "prismatic_limit"), ("revolute_limit",),
-                            ("revolute_driving",), (), (), ("generic",)]
+        self.terms = [context.terms[r.name] for r in REGISTRY if r.summed]
+        self.term_inputs = [r.control_parts for r in REGISTRY if r.summed]
         # With contact, animated bodies are unknowns of the Newton system too, each pulled to its
         # pose by a stiff quadratic (``animated_pull``, a kinetic term of PULL times its mass
         # whose q_tilde is the pose), so that the barrier can push back on it and CCD bounds its
@@ -246,6 +240,11 @@ class Model:
             unknown = self.dynamic | animated
             self.unknown_slot = np.where(unknown, np.cumsum(unknown) - 1, -1).astype(np.int64)
 
+    def __getattr__(self, name: str) -> Any:
+        """Only for names that are no attribute: a registered term without an annotation above is
+        an attribute all the same (set in ``__init__``)."""
+        raise AttributeError(f"Model has no attribute {name!r}")
+
     def _dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(m (n,) kg, m x̄ (n, 3) kg m, S (n, 3, 3) kg m²) of the bodies ``indices`` (n,)."""
         masses = [self.masses[i] for i in indices]
@@ -253,144 +252,79 @@ class Model:
                 np.array([mass.mass_x_bar for mass in masses], dtype=np.float64).reshape(-1, 3),
                 np.array([mass.second_moment for mass in masses], dtype=np.float64).reshape(-1, 3, 3))
 
-    def _build_joints(self, scene: Scene) -> None:
-        transforms = {index: self.q0[index] for index in range(len(scene.bodies))}
-        rotations, inverses = {}, {}
-        for index, q in transforms.items():
-            matrix = q[3:12].reshape(3, 3)
-            rotations[index] = matrix
-            inverses[index] = np.linalg.inv(matrix)
 
-        def local_point(body: int, point: np.ndarray) -> np.ndarray:
-            return inverses[body] @ (point - transforms[body][0:3])
+class _Context:
+    """What the registered constitutions build their terms from
+    (:class:`solver.constitutions.base.BuildContext`): the scene, its dynamic bodies' masses, and
+    every joint's frame-0 geometry in its bodies' local frames (docs/constitutions/18_revolute_joint.md,
+    20_prismatic_joint.md: points by the full inverse transform, directions by the inverse rotation)."""
 
-        def local_direction(body: int, direction: np.ndarray) -> np.ndarray:
-            return inverses[body] @ direction
+    def __init__(self, scene: Scene, model: Model):
+        self.scene = scene
+        self.dt = scene.settings.dt
+        self.dynamic_indices = np.flatnonzero(model.dynamic)
+        self.terms: dict[str, Constitution] = {}
+        self._model = model
+        self._rows = _joint_rows(scene, model)
 
-        revolute_rows: list[dict[str, Any]] = []
-        prismatic_rows: list[dict[str, Any]] = []
-        anchored_rows: dict[str, list[dict[str, Any]]] = {"fixed": [], "spherical": []}
-        world_axes = np.eye(3)
-        body_indices = {body.name: index for index, body in enumerate(scene.bodies)}
-        for index, joint in enumerate(scene.joints):
-            i, j = body_indices[joint.l_body], body_indices[joint.r_body]
-            if joint.type in anchored_rows:  # one anchor; the world axes for the fixed joint's terms and the readout
-                assert joint.position is not None  # validate_scene: an anchored joint has its anchor
-                anchored_rows[joint.type].append(dict(
-                    index=index, bodies=(i, j),
-                    stiffness=joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass),
-                    anchor_i=local_point(i, joint.position), anchor_j=local_point(j, joint.position),
-                    frame_i=[local_direction(i, axis) for axis in world_axes],
-                    frame_j=[local_direction(j, axis) for axis in world_axes],
-                ))
-                continue
-            if joint.type == "generic":  # built apart (_build_generic)
-                continue
+    def dyadic_masses(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(m (n,) kg, m x̄ (n, 3) kg m, S (n, 3, 3) kg m²) of the bodies ``indices`` (n,)."""
+        return self._model._dyadic_masses(indices)
+
+    def volumes(self, indices: np.ndarray) -> np.ndarray:
+        """(n,) the rest volumes of the bodies ``indices`` (n,), m³."""
+        return np.array([self._model.masses[i].volume for i in indices], dtype=np.float64)
+
+    def joints(self, select: Callable[[Any], bool]) -> JointFrames:
+        """The joints for which ``select(joint)`` is true, in scene order (:class:`JointFrames`)."""
+        rows = [row for row in self._rows if select(self.scene.joints[row["indices"]])]
+
+        def column(key, shape, dtype=np.float64):
+            return np.array([row[key] for row in rows], dtype=dtype).reshape((len(rows),) + shape)
+
+        return JointFrames(
+            indices=column("indices", (), np.int64), bodies=column("bodies", (2,), np.int64),
+            masses=column("masses", ()), stiffness=column("stiffness", ()),
+            anchor_i=column("anchor_i", (3,)), anchor_j=column("anchor_j", (3,)),
+            points_i=column("points_i", (2, 3)), points_j=column("points_j", (2, 3)),
+            basis_i=column("basis_i", (2, 3)), basis_j=column("basis_j", (2, 3)),
+            frame_i=column("frame_i", (3, 3)), frame_j=column("frame_j", (3, 3)))
+
+
+def _joint_rows(scene: Scene, model: Model) -> list[dict[str, Any]]:
+    """Per joint of ``scene``, the fields of :class:`JointFrames` (NaN where its type has none)."""
+    inverses = {index: np.linalg.inv(q[3:12].reshape(3, 3)) for index, q in enumerate(model.q0)}
+
+    def local_point(body: int, point: np.ndarray) -> np.ndarray:
+        return inverses[body] @ (point - model.q0[body][0:3])
+
+    def local_direction(body: int, direction: np.ndarray) -> np.ndarray:
+        return inverses[body] @ direction
+
+    body_indices = {body.name: index for index, body in enumerate(scene.bodies)}
+    missing = np.full((2, 3), np.nan)
+    rows = []
+    for index, joint in enumerate(scene.joints):
+        i, j = body_indices[joint.l_body], body_indices[joint.r_body]
+        row: dict[str, Any] = dict(indices=index, bodies=(i, j), masses=model.masses[i].mass + model.masses[j].mass,
+                                   stiffness=joint.strength_ratio * (model.masses[i].mass + model.masses[j].mass))
+        if joint.type not in AXIS_JOINT_TYPES:  # an anchored joint: one anchor, the world axes as its frame
+            assert joint.position is not None  # validate_scene: an anchored joint has its anchor
+            row.update(anchor_i=local_point(i, joint.position), anchor_j=local_point(j, joint.position),
+                       points_i=missing, points_j=missing, basis_i=missing, basis_j=missing,
+                       frame_i=[local_direction(i, axis) for axis in np.eye(3)],
+                       frame_j=[local_direction(j, axis) for axis in np.eye(3)])
+        else:
             p0, p1 = joint.position0, joint.position1
             assert p0 is not None and p1 is not None  # validate_scene: an axis joint has both points
             tangent = (p1 - p0) / np.linalg.norm(p1 - p0)
             normal, binormal = orthonormal_basis(tangent)
-            stiffness = joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass)
-            row = dict(
-                index=index, bodies=(i, j), stiffness=stiffness,
-                basis_i=[local_direction(i, normal), local_direction(i, binormal)],
-                basis_j=[local_direction(j, normal), local_direction(j, binormal)],
-            )
-            if joint.type == "revolute":
-                row["points_i"] = [local_point(i, p0), local_point(i, p1)]
-                row["points_j"] = [local_point(j, p0), local_point(j, p1)]
-                revolute_rows.append(row)
-            else:
-                row["anchor_i"], row["anchor_j"] = local_point(i, p0), local_point(j, p0)
-                row["frame_i"] = [local_direction(i, d) for d in (tangent, normal, binormal)]
-                row["frame_j"] = [local_direction(j, d) for d in (tangent, normal, binormal)]
-                prismatic_rows.append(row)
-
-        def column(rows, key, shape):
-            return np.array([row[key] for row in rows], dtype=np.float64).reshape((len(rows),) + shape)
-
-        def pairs(rows):
-            return np.array([row["bodies"] for row in rows], dtype=np.int64).reshape(-1, 2)
-
-        revolute = RevoluteJoint(pairs(revolute_rows), column(revolute_rows, "points_i", (2, 3)),
-                                 column(revolute_rows, "points_j", (2, 3)), column(revolute_rows, "basis_i", (2, 3)),
-                                 column(revolute_rows, "basis_j", (2, 3)))
-        revolute.stiffness = column(revolute_rows, "stiffness", ())
-        self.revolute = JointGroup(np.array([row["index"] for row in revolute_rows], dtype=np.int64), revolute)
-        prismatic = PrismaticJoint(pairs(prismatic_rows), column(prismatic_rows, "anchor_i", (3,)),
-                                   column(prismatic_rows, "anchor_j", (3,)), column(prismatic_rows, "frame_i", (3, 3)),
-                                   column(prismatic_rows, "frame_j", (3, 3)))
-        prismatic.stiffness = column(prismatic_rows, "stiffness", ())
-        self.prismatic = JointGroup(np.array([row["index"] for row in prismatic_rows], dtype=np.int64), prismatic)
-        anchored = {}
-        for kind, constitution in (("fixed", FixedJoint), ("spherical", SphericalJoint)):
-            rows = anchored_rows[kind]
-            base = constitution(pairs(rows), column(rows, "anchor_i", (3,)), column(rows, "anchor_j", (3,)),
-                                column(rows, "frame_i", (3, 3)), column(rows, "frame_j", (3, 3)))
-            base.stiffness = column(rows, "stiffness", ())
-            anchored[kind] = JointGroup(np.array([row["index"] for row in rows], dtype=np.int64), base)
-        self.fixed, self.spherical = anchored["fixed"], anchored["spherical"]
-        self._build_generic(scene, local_point, local_direction)
-
-        # Extras refer to their base joint by explicit index, never by position.
-        driving_rows = [r for r in prismatic_rows if scene.joints[r["index"]].driving is not None]
-        prismatic_limit_rows = [r for r in prismatic_rows if scene.joints[r["index"]].limit is not None]
-        revolute_limit_rows = [r for r in revolute_rows if scene.joints[r["index"]].limit is not None]
-
-        def tangents(rows, side):
-            return column(rows, "frame_" + side, (3, 3))[:, 0, :].copy()
-
-        self.driving = DrivingPrismaticJoint(pairs(driving_rows), column(driving_rows, "anchor_i", (3,)),
-                                             column(driving_rows, "anchor_j", (3,)), tangents(driving_rows, "i"),
-                                             tangents(driving_rows, "j"))
-        self.driving.joint_indices = np.array([r["index"] for r in driving_rows], dtype=np.int64)
-        self.driving.masses = np.array([self.masses[i].mass + self.masses[j].mass for i, j in pairs(driving_rows)])
-        self.prismatic_limit = PrismaticJointLimit(pairs(prismatic_limit_rows),
-                                                   column(prismatic_limit_rows, "anchor_i", (3,)),
-                                                   column(prismatic_limit_rows, "anchor_j", (3,)),
-                                                   tangents(prismatic_limit_rows, "i"),
-                                                   tangents(prismatic_limit_rows, "j"))
-        self.prismatic_limit.joint_indices = np.array([r["index"] for r in prismatic_limit_rows], dtype=np.int64)
-        prismatic_row = {r["index"]: position for position, r in enumerate(prismatic_rows)}
-        self.prismatic_group = PrismaticJointGroup(
-            prismatic, self.driving, [prismatic_row[r["index"]] for r in driving_rows],
-            self.prismatic_limit, [prismatic_row[r["index"]] for r in prismatic_limit_rows],
-        )
-        self.revolute_limit = RevoluteJointLimit(pairs(revolute_limit_rows),
-                                                 column(revolute_limit_rows, "basis_i", (2, 3)),
-                                                 column(revolute_limit_rows, "basis_j", (2, 3)))
-        self.revolute_limit.joint_indices = np.array([r["index"] for r in revolute_limit_rows], dtype=np.int64)
-        revolute_driving_rows = [r for r in revolute_rows if scene.joints[r["index"]].driving is not None]
-        self.revolute_driving = DrivingRevoluteJoint(pairs(revolute_driving_rows),
-                                                     column(revolute_driving_rows, "basis_i", (2, 3)),
-                                                     column(revolute_driving_rows, "basis_j", (2, 3)))
-        self.revolute_driving.joint_indices = np.array([r["index"] for r in revolute_driving_rows], dtype=np.int64)
-        self.revolute_driving.masses = np.array([self.masses[i].mass + self.masses[j].mass
-                                                 for i, j in pairs(revolute_driving_rows)])
-
-    def _build_generic(self, scene: Scene, local_point, local_direction) -> None:
-        """The generic joints (#1001): each body's images of the joint's origin and axes at frame 0."""
-        body_indices = {body.name: index for index, body in enumerate(scene.bodies)}
-        indices = [index for index, joint in enumerate(scene.joints) if joint.type == "generic"]
-        joints = [scene.joints[index] for index in indices]
-        pairs = np.array([(body_indices[j.l_body], body_indices[j.r_body]) for j in joints], dtype=np.int64)
-        pairs = pairs.reshape(-1, 2)
-        anchors, frames = np.zeros((2, len(joints), 3)), np.zeros((2, len(joints), 3, 3))
-        for row, joint in enumerate(joints):
-            assert joint.position is not None and joint.generic is not None  # validate_scene fills both
-            for side in range(2):
-                anchors[side, row] = local_point(pairs[row, side], joint.position)
-                frames[side, row] = [local_direction(pairs[row, side], axis) for axis in joint.generic.axes.T]
-        base = GenericJoint(pairs, anchors[0], anchors[1], frames[0], frames[1], self.dt)
-        generics = [joint.generic for joint in joints if joint.generic is not None]
-        base.stiffness = np.array([joint.strength_ratio * (self.masses[i].mass + self.masses[j].mass)
-                                   for joint, (i, j) in zip(joints, pairs)], dtype=np.float64)
-        for name in ("locked", "limited"):
-            setattr(base, name, np.array([getattr(g, name) for g in generics], dtype=bool).reshape(-1, 6))
-        for name in ("rest", "damping", "lower", "upper"):
-            setattr(base, name, np.array([getattr(g, name) for g in generics], dtype=np.float64).reshape(-1, 6))
-        base.spring_stiffness = np.array([g.stiffness for g in generics], dtype=np.float64).reshape(-1, 6)
-        base.limit_strength = np.array([g.limit_strength for g in generics], dtype=np.float64)
-        self.generic = JointGroup(np.array(indices, dtype=np.int64), base)
-        self.generic_break_force = np.array([np.inf if g.break_force is None else g.break_force for g in generics],
-                                            dtype=np.float64)
+            row.update(anchor_i=local_point(i, p0), anchor_j=local_point(j, p0),
+                       points_i=[local_point(i, p0), local_point(i, p1)],
+                       points_j=[local_point(j, p0), local_point(j, p1)],
+                       basis_i=[local_direction(i, normal), local_direction(i, binormal)],
+                       basis_j=[local_direction(j, normal), local_direction(j, binormal)],
+                       frame_i=[local_direction(i, d) for d in (tangent, normal, binormal)],
+                       frame_j=[local_direction(j, d) for d in (tangent, normal, binormal)])
+        rows.append(row)
+    return rows

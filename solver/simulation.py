@@ -472,11 +472,11 @@ class _Stepper:
         their break force at the step's end (:meth:`GenericJoint.constraint_force`), as Bullet
         disables a constraint whose impulse passes its threshold; record the frame."""
         generic = self.model.generic
-        if not np.isfinite(self.model.generic_break_force).any():
+        if not np.isfinite(generic.break_force).any():
             return
         active = self.control.generic.active
-        force = generic.base.constraint_force(self.q)
-        broken = (active > 0.0) & (force > self.model.generic_break_force)
+        force = generic.constraint_force(self.q)
+        broken = (active > 0.0) & (force > generic.break_force)
         if broken.any():
             active[broken] = 0.0
             self.broken_frame[generic.joint_indices[broken]] = frame
@@ -496,7 +496,7 @@ class _Stepper:
         self._lag_angle(model.revolute_limit.joint_indices, control.revolute_limit)
         self._lag_angle(model.revolute_driving.joint_indices, control.revolute_driving)
         if len(model.generic.joint_indices):  # the step start of the generic joints' damping
-            control.generic.x_t = model.generic.base.coordinates(self.q)
+            control.generic.x_t = model.generic.coordinates(self.q)
         return start
 
     def _lag_angle(self, joint_indices: np.ndarray,

@@ -25,7 +25,10 @@ import numba
 import numpy as np
 
 from ..jit import helper, kernel
+from . import base
+from .base import BuildContext, Constitution
 from ._kernels import (
+    BoundTerm,
     add_identity_block,
     add_mapped_derivatives,
     add_outer,
@@ -33,9 +36,7 @@ from ._kernels import (
     as_bodies,
     as_float_array,
     as_float_view,
-    check_state,
     dot3,
-    element_outputs,
     exact_argument,
     gather_dofs,
     state_rows,
@@ -170,13 +171,16 @@ class DrivingPrismaticJointInput:
         return cls(np.zeros(n), np.zeros(n))
 
 
-class DrivingPrismaticJoint:
+class DrivingPrismaticJoint(Constitution):
     """Driving term of a prismatic joint, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 21.
 
     Args:
         bodies: (n, 2) int, global body indices (i, j) of the base prismatic joints.
         anchor_i, anchor_j: (n, 3) body-local anchors c̄_i, c̄_j of the base joints, m.
         tangent_i, tangent_j: (n, 3) body-local unit axis t̄_i, t̄_j of the base joints.
+        joint_indices: (n,) int, the base joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
+        masses: (n,) m_i + m_j of each base joint's two bodies, kg (the drive's K = γ_drive
+            (m_i + m_j)); zeros when not given.
 
     Its methods take the step's stiffness and target as a :class:`DrivingPrismaticJointInput`.
 
@@ -185,15 +189,21 @@ class DrivingPrismaticJoint:
     """
 
     uid = 21
-    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
-    joint_indices: np.ndarray
-    #: (n,) m_i + m_j of each base joint's two bodies, kg; set by :class:`solver.model.Model`.
-    masses: np.ndarray
+    Input = DrivingPrismaticJointInput
 
-    def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> DrivingPrismaticJoint:
+        """One element per driven prismatic joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "prismatic" and joint.driving is not None)
+        return cls(frames.bodies, frames.anchor_i, frames.anchor_j, frames.frame_i[:, 0], frames.frame_j[:, 0],
+                   joint_indices=frames.indices, masses=frames.masses)
+
+    def __init__(self, bodies, anchor_i, anchor_j, tangent_i, tangent_j, joint_indices=None, masses=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
+        self.masses = np.zeros(n) if masses is None else as_float_array(masses, (n,), "masses")
         self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
         self.tangent_i = as_float_array(tangent_i, (n, 3), "tangent_i")
@@ -209,23 +219,22 @@ class DrivingPrismaticJoint:
         n = self.bodies.shape[0]
         return as_float_view(inputs.stiffness, (n,), "stiffness"), as_float_view(inputs.target, (n,), "target")
 
-    def energy(self, q: np.ndarray, inputs: DrivingPrismaticJointInput) -> float:
-        """Sum of the element energies, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        stiffness, target = self.parameters(inputs)
-        return float(_energy_kernel(q, self.bodies, self._jacobian, stiffness, target))
 
-    def gradient_hessian(self, q: np.ndarray, inputs: DrivingPrismaticJointInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
+    def bind(self, inputs: DrivingPrismaticJointInput, project: bool = True) -> BoundTerm:
+        """The kernels with the step's stiffness, target (``inputs``) checked and bound, for one time
+        step (:class:`BoundTerm`, no gradient-only kernel); ``project``: the F-Hessian projected
+        to PSD (True) or exact.
 
-        project=True projects the 9x9 F-Hessian to PSD; project=False gives the exact Hessian.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
+        Raises:
+            ValueError: on wrong shapes or non-float values.
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        stiffness, target = self.parameters(inputs)
-        gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(q, self.bodies, self._jacobian, stiffness, target, exact_argument(project), gradient,
-                                 hessian)
-        return gradient, hessian
+        arguments = (self.bodies, self._jacobian) + self.parameters(inputs)
+        exact = exact_argument(project)
+
+        def energy(q):
+            return float(_energy_kernel(q, *arguments))
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
+
+        return BoundTerm(energy, None, gradient_hessian)

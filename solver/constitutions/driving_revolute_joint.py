@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..jit import kernel
+from . import base
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     add_mapped_derivatives_into,
@@ -33,7 +35,6 @@ from ._kernels import (
     as_bodies,
     as_float_array,
     as_float_view,
-    bound_gradient_hessian,
     check_state,
     exact_argument,
     gather_dofs_into,
@@ -103,13 +104,16 @@ class DrivingRevoluteJointInput:
         return cls(np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.ones(n))
 
 
-class DrivingRevoluteJoint:
+class DrivingRevoluteJoint(Constitution):
     """Driving term of a revolute joint, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 19.
 
     Args:
         bodies: (n, 2) int, global body indices (i, j) of the base revolute joints.
         basis_i, basis_j: (n, 2, 3) body-local [n̄, b̄] of the base joints' angle frames
             (:class:`.revolute_joint.RevoluteJoint`).
+        joint_indices: (n,) int, the base joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
+        masses: (n,) m_i + m_j of each base joint's two bodies, kg (the drive's K = γ_drive
+            (m_i + m_j)); zeros when not given.
 
     Its methods take the step's stiffness, target and step-start angle as a
     :class:`DrivingRevoluteJointInput`.
@@ -119,15 +123,20 @@ class DrivingRevoluteJoint:
     """
 
     uid = 19
-    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
-    joint_indices: np.ndarray
-    #: (n,) m_i + m_j of each base joint's two bodies, kg; set by :class:`solver.model.Model`.
-    masses: np.ndarray
+    Input = DrivingRevoluteJointInput
 
-    def __init__(self, bodies, basis_i, basis_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> DrivingRevoluteJoint:
+        """One element per driven revolute joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "revolute" and joint.driving is not None)
+        return cls(frames.bodies, frames.basis_i, frames.basis_j, joint_indices=frames.indices, masses=frames.masses)
+
+    def __init__(self, bodies, basis_i, basis_j, joint_indices=None, masses=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
+        self.masses = np.zeros(n) if masses is None else as_float_array(masses, (n,), "masses")
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
         self.basis_i.flags.writeable = self.basis_j.flags.writeable = False  # the F-Jacobian is built from them once
@@ -156,19 +165,6 @@ class DrivingRevoluteJoint:
             _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
 
         return BoundTerm(energy, None, gradient_hessian)
-
-    def energy(self, q: np.ndarray, inputs: DrivingRevoluteJointInput) -> float:
-        """Sum of the element energies, J. q: (n_bodies, 12)."""
-        return self.bind(inputs).energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, inputs: DrivingRevoluteJointInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
-
-        project=True: K ∇x∇xᵀ + PSD(K r ∇²x); project=False: the exact Hessian.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (inputs,), project, out, 24)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) at q, the ``sin_t``/``cos_t`` of a step starting at q."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._kernels import as_float_array
+from .base import BuildContext
 from .quadratic_joint import QuadraticJoint, direction_rows, point_rows
 
 
@@ -28,9 +29,8 @@ class FixedJoint(QuadraticJoint):
         bodies: (n, 2) int, global body indices (i, j).
         anchor_i, anchor_j: (n, 3) body-local images c̄_i, c̄_j of the world anchor, m.
         frame_i, frame_j: (n, 3, 3) body-local images of the world x, y, z axes (rows), unit.
-
-    Attributes:
-        stiffness: (n,) K = γ (m_i + m_j), kg; zeros until the caller sets it.
+        stiffness: (n,) K = γ (m_i + m_j), kg; zeros when not given.
+        joint_indices: (n,) int, the joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
 
     Raises:
         ValueError: on wrong shapes, negative body indices or non-finite values.
@@ -39,11 +39,18 @@ class FixedJoint(QuadraticJoint):
     uid = 25
     F_size = 12
 
-    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> FixedJoint:
+        """One element per fixed joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "fixed")
+        return cls(frames.bodies, frames.anchor_i, frames.anchor_j, frames.frame_i, frames.frame_j,
+                   stiffness=frames.stiffness, joint_indices=frames.indices)
+
+    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness=None, joint_indices=None):
         n = np.shape(bodies)[0]
         anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
         anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
         frame_i = as_float_array(frame_i, (n, 3, 3), "frame_i")
         frame_j = as_float_array(frame_j, (n, 3, 3), "frame_j")
         jacobian = np.concatenate([point_rows(anchor_i, anchor_j), direction_rows(frame_i, frame_j)], axis=1)
-        super().__init__(bodies, jacobian, frame_i, frame_j)
+        super().__init__(bodies, jacobian, frame_i, frame_j, stiffness, joint_indices)

@@ -1,6 +1,6 @@
-"""Generic joint (ours, UID 1001): six joint coordinates, each free, locked, sprung, damped or limited.
+"""Generic joint (ours): six joint coordinates, each free, locked, sprung, damped or limited.
 
-Source: docs/constitutions/1001_generic_joint.md. The coordinates are those of Bullet's generic
+Source: docs/constitutions/generic_joint.md. The coordinates are those of Bullet's generic
 six-degree-of-freedom constraints (``btGeneric6DofSpring2Constraint``, Blender's Generic and
 Generic Spring): the position of body j's anchor in body i's joint axes, and the XYZ Euler angles
 of body j's joint axes relative to body i's.
@@ -36,16 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..affine_body import direction_jacobians, point_jacobians
-from ._kernels import (
-    BoundTerm,
-    as_bodies,
-    as_float_array,
-    as_float_view,
-    bound_gradient_hessian,
-    check_limits,
-    check_state,
-    state_rows,
-)
+from . import base
+from ._kernels import BoundTerm, as_bodies, as_float_array, as_float_view, check_limits, check_state, state_rows
+from .base import BuildContext, Constitution
 
 #: The coordinates that are angles (rad); the first three are lengths (m).
 ANGULAR = np.array([False, False, False, True, True, True])
@@ -162,36 +155,65 @@ def _penalty(x, lower, upper, strength):
     return energy, first, second
 
 
-class GenericJoint:
-    """Generic joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 1001.
+class GenericJoint(Constitution):
+    """Generic joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``).
 
     Args:
         bodies: (n, 2) int, global body indices (i, j).
         anchor_i, anchor_j: (n, 3) body-local images c̄_i, c̄_j of the joint's world origin, m.
         frame_i, frame_j: (n, 3, 3) body-local images ē_k,a of the joint's world x, y, z axes (rows).
         dt: the time step, s (the springs are dt²-scaled, the damping dt-scaled).
-
-    Attributes (constant over a run; the caller sets them, defaults leave every coordinate free):
         stiffness: (n,) K = γ (m_i + m_j) of the locked coordinates, kg.
         locked: (n, 6) bool, the coordinates held at their rest value by K.
         rest: (n, 6) rest values r, m and rad.
         spring_stiffness: (n, 6) k, N/m and N·m/rad (0: no spring).
         damping: (n, 6) c, N·s/m and N·m·s/rad.
         limited: (n, 6) bool, the coordinates kept in [lower, upper] by the cubic penalty.
-        lower, upper: (n, 6) the limits, m and rad.
+        lower, upper: (n, 6) the limits, m and rad (lower <= upper where limited).
         limit_strength: (n,) s of the penalty, J.
+        break_force: (n,) the force past which a locked linear coordinate breaks the joint, N
+            (+inf: unbreakable).
+        joint_indices: (n,) int, the joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
+
+    Every per-coordinate argument left out leaves the coordinates free (no lock, spring, damping
+    or limit), and ``break_force`` unbreakable.
 
     Raises:
-        ValueError: on wrong shapes, negative body indices or non-finite values.
+        ValueError: on wrong shapes, negative body indices, non-finite values, or lower > upper on
+            a limited coordinate.
     """
 
-    uid = 1001
-    F_size = 24
+    uid = 0
+    Input = GenericJointInput
 
-    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j, dt: float):
+    @classmethod
+    def build(cls, context: BuildContext) -> GenericJoint:
+        """One element per generic joint of the scene, its axes those of ``generic.axes``."""
+        frames = context.joints(lambda joint: joint.type == "generic")
+        generics = [context.scene.joints[index].generic for index in frames.indices]
+        axes = np.array([g.axes for g in generics], dtype=np.float64).reshape(-1, 3, 3)
+        # The body-local image of joint axis a = Σ_b axes[b, a] (image of world axis b).
+        frame_i, frame_j = (np.einsum("eba,ebc->eac", axes, frame) for frame in (frames.frame_i, frames.frame_j))
+
+        def field(name, dtype=np.float64):
+            return np.array([getattr(g, name) for g in generics], dtype=dtype).reshape(-1, 6)
+
+        return cls(frames.bodies, frames.anchor_i, frames.anchor_j, frame_i, frame_j, context.dt,
+                   stiffness=frames.stiffness, locked=field("locked", bool), rest=field("rest"),
+                   spring_stiffness=field("stiffness"), damping=field("damping"), limited=field("limited", bool),
+                   lower=field("lower"), upper=field("upper"),
+                   limit_strength=np.array([g.limit_strength for g in generics], dtype=np.float64),
+                   break_force=np.array([np.inf if g.break_force is None else g.break_force for g in generics],
+                                        dtype=np.float64),
+                   joint_indices=frames.indices)
+
+    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j, dt: float, stiffness=None, locked=None,
+                 rest=None, spring_stiffness=None, damping=None, limited=None, lower=None, upper=None,
+                 limit_strength=None, break_force=None, joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
         anchor_i, anchor_j = as_float_array(anchor_i, (n, 3), "anchor_i"), as_float_array(anchor_j, (n, 3), "anchor_j")
         frame_i, frame_j = as_float_array(frame_i, (n, 3, 3), "frame_i"), as_float_array(frame_j, (n, 3, 3), "frame_j")
         jacobian = np.zeros((n, 24, 24))
@@ -203,15 +225,28 @@ class GenericJoint:
         jacobian.flags.writeable = False
         self._jacobian = jacobian
         self.dt = float(dt)
-        self.stiffness = np.zeros(n)
-        self.locked = np.zeros((n, 6), dtype=bool)
-        self.rest = np.zeros((n, 6))
-        self.spring_stiffness = np.zeros((n, 6))
-        self.damping = np.zeros((n, 6))
-        self.limited = np.zeros((n, 6), dtype=bool)
-        self.lower = np.zeros((n, 6))
-        self.upper = np.zeros((n, 6))
-        self.limit_strength = np.zeros(n)
+
+        def given(value, shape, name, default=0.0):
+            if value is None:
+                return np.full(shape, default)
+            return as_float_array(value, shape, name)
+
+        self.stiffness = given(stiffness, (n,), "stiffness")
+        self.locked = given(locked, (n, 6), "locked") != 0.0
+        self.rest = given(rest, (n, 6), "rest")
+        self.spring_stiffness = given(spring_stiffness, (n, 6), "spring_stiffness")
+        self.damping = given(damping, (n, 6), "damping")
+        self.limited = given(limited, (n, 6), "limited") != 0.0
+        self.lower = given(lower, (n, 6), "lower")
+        self.upper = given(upper, (n, 6), "upper")
+        self.limit_strength = given(limit_strength, (n,), "limit_strength")
+        self.break_force = np.full(n, np.inf) if break_force is None else np.array(break_force, dtype=np.float64)
+        if self.break_force.shape != (n,) or np.any(np.isnan(self.break_force)):
+            raise ValueError(f"break_force: expected shape ({n},) without NaN, got {self.break_force.shape}")
+        check_limits(np.where(self.limited, self.lower, 0.0), np.where(self.limited, self.upper, 0.0))
+        for array in (self.stiffness, self.locked, self.rest, self.spring_stiffness, self.damping, self.limited,
+                      self.lower, self.upper, self.limit_strength, self.break_force):
+            array.flags.writeable = False
 
     def _F(self, q: np.ndarray) -> np.ndarray:
         q_elements = q[self.bodies].reshape(-1, 24)
@@ -227,12 +262,11 @@ class GenericJoint:
         Σ f'' ∇x∇xᵀ + PSD(Σ f' ∇²x) (True) or the exact Hessian.
 
         Raises:
-            ValueError: on wrong shapes or lower > upper on a limited coordinate.
+            ValueError: on wrong shapes.
         """
         n = self.bodies.shape[0]
         x_t = as_float_view(inputs.x_t, (n, 6), "x_t")
         active = as_float_view(inputs.active, (n,), "active")
-        check_limits(np.where(self.limited, self.lower, 0.0), np.where(self.limited, self.upper, 0.0))
         weight = active[:, None] * (self.locked * self.stiffness[:, None] + self.dt**2 * self.spring_stiffness)
         damping = active[:, None] * self.dt * self.damping
         strength = active[:, None] * self.limited * self.limit_strength[:, None]
@@ -267,18 +301,6 @@ class GenericJoint:
             hessian[:] = np.einsum("eab,eac,ecd->ebd", jacobian, curvature + geometric, jacobian)
 
         return BoundTerm(energy, None, gradient_hessian)
-
-    def energy(self, q: np.ndarray, inputs: GenericJointInput) -> float:
-        """Sum of the element energies, J. q: (n_bodies, 12)."""
-        return self.bind(inputs).energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, inputs: GenericJointInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
-
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned.
-        """
-        return bound_gradient_hessian(self, q, (inputs,), project, out, 24)
 
     def constraint_force(self, q: np.ndarray) -> np.ndarray:
         """(n,) the largest force a locked linear coordinate carries at q, N: K |x_a − r_a| / dt²

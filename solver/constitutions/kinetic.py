@@ -16,13 +16,12 @@ import numpy as np
 
 from ..affine_body import mass_matrices
 from ..jit import kernel
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     as_bodies,
     as_dyadic_mass,
     as_float_view,
-    bound_gradient_hessian,
-    check_state,
     dyadic_product_into,
     state_rows,
 )
@@ -72,7 +71,7 @@ class KineticInput:
         return cls(np.zeros((n, 12)))
 
 
-class Kinetic:
+class Kinetic(Constitution):
     """Inertia term ½ (q − q̃)ᵀ M (q − q̃) per body (``uid = 0``: not a libuipc constitution).
 
     Args:
@@ -92,8 +91,15 @@ class Kinetic:
     """
 
     uid = 0
+    Input = KineticInput
     #: The Hessian M does not depend on q: the Newton loop assembles it once per frame.
     constant_hessian = True
+
+    @classmethod
+    def build(cls, context: BuildContext) -> Kinetic:
+        """The inertia of the scene's dynamic bodies."""
+        indices = context.dynamic_indices
+        return cls(indices[:, None], *context.dyadic_masses(indices))
 
     def __init__(self, bodies, mass, mass_x_bar, second_moment):
         self.bodies = as_bodies(bodies, 1)
@@ -127,21 +133,3 @@ class Kinetic:
             np.copyto(hessian, self.mass_matrix)
 
         return BoundTerm(energy, gradient, gradient_hessian)
-
-    def energy(self, q: np.ndarray, inputs: KineticInput) -> float:
-        """Sum of ½ (q − q̃)ᵀ M (q − q̃) over elements, J. q: (n_bodies, 12)."""
-        return self.bind(inputs).energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, inputs: KineticInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Gradient M (q − q̃) (n, 12) and Hessian M (n, 12, 12); exact and PSD, ``project`` is ignored.
-
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (inputs,), project, out, 12)
-
-    def gradient(self, q: np.ndarray, inputs: KineticInput) -> np.ndarray:
-        """Gradient M (q − q̃) (n, 12) alone (the Hessian is constant)."""
-        gradient = self.bind(inputs).gradient
-        assert gradient is not None  # this term has a gradient-only kernel
-        return gradient(check_state(q, self.state_rows))

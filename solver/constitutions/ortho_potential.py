@@ -35,15 +35,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..affine_body import central_inertia_floor
 from ..jit import helper, kernel
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     CurvatureProjection,
     add_outer_block,
     as_bodies,
     as_float_array,
-    bound_gradient_hessian,
-    check_state,
     dot3,
     exact_argument,
     state_rows,
@@ -223,7 +223,7 @@ def _gradient_kernel(q, bodies, scale, gradient):
         _add_gradient_into(q, bodies[e, 0], error, scale[e], gradient, e)
 
 
-class OrthoPotential:
+class OrthoPotential(Constitution):
     """Shape energy kappa · volume · dt² · ‖A Aᵀ − I‖²_F per body (UID 1).
 
     Args:
@@ -251,6 +251,15 @@ class OrthoPotential:
 
     uid = 1
     curvature_projection = CurvatureProjection()
+
+    @classmethod
+    def build(cls, context: BuildContext) -> OrthoPotential:
+        """One element per dynamic body, its ``kappa`` and volume, the scene's dt, and its least
+        central inertia as the floor of the Hessian shift."""
+        indices = context.dynamic_indices
+        kappa = np.array([context.scene.bodies[i].kappa for i in indices], dtype=np.float64)
+        return cls(indices[:, None], kappa, context.volumes(indices), context.dt,
+                   inertia_floor=central_inertia_floor(*context.dyadic_masses(indices)))
 
     def __init__(self, bodies, kappa, volume, dt: float, inertia_floor=None):
         self.bodies = as_bodies(bodies, 1)
@@ -323,23 +332,3 @@ class OrthoPotential:
                                      hessian)
 
         return BoundTerm(energy, gradient, gradient_hessian)
-
-    def energy(self, q: np.ndarray) -> float:
-        """Sum of the element energies, J (kg m²/s² at the incremental-potential level). q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 12) and Hessian (n, 12, 12); only the A block (3:12) is non-zero.
-
-        project=True gives the exact 9x9 F-Hessian shifted as :func:`hessian_shift` says (PSD
-        with the body's inertia added, or alone where ``inertia_floor`` is 0), the shift times
-        ``curvature_projection``; project=False the exact one.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (), project, out, 12)
-
-    def gradient(self, q: np.ndarray) -> np.ndarray:
-        """Per-element gradient (n, 12) alone, as in :meth:`gradient_hessian`."""
-        gradient = self.bind().gradient
-        assert gradient is not None  # this term has a gradient-only kernel
-        return gradient(check_state(q, self.state_rows))

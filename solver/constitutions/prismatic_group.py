@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     CurvatureProjection,
@@ -26,8 +27,6 @@ from ._kernels import (
     add_mapped_derivatives_into,
     apply_jacobian_into,
     as_float_view,
-    bound_gradient_hessian,
-    check_state,
     exact_argument,
     gather_dofs_into,
     mapping_scratch,
@@ -128,7 +127,7 @@ def _gradient_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness,
         frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness[e], gradient)  # E23
 
 
-class PrismaticJointGroup:
+class PrismaticJointGroup(Constitution):
     """Sum of a :class:`PrismaticJoint`'s energy and its extras' (driving, limit), element per joint.
 
     Args:
@@ -156,6 +155,16 @@ class PrismaticJointGroup:
     """
 
     curvature_projection = CurvatureProjection()
+
+    @classmethod
+    def build(cls, context: BuildContext) -> PrismaticJointGroup:
+        """The terms registered as ``prismatic``, ``driving`` and ``prismatic_limit``, together."""
+        joint, driving, limit = (context.terms[name] for name in ("prismatic", "driving", "prismatic_limit"))
+        assert isinstance(joint, PrismaticJoint) and isinstance(driving, DrivingPrismaticJoint)
+        assert isinstance(limit, PrismaticJointLimit)
+        row = {index: position for position, index in enumerate(joint.joint_indices.tolist())}
+        return cls(joint, driving, [row[index] for index in driving.joint_indices.tolist()],
+                   limit, [row[index] for index in limit.joint_indices.tolist()])
 
     def __init__(self, joint: PrismaticJoint, driving: DrivingPrismaticJoint, driving_rows,
                  limit: PrismaticJointLimit, limit_rows):
@@ -225,24 +234,3 @@ class PrismaticJointGroup:
         for array, value in zip(arrays, values):
             array[rows] = value
         return arrays
-
-    def energy(self, q: np.ndarray, driving: DrivingPrismaticJointInput, limit: PrismaticJointLimitInput) -> float:
-        """E of the joints plus their extras, J. q: (n_bodies, 12)."""
-        return self.bind(driving, limit).energy(check_state(q, self.state_rows))
-
-    def gradient(self, q: np.ndarray, driving: DrivingPrismaticJointInput,
-                 limit: PrismaticJointLimitInput) -> np.ndarray:
-        """Per-joint gradient (n, 24) alone, as in :meth:`gradient_hessian`."""
-        gradient = self.bind(driving, limit).gradient
-        assert gradient is not None  # this term has a gradient-only kernel
-        return gradient(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, driving: DrivingPrismaticJointInput, limit: PrismaticJointLimitInput,
-                         project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-joint gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first: the sum of the
-        three terms' ``gradient_hessian`` (each projected on its own when ``project``, the joints'
-        cross terms and the drives by :attr:`curvature_projection`).
-
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (driving, limit), project, out, 24)

@@ -33,7 +33,10 @@ import numpy as np
 
 from ..affine_body import direction_jacobians, point_jacobians
 from ..jit import helper, kernel
+from . import base
+from .base import BuildContext, Constitution
 from ._kernels import (
+    BoundTerm,
     add_identity_block,
     add_mapped_derivatives,
     add_outer_block,
@@ -43,7 +46,6 @@ from ._kernels import (
     as_float_view,
     check_state,
     dot3,
-    element_outputs,
     exact_argument,
     gather_dofs,
     state_rows,
@@ -325,7 +327,7 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
         add_frame_terms(frame_jacobian[e], q_element, stiffness[e], gradient[e], hessian[e])
 
 
-class PrismaticJoint:
+class PrismaticJoint(Constitution):
     """Prismatic joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 20.
 
     Args:
@@ -334,9 +336,9 @@ class PrismaticJoint:
         anchor_j: (n, 3) body-local anchor c̄_j on body j (the same world point at init), m.
         frame_i: (n, 3, 3) rows = body-local unit t̄, n̄, b̄ on body i (t̂ the sliding axis).
         frame_j: (n, 3, 3) the same frame in body j's local coordinates.
-
-    Attributes:
-        stiffness: (n,) K = γ (m_i + m_j), kg (not dt²-scaled); zeros until the caller sets it.
+        stiffness: (n,) K = γ (m_i + m_j), kg (not dt²-scaled); zeros when not given. Kept as the
+            attribute ``stiffness``.
+        joint_indices: (n,) int, the joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
 
     Raises:
         ValueError: on wrong shapes, negative body indices or non-finite values.
@@ -344,41 +346,47 @@ class PrismaticJoint:
 
     uid = 20
 
-    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> PrismaticJoint:
+        """One element per prismatic joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "prismatic")
+        return cls(frames.bodies, frames.anchor_i, frames.anchor_j, frames.frame_i, frames.frame_j,
+                   stiffness=frames.stiffness, joint_indices=frames.indices)
+
+    def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness=None, joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
         self.anchor_i = as_float_array(anchor_i, (n, 3), "anchor_i")
         self.anchor_j = as_float_array(anchor_j, (n, 3), "anchor_j")
         self.frame_i = as_float_array(frame_i, (n, 3, 3), "frame_i")
         self.frame_j = as_float_array(frame_j, (n, 3, 3), "frame_j")
-        self.stiffness = np.zeros(n)
+        self.stiffness = np.zeros(n) if stiffness is None else as_float_array(stiffness, (n,), "stiffness")
         for array in (self.anchor_i, self.anchor_j, self.frame_i, self.frame_j):
             array.flags.writeable = False  # the F-Jacobians below are built from them once
         self._axis_jacobian = build_axis_jacobians(self.anchor_i, self.anchor_j, self.frame_i[:, 0], self.frame_j[:, 0])
         self._frame_jacobian = _build_frame_jacobians(self.frame_i, self.frame_j)
 
-    def energy(self, q: np.ndarray) -> float:
-        """Sum of the element energies E01 + E23, J. q: (n_bodies, 12)."""
-        q = check_state(q, self.state_rows)
-        stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
-        return float(_energy_kernel(q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness))
+    def bind(self, project: bool = True) -> BoundTerm:
+        """The kernels with the current stiffness checked and bound, for one time step
+        (:class:`BoundTerm`, no gradient-only kernel); ``project``: the 9x9 F-Hessian of E01
+        projected to PSD (True) or exact; E23's Hessian is always exact.
 
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
-
-        project=True projects the 9x9 F-Hessian of E01 to PSD; E23's Hessian is always exact.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
+        Raises:
+            ValueError: on a wrong or non-float ``stiffness``.
         """
-        q = check_state(q, self.state_rows)
-        n = self.bodies.shape[0]
-        stiffness = as_float_view(self.stiffness, (n,), "stiffness")
-        gradient, hessian = element_outputs(out, n, 24)
-        _gradient_hessian_kernel(
-            q, self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness, exact_argument(project), gradient,
-            hessian
-        )
-        return gradient, hessian
+        stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
+        arguments = (self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness)
+        exact = exact_argument(project)
+
+        def energy(q):
+            return float(_energy_kernel(q, *arguments))
+
+        def gradient_hessian(q, gradient, hessian):
+            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
+
+        return BoundTerm(energy, None, gradient_hessian)
 
     def distance(self, q: np.ndarray) -> np.ndarray:
         """Raw distance d(q) = ½ (c_j − c_i)·(t_i + t_j) (n,), m (reported = raw + init_distance)."""

@@ -19,13 +19,14 @@ from scipy.spatial.transform import Rotation
 
 from ..affine_body import direction_jacobians, point_jacobians
 from ..jit import kernel
+from . import base
+from .base import Constitution
 from ._kernels import (
     BoundTerm,
     apply_jacobian_into,
     as_bodies,
     as_float_array,
     as_float_view,
-    bound_gradient_hessian,
     check_state,
     gather_dofs_into,
     state_rows,
@@ -59,7 +60,7 @@ def _gradient_kernel(q, bodies, jacobian, stiffness, gradient):
             gradient[e, a] = stiffness[e] * value
 
 
-class QuadraticJoint:
+class QuadraticJoint(Constitution):
     """E = K/2 |J_F q_e|² per element, body i = ``bodies[:, 0]``, j = ``bodies[:, 1]``.
 
     Args:
@@ -67,10 +68,9 @@ class QuadraticJoint:
         jacobian: (n, m, 24) the constant F-Jacobians, m = :attr:`F_size`.
         frame_i, frame_j: (n, 3, 3) body-local images of the world x, y, z axes at frame 0 (rows),
             R_k⁻¹ e_a, for the rotation readout.
-
-    Attributes:
         stiffness: (n,) K = γ (m_i + m_j), kg (energy at the incremental-potential level, not
-            dt²-scaled); zeros until the caller sets it.
+            dt²-scaled); zeros when not given. Kept as the attribute ``stiffness``.
+        joint_indices: (n,) int, the joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
 
     Raises:
         ValueError: on wrong shapes, negative body indices or non-finite values.
@@ -81,15 +81,16 @@ class QuadraticJoint:
     #: The Hessian K J_Fᵀ J_F does not depend on q: the Newton loop assembles it once per frame.
     constant_hessian = True
 
-    def __init__(self, bodies, jacobian, frame_i, frame_j):
+    def __init__(self, bodies, jacobian, frame_i, frame_j, stiffness=None, joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
         self.frame_i = as_float_array(frame_i, (n, 3, 3), "frame_i")
         self.frame_j = as_float_array(frame_j, (n, 3, 3), "frame_j")
         self._jacobian = as_float_array(jacobian, (n, self.F_size, 24), "jacobian")
         self._jacobian.flags.writeable = False
-        self.stiffness = np.zeros(n)
+        self.stiffness = np.zeros(n) if stiffness is None else as_float_array(stiffness, (n,), "stiffness")
 
     def bind(self, project: bool = True) -> BoundTerm:
         """The kernels with the current stiffness checked and bound, for one time step
@@ -117,21 +118,6 @@ class QuadraticJoint:
             hessian *= stiffness[:, None, None]
 
         return BoundTerm(energy, gradient, gradient_hessian)
-
-    def energy(self, q: np.ndarray) -> float:
-        """Sum of the element energies, J. q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
-
-    def gradient(self, q: np.ndarray) -> np.ndarray:
-        """Gradient J_Fᵀ (K F) (n, 24) alone (the Hessian is constant)."""
-        gradient = self.bind().gradient
-        assert gradient is not None  # this term has a gradient-only kernel
-        return gradient(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first; exact and
-        PSD, ``project`` changes nothing. ``out``: optional (gradient, hessian) arrays to fill."""
-        return bound_gradient_hessian(self, q, (), project, out, 24)
 
     def rotation_vector(self, q: np.ndarray) -> np.ndarray:
         """(n, 3) rotation vector (axis times angle, rad, angle in [0, π]) of body j relative to

@@ -26,12 +26,13 @@ import numpy as np
 
 from ..affine_body import direction_jacobians, point_jacobians
 from ..jit import helper, kernel
+from . import base
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     as_bodies,
     as_float_array,
     as_float_view,
-    bound_gradient_hessian,
     check_state,
     direction_into,
     point_separation,
@@ -157,7 +158,7 @@ def _gradient_kernel(q, bodies, points_i, points_j, stiffness, gradient):
                     gradient[e, 15 + 3 * k + c] -= force * points_j[e, end, c]
 
 
-class RevoluteJoint:
+class RevoluteJoint(Constitution):
     """Revolute joint between body i (parent, ``bodies[:, 0]``) and body j (child, ``bodies[:, 1]``), UID 18.
 
     Args:
@@ -167,10 +168,9 @@ class RevoluteJoint:
         basis_i: (n, 2, 3) body-local [n̄, b̄] of the angle frame on body i (unit, ⟂ axis).
         basis_j: (n, 2, 3) the same on body j. The world axis t̂ runs from point 0 to point 1 and the
             world frame is n = normalize(t × helper), b = normalize(t × n).
-
-    Attributes:
-        stiffness: (n,) K = γ (m_i + m_j), kg (energy at the incremental-potential level, not dt²-scaled);
-            zeros until the caller sets it.
+        stiffness: (n,) K = γ (m_i + m_j), kg (energy at the incremental-potential level, not
+            dt²-scaled); zeros when not given. Kept as the attribute ``stiffness``.
+        joint_indices: (n,) int, the joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
 
     Raises:
         ValueError: on wrong shapes, negative body indices or non-finite values.
@@ -180,15 +180,23 @@ class RevoluteJoint:
     #: The Hessian K JᵀJ does not depend on q: the Newton loop assembles it once per frame.
     constant_hessian = True
 
-    def __init__(self, bodies, points_i, points_j, basis_i, basis_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> RevoluteJoint:
+        """One element per revolute joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "revolute")
+        return cls(frames.bodies, frames.points_i, frames.points_j, frames.basis_i, frames.basis_j,
+                   stiffness=frames.stiffness, joint_indices=frames.indices)
+
+    def __init__(self, bodies, points_i, points_j, basis_i, basis_j, stiffness=None, joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
         self.points_i = as_float_array(points_i, (n, 2, 3), "points_i")
         self.points_j = as_float_array(points_j, (n, 2, 3), "points_j")
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
-        self.stiffness = np.zeros(n)
+        self.stiffness = np.zeros(n) if stiffness is None else as_float_array(stiffness, (n,), "stiffness")
         for array in (self.points_i, self.points_j, self.basis_i, self.basis_j):
             array.flags.writeable = False  # the F-Jacobian below is built from them once
         self._jacobian = _build_jacobians(self.points_i, self.points_j)
@@ -219,24 +227,6 @@ class RevoluteJoint:
             hessian *= stiffness[:, None, None]
 
         return BoundTerm(energy, gradient, gradient_hessian)
-
-    def energy(self, q: np.ndarray) -> float:
-        """Sum of the element energies, J. q: (n_bodies, 12)."""
-        return self.bind().energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, project: bool = True, out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
-
-        The energy is quadratic in q: the Hessian is exact and PSD, ``project`` changes nothing.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (), project, out, 24)
-
-    def gradient(self, q: np.ndarray) -> np.ndarray:
-        """Gradient Jᵀ (K F) (n, 24) alone (the Hessian K JᵀJ is constant)."""
-        gradient = self.bind().gradient
-        assert gradient is not None  # this term has a gradient-only kernel
-        return gradient(check_state(q, self.state_rows))
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) with sinθ = (b_i·n_j − n_i·b_j)/2, cosθ = (n_i·n_j + b_i·b_j)/2 (unnormalised)."""

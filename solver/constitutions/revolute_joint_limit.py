@@ -31,6 +31,8 @@ import numba
 import numpy as np
 
 from ..jit import helper, kernel
+from . import base
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     add_mapped_derivatives_into,
@@ -40,7 +42,6 @@ from ._kernels import (
     as_bodies,
     as_float_array,
     as_float_view,
-    bound_gradient_hessian,
     check_limits,
     check_state,
     exact_argument,
@@ -149,12 +150,13 @@ class RevoluteJointLimitInput:
         return cls(np.zeros(n), np.zeros(n), np.ones(n), np.zeros(n), np.zeros(n), np.ones(n))
 
 
-class RevoluteJointLimit:
+class RevoluteJointLimit(Constitution):
     """Revolute joint limit, body i = ``bodies[:, 0]`` (parent), j = ``bodies[:, 1]`` (child), UID 670.
 
     Args:
         bodies: (n, 2) int, global body indices (i, j) of the base revolute joints.
         basis_i, basis_j: (n, 2, 3) body-local [n̄, b̄] of the base joints' angle frames.
+        joint_indices: (n,) int, the base joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
 
     Its methods take the step's bounds, strength and step-start angle as a
     :class:`RevoluteJointLimitInput`.
@@ -164,13 +166,19 @@ class RevoluteJointLimit:
     """
 
     uid = 670
-    #: (n,) int, the base joints' indices in ``scene.joints``; set by :class:`solver.model.Model`.
-    joint_indices: np.ndarray
+    Input = RevoluteJointLimitInput
 
-    def __init__(self, bodies, basis_i, basis_j):
+    @classmethod
+    def build(cls, context: BuildContext) -> RevoluteJointLimit:
+        """One element per limited revolute joint of the scene."""
+        frames = context.joints(lambda joint: joint.type == "revolute" and joint.limit is not None)
+        return cls(frames.bodies, frames.basis_i, frames.basis_j, joint_indices=frames.indices)
+
+    def __init__(self, bodies, basis_i, basis_j, joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
+        self.joint_indices = base.joint_indices(joint_indices, n)
         self.basis_i = as_float_array(basis_i, (n, 2, 3), "basis_i")
         self.basis_j = as_float_array(basis_j, (n, 2, 3), "basis_j")
         self.basis_i.flags.writeable = self.basis_j.flags.writeable = False  # the F-Jacobian is built from them once
@@ -209,19 +217,6 @@ class RevoluteJointLimit:
             _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
 
         return BoundTerm(energy, None, gradient_hessian)
-
-    def energy(self, q: np.ndarray, inputs: RevoluteJointLimitInput) -> float:
-        """Sum of the element penalties, J. q: (n_bodies, 12)."""
-        return self.bind(inputs).energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, inputs: RevoluteJointLimitInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element gradient (n, 24) and Hessian (n, 24, 24), body i's DOFs first.
-
-        project=True: f'' ∇x∇xᵀ + PSD(f' ∇²x); project=False: the exact f'' ∇x∇xᵀ + f' ∇²x.
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (inputs,), project, out, 24)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) at q, the ``sin_t``/``cos_t`` of a step starting at q."""

@@ -20,13 +20,12 @@ import numpy as np
 
 from ..affine_body import mass_matrices
 from ..jit import kernel
+from .base import BuildContext, Constitution
 from ._kernels import (
     BoundTerm,
     as_bodies,
     as_dyadic_mass,
     as_float_view,
-    bound_gradient_hessian,
-    check_state,
     state_rows,
 )
 
@@ -72,7 +71,7 @@ class SoftTransformConstraintInput:
         return cls(np.full((n, 2), 100.0), np.tile(IDENTITY_Q, (n, 1)), np.zeros(n))
 
 
-class SoftTransformConstraint:
+class SoftTransformConstraint(Constitution):
     """Soft transform constraint ½ δqᵀ M̃ δq per body (UID 16).
 
     Args:
@@ -89,8 +88,17 @@ class SoftTransformConstraint:
     """
 
     uid = 16
+    Input = SoftTransformConstraintInput
     #: The Hessian M̃ depends only on per-frame values: the Newton loop assembles it once per frame.
     constant_hessian = True
+
+    @classmethod
+    def build(cls, context: BuildContext) -> SoftTransformConstraint:
+        """One element per dynamic body with a soft transform, in scene order."""
+        bodies = context.scene.bodies
+        indices = np.array([i for i in context.dynamic_indices if bodies[i].soft_transform is not None],
+                           dtype=np.int64)
+        return cls(indices[:, None], *context.dyadic_masses(indices))
 
     def __init__(self, bodies, mass, mass_x_bar, second_moment):
         self.bodies = as_bodies(bodies, 1)
@@ -134,21 +142,3 @@ class SoftTransformConstraint:
             np.copyto(hessian, weighted)
 
         return BoundTerm(energy, gradient, gradient_hessian)
-
-    def energy(self, q: np.ndarray, inputs: SoftTransformConstraintInput) -> float:
-        """Sum of the element energies, J. q: (n_bodies, 12)."""
-        return self.bind(inputs).energy(check_state(q, self.state_rows))
-
-    def gradient_hessian(self, q: np.ndarray, inputs: SoftTransformConstraintInput, project: bool = True,
-                         out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Gradient active·M̃ δq (n, 12) and Hessian active·M̃ (n, 12, 12); exact and PSD, ``project`` is ignored.
-
-        ``out``: optional (gradient, hessian) arrays of these shapes, filled and returned (no allocation).
-        """
-        return bound_gradient_hessian(self, q, (inputs,), project, out, 12)
-
-    def gradient(self, q: np.ndarray, inputs: SoftTransformConstraintInput) -> np.ndarray:
-        """Gradient active·M̃ δq (n, 12) alone (the Hessian M̃ is constant within a frame)."""
-        gradient = self.bind(inputs).gradient
-        assert gradient is not None  # this term has a gradient-only kernel
-        return gradient(check_state(q, self.state_rows))

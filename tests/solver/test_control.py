@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
+import solver.control
+import solver.model
 from solver import Simulation
+from solver.constitutions import REGISTRY, Constitution, KineticInput, Registration
+from solver.constitutions._kernels import BoundTerm
 from solver.control import Control
 from solver.model import Model
 from solver.newton import IncrementalPotential
@@ -97,3 +103,78 @@ def test_inputs_must_name_a_control_part_per_term():
     model = Model(validate_scene(warm_up_scene()))
     with pytest.raises(ValueError, match="inputs: expected one tuple of Control parts per term"):
         IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs[:-1])
+
+
+@dataclass
+class CentrePullInput:
+    """The toy term's per-step input: its stiffness (n,), kg/s²."""
+
+    stiffness: np.ndarray
+
+    @classmethod
+    def default(cls, n: int) -> CentrePullInput:
+        return cls(np.zeros(n))
+
+
+class CentrePull(Constitution):
+    """A toy term, E = K/2 |p_i − p_j|² over the revolute joints' two bodies (p: q's first three
+    entries), registered by one line the way a new constitution is."""
+
+    Input = CentrePullInput
+
+    @classmethod
+    def build(cls, context) -> CentrePull:
+        frames = context.joints(lambda joint: joint.type == "revolute")
+        return cls(frames.bodies, frames.indices)
+
+    def __init__(self, bodies, joint_indices):
+        self.bodies = np.asarray(bodies, dtype=np.int64).reshape(-1, 2)
+        self.state_rows = int(self.bodies.max(initial=-1)) + 1
+        self.joint_indices = joint_indices
+
+    def bind(self, inputs: CentrePullInput, project: bool = True) -> BoundTerm:
+        stiffness = inputs.stiffness
+
+        def energy(q):
+            separation = q[self.bodies[:, 0], :3] - q[self.bodies[:, 1], :3]
+            return float(0.5 * np.sum(stiffness[:, None] * separation**2))
+
+        def gradient_hessian(q, gradient, hessian):
+            separation = q[self.bodies[:, 0], :3] - q[self.bodies[:, 1], :3]
+            gradient[:] = 0.0
+            hessian[:] = 0.0
+            gradient[:, 0:3] = stiffness[:, None] * separation
+            gradient[:, 12:15] = -gradient[:, 0:3]
+            for a, b, sign in ((0, 0, 1.0), (12, 12, 1.0), (0, 12, -1.0), (12, 0, -1.0)):
+                hessian[:, a:a + 3, b:b + 3] = sign * stiffness[:, None, None] * np.eye(3)
+
+        return BoundTerm(energy, None, gradient_hessian)
+
+
+def test_a_constitution_registered_by_one_line_is_built_given_a_control_part_and_summed(monkeypatch):
+    """A new term is one class and one registration line: the model builds it from the scene (the
+    revolute joints it selects, their indices), Control.for_model gives it a part of its size,
+    and the incremental potential adds its energy, E = K/2 |p_i − p_j|² for the K set in the part."""
+    registry = REGISTRY + (Registration("centre_pull", CentrePull),)
+    monkeypatch.setattr(solver.model, "REGISTRY", registry)
+    monkeypatch.setattr(solver.control, "REGISTRY", registry)
+    model = Model(validate_scene(warm_up_scene()))
+    pull = model.centre_pull
+    assert np.array_equal(pull.joint_indices, model.revolute.joint_indices) and len(pull.joint_indices) > 0
+    assert model.terms[-1] is pull and model.term_inputs[-1] == ("centre_pull",)
+    control = Control.for_model(model)
+    assert control.centre_pull.stiffness.shape == (len(pull.joint_indices),)
+    potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
+    q = model.q0.copy()
+    q[:, 0] += np.arange(len(q))  # the bodies apart along x by their index differences
+    potential.bind(q, control)
+    without = potential.energy(q)
+    control.centre_pull.stiffness = np.full(len(pull.joint_indices), 3.0)
+    potential.bind(q, control)
+    separation = q[pull.bodies[:, 0], :3] - q[pull.bodies[:, 1], :3]
+    assert potential.energy(q) - without == pytest.approx(1.5 * np.sum(separation**2), rel=1e-12)
+
+
+def test_a_control_part_that_no_term_registers_is_refused():
+    with pytest.raises(TypeError, match="Control: no part 'kinetics'"):
+        Control(kinetics=KineticInput.default(0))

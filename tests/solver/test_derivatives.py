@@ -643,19 +643,16 @@ def make_generic(rng, q):
     step-start input (one element broken)."""
     n = PAIRS.shape[0]
     rotations = np.array([random_rotation(rng) for _ in range(n)])
-    joint = GenericJoint(PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)), rotations,
-                         rotations @ random_rotation(rng), dt=0.01)
-    joint.stiffness = rng.uniform(1e2, 1e3, n)
-    joint.locked = rng.random((n, 6)) < 0.5
-    joint.rest = rng.uniform(-0.5, 0.5, (n, 6))
-    joint.spring_stiffness = rng.uniform(0.0, 1e5, (n, 6))
-    joint.damping = rng.uniform(0.0, 1e3, (n, 6))
-    x = joint.coordinates(q)
-    joint.limited = rng.random((n, 6)) < 0.7
+    frames = (PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)), rotations,
+              rotations @ random_rotation(rng), 0.01)
+    x = GenericJoint(*frames).coordinates(q)
     width = rng.uniform(0.05, 0.3, (n, 6))
     shift = rng.choice([-1.0, 1.0], (n, 6)) * rng.uniform(0.5, 1.0, (n, 6)) * width
-    joint.lower, joint.upper = x + shift - width / 2, x + shift + width / 2
-    joint.limit_strength = rng.uniform(1e2, 1e4, n)
+    joint = GenericJoint(*frames, stiffness=rng.uniform(1e2, 1e3, n), locked=rng.random((n, 6)) < 0.5,
+                         rest=rng.uniform(-0.5, 0.5, (n, 6)), spring_stiffness=rng.uniform(0.0, 1e5, (n, 6)),
+                         damping=rng.uniform(0.0, 1e3, (n, 6)), limited=rng.random((n, 6)) < 0.7,
+                         lower=x + shift - width / 2, upper=x + shift + width / 2,
+                         limit_strength=rng.uniform(1e2, 1e4, n))
     active = np.ones(n)
     active[-1] = 0.0
     return joint, GenericJointInput(x + rng.uniform(-0.1, 0.1, (n, 6)), active)

@@ -18,10 +18,10 @@ def test_warm_up_scene_uses_every_term_and_converges():
     model = Model(scene)
     group = model.prismatic_group
     for name, term in (("kinetic", model.kinetic), ("ortho", model.ortho), ("soft", model.soft),
-                       ("revolute", model.revolute.base), ("prismatic", group), ("driving", group.driving),
+                       ("revolute", model.revolute), ("prismatic", group), ("driving", group.driving),
                        ("prismatic limit", group.limit), ("revolute limit", model.revolute_limit),
-                       ("revolute driving", model.revolute_driving), ("fixed", model.fixed.base),
-                       ("spherical", model.spherical.base)):
+                       ("revolute driving", model.revolute_driving), ("fixed", model.fixed),
+                       ("spherical", model.spherical)):
         assert len(term.bodies) > 0, name
     motions = {body.motion for body in scene.bodies}
     assert motions == {"fixed", "animated", "dynamic"}
