@@ -28,9 +28,13 @@ GENERIC_SPRING      the linear axes locked and the angular ones free -> Ball; th
 (springs off)       axes and two angular ones locked -> Revolute about the third (with its
                     limit); the angular axes and two linear ones locked -> Prismatic along
                     the third (with its limit); any other -> Generic
-PISTON, springs,    Generic (#1001) in the constraint's axes: each axis locked, limited
-breakable ones      or free as in Bullet (a lock at a non-zero offset holds there), with
-                    the springs and the break threshold
+PISTON, springs,    Generic in the constraint's axes: each axis locked, limited or free
+breakable ones      as in Bullet (a lock at a non-zero offset holds there), with the
+                    springs and the break threshold; a ragdoll joint (the linear axes
+                    locked, all three angular axes limited, each over less than 180°)
+                    gets a swing cone and twist limit in place of the angular limits:
+                    twist about X over the X range, the cone's half-angles half the Y
+                    and Z ranges, centred on the middle of the three
 ==================  ====================================================================
 
 A spring's stiffness carries over (N/m, N·m/rad). Its damping: Blender's Spring Type 2 (Bullet's
@@ -194,6 +198,19 @@ def _reduced_mass(constraint) -> float:
     return masses[0] if len(masses) == 1 else masses[0] * masses[1] / (masses[0] + masses[1])
 
 
+def _ragdoll_cone(use: list, lower: list, upper: list) -> Optional[tuple]:
+    """((Y, Z), T, centre (3,)) of the swing cone and twist limit that stand for a ragdoll joint's
+    limits (the linear axes locked, every angular axis limited over less than 180° and not locked):
+    twist about X of half the X range, the cone's half-angles about Y and Z half the Y and Z
+    ranges, its axes turned to the middle of the three ranges; or None for other limits."""
+    linear_locked = all(use[k] and abs(upper[k] - lower[k]) <= LOCKED and abs(lower[k]) <= LOCKED for k in range(3))
+    widths = [upper[k] - lower[k] for k in range(3, 6)]
+    if not linear_locked or not all(use[3:]) or not all(LOCKED < width < math.pi for width in widths):
+        return None
+    centre = tuple(0.5 * (lower[k] + upper[k]) for k in range(3, 6))
+    return (0.5 * widths[1], 0.5 * widths[2]), 0.5 * widths[0], centre
+
+
 def set_generic(joint, constraint, scene) -> None:
     """Set a Generic joint's ``abd_joint.generic`` from a rigid-body constraint (module docstring:
     its axes' limits as Bullet has them, its springs, its break threshold as a force)."""
@@ -212,6 +229,11 @@ def set_generic(joint, constraint, scene) -> None:
         generic.use_spring_linear, generic.use_spring_angular = spring_use[:3], spring_use[3:]
         generic.spring_stiffness_linear, generic.spring_stiffness_angular = stiffness[:3], stiffness[3:]
         generic.spring_damping_linear, generic.spring_damping_angular = damping[:3], damping[3:]
+    ragdoll = _ragdoll_cone(use, lower, upper)
+    if ragdoll is not None:
+        generic.use_limit_angular = (False, False, False)
+        generic.use_cone = True
+        generic.swing_limit, generic.twist_limit, generic.cone_rotation = ragdoll
     if constraint.use_breaking:
         world = scene.rigidbody_world
         frame_rate = scene.render.fps / scene.render.fps_base

@@ -464,7 +464,28 @@ def generic_settings(world: np.ndarray, generic) -> Generic:
     springs = np.array(list(generic.use_spring_linear) + list(generic.use_spring_angular), dtype=float)
     stiffness = springs * np.array(list(generic.spring_stiffness_linear) + list(generic.spring_stiffness_angular))
     damping = springs * np.array(list(generic.spring_damping_linear) + list(generic.spring_damping_angular))
+    cone = {}
+    if generic.use_cone:  # in place of the angular limits
+        limited = limited[:3] + (False,) * 3
+        cone = dict(swing_limit=tuple(generic.swing_limit), twist_limit=generic.twist_limit,
+                    cone_axes=euler_xyz_matrix(generic.cone_rotation))
     return Generic(axes=nearest_rotation(axes[None])[0], locked=locked, rest=tuple(np.where(locked, lower, 0.0)),
                    stiffness=tuple(stiffness), damping=tuple(damping), limited=limited, lower=tuple(lower),
                    upper=tuple(upper), limit_strength=generic.limit_strength,
-                   break_force=generic.breaking_threshold if generic.use_breaking else None)
+                   break_force=generic.breaking_threshold if generic.use_breaking else None, **cone)
+
+
+def euler_xyz_matrix(angles) -> np.ndarray:
+    """Rx(a) Ry(b) Rz(c) (3, 3) of XYZ Euler angles (a, b, c), rad, as Bullet's generic constraints
+    compose them (Blender's own Euler XYZ is the reverse product Rz Ry Rx)."""
+    matrices = []
+    for axis, angle in enumerate(angles):
+        c, s = np.cos(angle), np.sin(angle)
+        first, second = [k for k in range(3) if k != axis]
+        matrix = np.eye(3)
+        matrix[first, first] = matrix[second, second] = c
+        matrix[first, second], matrix[second, first] = -s, s
+        if axis == 1:  # about y: z, x order keeps the right hand
+            matrix[first, second], matrix[second, first] = s, -s
+        matrices.append(matrix)
+    return matrices[0] @ matrices[1] @ matrices[2]

@@ -379,6 +379,25 @@ class ABDGenericProperties(PropertyGroup):
         options=STATIC,
         description="Strength of the cubic penalty beyond a limit that is not a lock (J, limit_strength)",
     )
+    use_cone: BoolProperty(
+        override=OVERRIDABLE, name="Swing Cone", default=False, options=STATIC,
+        description="Limit the turning by a swing cone about the cone's X (elliptical: its own angle about Y and "
+                    "about Z) and a twist limit about it, in place of the angular limits",
+    )
+    swing_limit: FloatVectorProperty(
+        override=OVERRIDABLE, name="Swing", size=2, unit="ROTATION", default=(math.pi / 4, math.pi / 4),
+        min=1e-3, max=math.pi / 2 - 1e-3, options=STATIC,
+        description="Half-angles of the swing cone about its Y and its Z (below 90°)",
+    )
+    twist_limit: FloatProperty(
+        override=OVERRIDABLE, name="Twist", unit="ROTATION", default=math.pi / 4, min=1e-3, max=math.pi,
+        options=STATIC, description="Half-angle of the twist about the cone's X (180°: no twist limit)",
+    )
+    cone_rotation: FloatVectorProperty(
+        override=OVERRIDABLE, name="Cone Center", size=3, unit="ROTATION", options=STATIC,
+        description="The cone's axes in the joint's, as XYZ Euler angles (Bullet's: R = Rx Ry Rz): the child's "
+                    "rotation at the middle of the cone and the twist",
+    )
     use_spring_linear: BoolVectorProperty(
         override=OVERRIDABLE, name="Linear Springs", size=3, options=STATIC,
         description="A spring along the joint's local X, Y, Z, at rest where the bodies start",

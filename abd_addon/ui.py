@@ -304,6 +304,13 @@ class PHYSICS_PT_abd_joint_generic(_PhysicsPanel, Panel):
                 sub.active = generic.path_resolve(f"use_spring_{kind}")[axis]
                 sub.prop(generic, f"spring_stiffness_{kind}", index=axis, text=f"Stiffness ({unit})")
                 sub.prop(generic, f"spring_damping_{kind}", index=axis, text=f"Damping ({damping_unit})")
+        layout.prop(generic, "use_cone")
+        col = layout.column(align=True)
+        col.active = generic.use_cone
+        col.prop(generic, "swing_limit", index=0, text="Swing Y")
+        col.prop(generic, "swing_limit", index=1, text="Swing Z")
+        col.prop(generic, "twist_limit", text="Twist")
+        col.prop(generic, "cone_rotation", text="Cone Center")
         layout.prop(generic, "limit_strength", text="Limit Strength (J)")
         row = layout.row(align=True)
         row.prop(generic, "use_breaking")

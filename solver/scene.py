@@ -271,7 +271,13 @@ class Generic:
         damping: 6 spring dampings c >= 0, N s/m and N m s/rad.
         limited: 6 flags: the coordinate is kept between ``lower`` and ``upper``.
         lower, upper: 6 limits each, m and rad (lower <= upper where limited).
-        limit_strength: s of the cubic limit penalty, J (as ``Limit.strength``).
+        limit_strength: s of the cubic limit penalty, J (as ``Limit.strength``), of the cone's too.
+        swing_limit: (Y, Z) half-angles in (0, π/2), rad, of an elliptical swing cone about the
+            ``cone_axes``' x, Y about their y and Z about their z (None: no cone).
+        twist_limit: with a cone, the half-angle T > 0, rad, of the twist about the cone's x
+            (None: no twist limit).
+        cone_axes: (3, 3) rotation, the cone's axes (columns) in the joint's axes: its x is the
+            cone's centre and the twist axis.
         break_force: the force, N, past which a locked linear coordinate breaks the joint for
             good (None: unbreakable).
     """
@@ -285,6 +291,9 @@ class Generic:
     lower: Union[tuple, np.ndarray] = (0.0,) * 6
     upper: Union[tuple, np.ndarray] = (0.0,) * 6
     limit_strength: float = 1.0
+    swing_limit: Optional[tuple] = None
+    twist_limit: Optional[float] = None
+    cone_axes: np.ndarray = field(default_factory=lambda: np.eye(3))
     break_force: Optional[float] = None
 
 

@@ -71,7 +71,7 @@ _JOINT_ONLY = {
     "position": ("fixed", "spherical", "generic"), "generic": ("generic",),
 }
 _GENERIC_KEYS = ("axes", "locked", "rest", "stiffness", "damping", "limited", "lower", "upper", "limit_strength",
-                 "break_force")
+                 "swing_limit", "twist_limit", "cone_axes", "break_force")
 _LIMIT_KEYS = ("lower", "upper", "strength")
 _DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity")
 
@@ -431,6 +431,11 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             entry["generic"].update(locked=[bool(flag) for flag in generic.locked],
                                     limited=[bool(flag) for flag in generic.limited],
                                     limit_strength=float(generic.limit_strength))
+            if generic.swing_limit is not None:
+                entry["generic"].update(swing_limit=_plain(np.asarray(generic.swing_limit)),
+                                        cone_axes=_plain(np.asarray(generic.cone_axes)))
+            if generic.twist_limit is not None:
+                entry["generic"]["twist_limit"] = float(generic.twist_limit)
             if generic.break_force is not None:
                 entry["generic"]["break_force"] = float(generic.break_force)
         if joint.collide_connected:

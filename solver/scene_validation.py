@@ -640,9 +640,25 @@ def _validate_generic(generic, where: str) -> Generic:
         return Generic()
     if not isinstance(generic, Generic):
         raise _fail(where, "generic", f"must be a Generic or None, got {_type_name(generic)}")
-    axes = _fixed_array(generic.axes, (3, 3), where, "generic.axes")
-    if not (np.allclose(axes.T @ axes, np.eye(3), atol=RIGID_TOLERANCE) and np.linalg.det(axes) > 0.0):
-        raise _fail(where, "generic.axes", "must be a rotation (orthonormal columns, determinant +1)")
+    rotations = {}
+    for name in ("axes", "cone_axes"):
+        matrix = _fixed_array(getattr(generic, name), (3, 3), where, f"generic.{name}")
+        if not (np.allclose(matrix.T @ matrix, np.eye(3), atol=RIGID_TOLERANCE) and np.linalg.det(matrix) > 0.0):
+            raise _fail(where, f"generic.{name}", "must be a rotation (orthonormal columns, determinant +1)")
+        rotations[name] = matrix
+    swing: Optional[tuple] = None
+    twist = None
+    if generic.swing_limit is not None:
+        half_angles = _fixed_array(generic.swing_limit, (2,), where, "generic.swing_limit")
+        if not np.all((half_angles > 0.0) & (half_angles < np.pi / 2)):
+            raise _fail(where, "generic.swing_limit",
+                        f"half-angles must lie in (0, π/2) rad, got {half_angles.tolist()}")
+        swing = (float(half_angles[0]), float(half_angles[1]))
+    if generic.twist_limit is not None:
+        if swing is None:
+            raise _fail(where, "generic.twist_limit", "is the twist of a swing cone: give swing_limit too")
+        twist = _positive(_number(generic.twist_limit, where, "generic.twist_limit"), where, "generic.twist_limit",
+                          " rad")
     values = {name: _fixed_array(getattr(generic, name), (6,), where, f"generic.{name}")
               for name in ("rest", "stiffness", "damping", "lower", "upper")}
     for name in ("stiffness", "damping"):
@@ -659,8 +675,8 @@ def _validate_generic(generic, where: str) -> Generic:
     if generic.break_force is not None:
         break_force = _positive(_number(generic.break_force, where, "generic.break_force"), where,
                                 "generic.break_force", " N")
-    return Generic(axes=axes, locked=_flags(generic.locked, where, "generic.locked"), limited=limited,
-                   limit_strength=strength, break_force=break_force, **values)
+    return Generic(locked=_flags(generic.locked, where, "generic.locked"), limited=limited, limit_strength=strength,
+                   swing_limit=swing, twist_limit=twist, break_force=break_force, **rotations, **values)
 
 
 def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:

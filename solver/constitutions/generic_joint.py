@@ -104,6 +104,47 @@ def _norm2(a, b):
     return r, gradient, hessian
 
 
+def _combined(F, centre, a: int, b: int):
+    """m_ab = w_a · e_j,b with w_a = Σ_c centre[:, c, a] e_i,c (n,), its gradient (n, 24) and Hessian
+    (n, 24, 24) in F: the relative rotation's entry (a, b) in the axes ``centre`` (n, 3, 3) of body i."""
+    n = F.shape[0]
+    axis_j = F[:, _E_J[b]]
+    w = sum(centre[:, c, a, None] * F[:, _E_I[c]] for c in range(3))
+    gradient = np.zeros((n, 24))
+    hessian = np.zeros((n, 24, 24))
+    for c in range(3):
+        gradient[:, _E_I[c]] = centre[:, c, a, None] * axis_j
+        hessian[:, _E_I[c], _E_J[b]] = centre[:, c, a, None, None] * np.eye(3)
+        hessian[:, _E_J[b], _E_I[c]] = centre[:, c, a, None, None] * np.eye(3)
+    gradient[:, _E_J[b]] = w
+    return np.einsum("ek,ek->e", w, axis_j), gradient, hessian
+
+
+def _sum(first, second, sign: float = 1.0):
+    """first + sign · second of two (value, gradient, Hessian) triples."""
+    return tuple(x + sign * y for x, y in zip(first, second))
+
+
+def _scaled_square(term, scale):
+    """(term / scale)² of a (value, gradient, Hessian) triple, ``scale`` (n,)."""
+    value, gradient, hessian = term
+    s2 = scale * scale
+    return (value * value / s2, 2.0 * value[:, None] * gradient / s2[:, None],
+            2.0 * (np.einsum("ea,eb->eab", gradient, gradient) + value[:, None, None] * hessian) / s2[:, None, None])
+
+
+def cone_F(F: np.ndarray, centre: np.ndarray, swing: np.ndarray):
+    """The swing measure g and the twist ψ (each a (value (n,), gradient (n, 24), Hessian
+    (n, 24, 24)) triple) of F (n, 24) about the cone's axes ``centre`` (n, 3, 3, columns in body i's
+    joint axes) with half-angles ``swing`` (n, 2) about y and z: with M = centreᵀ X_iᵀ X_j,
+    g = (M_zx / sin Y)² + (M_yx / sin Z)² (1 on the elliptical cone's edge) and
+    ψ = atan2(M_zy − M_yz, M_yy + M_zz) (the twist about x, 2 atan2(q_x, q_w) of M's quaternion)."""
+    m = {(a, b): _combined(F, centre, a, b) for a, b in ((2, 0), (1, 0), (2, 1), (1, 2), (1, 1), (2, 2))}
+    g = _sum(_scaled_square(m[2, 0], np.sin(swing[:, 0])), _scaled_square(m[1, 0], np.sin(swing[:, 1])))
+    twist = _atan2(_sum(m[2, 1], m[1, 2], -1.0), _sum(m[1, 1], m[2, 2]))
+    return g, twist
+
+
 def _negated(term):
     value, gradient, hessian = term
     return -value, -gradient, -hessian
@@ -170,7 +211,12 @@ class GenericJoint(Constitution):
         damping: (n, 6) c, N·s/m and N·m·s/rad.
         limited: (n, 6) bool, the coordinates kept in [lower, upper] by the cubic penalty.
         lower, upper: (n, 6) the limits, m and rad (lower <= upper where limited).
-        limit_strength: (n,) s of the penalty, J.
+        limit_strength: (n,) s of the penalty, J (of the cone's too).
+        cone: (n,) bool, the elements with a swing cone and twist limit.
+        cone_axes: (n, 3, 3) the cone's axes (columns) in body i's joint axes: its x the cone's
+            centre and the twist axis (the identity where not given).
+        swing: (n, 2) the cone's half-angles about its y and z, rad, in (0, π/2).
+        twist: (n,) the twist limit's half-angle about the cone's x, rad, > 0.
         break_force: (n,) the force past which a locked linear coordinate breaks the joint, N
             (+inf: unbreakable).
         joint_indices: (n,) int, the joints' indices in ``scene.joints``; 0 .. n − 1 when not given.
@@ -198,7 +244,13 @@ class GenericJoint(Constitution):
         def field(name, dtype=np.float64):
             return np.array([getattr(g, name) for g in generics], dtype=dtype).reshape(-1, 6)
 
+        cone = np.array([g.swing_limit is not None for g in generics], dtype=bool)
+        swing = np.array([(np.pi / 4, np.pi / 4) if g.swing_limit is None else g.swing_limit for g in generics],
+                         dtype=np.float64).reshape(-1, 2)
+        twist = np.array([np.pi if g.twist_limit is None else g.twist_limit for g in generics], dtype=np.float64)
+        cone_axes = np.array([g.cone_axes for g in generics], dtype=np.float64).reshape(-1, 3, 3)
         return cls(frames.bodies, frames.anchor_i, frames.anchor_j, frame_i, frame_j, context.dt,
+                   cone=cone, cone_axes=cone_axes, swing=swing, twist=twist,
                    stiffness=frames.stiffness, locked=field("locked", bool), rest=field("rest"),
                    spring_stiffness=field("stiffness"), damping=field("damping"), limited=field("limited", bool),
                    lower=field("lower"), upper=field("upper"),
@@ -209,7 +261,8 @@ class GenericJoint(Constitution):
 
     def __init__(self, bodies, anchor_i, anchor_j, frame_i, frame_j, dt: float, stiffness=None, locked=None,
                  rest=None, spring_stiffness=None, damping=None, limited=None, lower=None, upper=None,
-                 limit_strength=None, break_force=None, joint_indices=None):
+                 limit_strength=None, cone=None, cone_axes=None, swing=None, twist=None, break_force=None,
+                 joint_indices=None):
         self.bodies = as_bodies(bodies, 2)
         self.state_rows = state_rows(self.bodies)
         n = self.bodies.shape[0]
@@ -240,12 +293,22 @@ class GenericJoint(Constitution):
         self.lower = given(lower, (n, 6), "lower")
         self.upper = given(upper, (n, 6), "upper")
         self.limit_strength = given(limit_strength, (n,), "limit_strength")
+        self.cone = given(cone, (n,), "cone") != 0.0
+        self.cone_axes = np.tile(np.eye(3), (n, 1, 1)) if cone_axes is None else as_float_array(cone_axes, (n, 3, 3),
+                                                                                                 "cone_axes")
+        self.swing = given(swing, (n, 2), "swing", np.pi / 4)
+        self.twist = given(twist, (n,), "twist", np.pi / 4)
+        if np.any(self.cone & ((self.swing <= 0.0) | (self.swing >= np.pi / 2)).any(axis=1)):
+            raise ValueError("swing: a cone's half-angles must lie in (0, π/2)")
+        if np.any(self.cone & (self.twist <= 0.0)):
+            raise ValueError("twist: a twist limit's half-angle must be > 0")
         self.break_force = np.full(n, np.inf) if break_force is None else np.array(break_force, dtype=np.float64)
         if self.break_force.shape != (n,) or np.any(np.isnan(self.break_force)):
             raise ValueError(f"break_force: expected shape ({n},) without NaN, got {self.break_force.shape}")
         check_limits(np.where(self.limited, self.lower, 0.0), np.where(self.limited, self.upper, 0.0))
         for array in (self.stiffness, self.locked, self.rest, self.spring_stiffness, self.damping, self.limited,
-                      self.lower, self.upper, self.limit_strength, self.break_force):
+                      self.lower, self.upper, self.limit_strength, self.cone, self.cone_axes, self.swing, self.twist,
+                      self.break_force):
             array.flags.writeable = False
 
     def _F(self, q: np.ndarray) -> np.ndarray:
@@ -255,6 +318,11 @@ class GenericJoint(Constitution):
     def coordinates(self, q: np.ndarray) -> np.ndarray:
         """The joint coordinates x (n, 6) at q (n_bodies, 12): m along, rad about body i's joint axes."""
         return coordinates_F(self._F(check_state(q, self.state_rows)), derivatives=False)[0]
+
+    def cone_coordinates(self, q: np.ndarray) -> np.ndarray:
+        """(n, 2) the swing measure g (1 on the cone's edge) and the twist ψ (rad) at q (:func:`cone_F`)."""
+        g, twist = cone_F(self._F(check_state(q, self.state_rows)), self.cone_axes, self.swing)
+        return np.stack([g[0], twist[0]], axis=1)
 
     def bind(self, inputs: GenericJointInput, project: bool = True) -> BoundTerm:
         """The term with the step-start coordinates and the break state (``inputs``) checked and
@@ -279,16 +347,37 @@ class GenericJoint(Constitution):
             energy = energy + 0.5 * weight * offset**2 + 0.5 * damping * motion**2
             return energy, first + weight * offset + damping * motion, second + weight + damping
 
+        cone = self.cone.any()
+        cone_strength = active * self.cone * self.limit_strength
+        cone_lower = np.stack([np.full(n, -1.0), -self.twist], axis=1)
+        cone_upper = np.stack([np.ones(n), self.twist], axis=1)
+
+        def cone_terms(F):
+            """(values (n, 2), gradients (n, 2, 24), Hessians (n, 2, 24, 24)) of g and ψ."""
+            terms = cone_F(F, self.cone_axes, self.swing)
+            return tuple(np.stack([term[k] for term in terms], axis=1) for k in range(3))
+
         def energy(q):
             if n == 0:
                 return 0.0
-            return float(np.sum(scalar(coordinates_F(self._F(q), derivatives=False)[0])[0]))
+            F = self._F(q)
+            total = float(np.sum(scalar(coordinates_F(F, derivatives=False)[0])[0]))
+            if cone:
+                total += float(np.sum(_penalty(cone_terms(F)[0], cone_lower, cone_upper, cone_strength[:, None])[0]))
+            return total
 
         def gradient_hessian(q, gradient, hessian):
             if n == 0:
                 return
-            values, gradients, hessians = coordinates_F(self._F(q))
+            F = self._F(q)
+            values, gradients, hessians = coordinates_F(F)
             _, first, second = scalar(values)
+            if cone:
+                cone_values, cone_gradients, cone_hessians = cone_terms(F)
+                _, cone_first, cone_second = _penalty(cone_values, cone_lower, cone_upper, cone_strength[:, None])
+                first, second = np.concatenate([first, cone_first], 1), np.concatenate([second, cone_second], 1)
+                gradients = np.concatenate([gradients, cone_gradients], 1)
+                hessians = np.concatenate([hessians, cone_hessians], 1)
             gradient_F = np.einsum("ek,eka->ea", first, gradients)
             curvature = np.einsum("ek,eka,ekb->eab", second, gradients, gradients)
             geometric = np.einsum("ek,ekab->eab", first, hessians)

@@ -95,8 +95,11 @@ RAGDOLL = [
 def test_a_ragdoll_of_generic_constraints_falls_on_a_floor_within_its_limits(addon):
     """11 boxes (a floor and 10 limbs; torso, head, upper and lower arms and legs) joined by
     Generic constraints with locked linear axes and limits on all three angular axes (each a
-    ragdoll joint), dropped 0.4 m onto a thin box floor with contact: everything converts, the
-    joints come apart by less than 1 mm and no limb turns more than 2° past a limit."""
+    ragdoll joint: a ball joint with a swing cone and a twist limit), dropped 0.4 m onto a thin box
+    floor with contact: everything converts, the joints come apart by less than 1 mm and no limb
+    turns more than 2° past a limit in Bullet's Euler angles (the cone and twist stand for Bullet's
+    box of Euler limits: the same for small turns, the ellipse inside the box, but not the same
+    shape where a limb both twists and swings far)."""
     clear_objects()
     cuboid("Floor", (4.0, 4.0, 0.1), (0.0, 0.0, -0.05), passive=True)
     limbs, constraints, limits = {}, [], []
@@ -116,6 +119,12 @@ def test_a_ragdoll_of_generic_constraints_falls_on_a_floor_within_its_limits(add
     convert_text = bpy.data.texts["Convert Rigid Bodies Report"].as_string()
     assert "Left" not in convert_text  # nothing left over
     assert bpy.context.scene.abd_world.use_contact
+    for constraint_ob, angular in zip(constraints, limits):  # each a ball joint with a swing cone and a twist limit
+        generic_joint = bpy.data.objects[f"ABD_{constraint_ob.name}"].abd_joint.generic
+        assert generic_joint.use_cone and not any(generic_joint.use_limit_angular)
+        assert generic_joint.twist_limit == pytest.approx((angular[0][1] - angular[0][0]) / 2, abs=1e-6)
+        np.testing.assert_allclose(tuple(generic_joint.swing_limit), [(high - low) / 2 for low, high in angular[1:]],
+                                   atol=1e-6)
     apart = stretch(constraints, frames)
     angles = relative_angles(constraints, frames)
     bounds = np.array(limits)  # (constraints, 3, 2)

@@ -652,7 +652,9 @@ def make_generic(rng, q):
                          rest=rng.uniform(-0.5, 0.5, (n, 6)), spring_stiffness=rng.uniform(0.0, 1e5, (n, 6)),
                          damping=rng.uniform(0.0, 1e3, (n, 6)), limited=rng.random((n, 6)) < 0.7,
                          lower=x + shift - width / 2, upper=x + shift + width / 2,
-                         limit_strength=rng.uniform(1e2, 1e4, n))
+                         limit_strength=rng.uniform(1e2, 1e4, n), cone=rng.random(n) < 0.7,
+                         cone_axes=np.array([random_rotation(rng) for _ in range(n)]),
+                         swing=rng.uniform(0.05, 0.3, (n, 2)), twist=rng.uniform(0.05, 0.3, n))
     active = np.ones(n)
     active[-1] = 0.0
     return joint, GenericJointInput(x + rng.uniform(-0.1, 0.1, (n, 6)), active)
@@ -681,6 +683,18 @@ def test_generic_joint_coordinates_are_bullets_euler_angles():
     q[1] = q_of(frame @ offset, frame @ relative @ frame.T)
     joint = GenericJoint(np.array([[0, 1]]), np.zeros((1, 3)), np.zeros((1, 3)), frame.T[None], frame.T[None], 0.01)
     assert np.allclose(joint.coordinates(q)[0], np.concatenate([offset, angles]), atol=1e-12)
+
+
+def test_generic_joint_cone_reads_swing_and_twist():
+    """Turned by Ry(β) the child's x leaves the cone's centre: g = (sin β / sin Y)²; turned by
+    Rx(ψ) about the centre it twists: g = 0, twist ψ."""
+    joint = GenericJoint(np.array([[0, 1]]), np.zeros((1, 3)), np.zeros((1, 3)), np.eye(3)[None], np.eye(3)[None],
+                         0.01, cone=[True], swing=[[0.3, 0.6]], twist=[0.5])
+    for turn, expected in (((0, 1.0, 0), ((np.sin(0.2) / np.sin(0.3)) ** 2, 0.0)),
+                           ((0, 0, 1.0), ((np.sin(0.2) / np.sin(0.6)) ** 2, 0.0)), ((1.0, 0, 0), (0.0, 0.2))):
+        q = identity_q(2)
+        q[1] = q_of(np.zeros(3), rotation(np.array(turn), 0.2))
+        assert np.allclose(joint.cone_coordinates(q)[0], expected, atol=1e-12), turn
 
 
 @pytest.mark.parametrize("seed", SEEDS)

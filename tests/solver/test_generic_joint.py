@@ -158,3 +158,43 @@ def test_a_generic_joint_round_trips_through_the_scene_file():
     document["joints"][0]["type"] = "spherical"
     with pytest.raises(SceneError, match="generic: is only valid on generic joints"):
         scene_from_dict(document)
+
+
+#: A joint frame whose x points down (the cone's centre for a body hanging below), y along world
+#: y and z along world x.
+DOWN = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])
+
+
+def cone_pendulum(angular_velocity, swing=(0.3, 0.6), twist=0.4) -> Scene:
+    """A 0.1 x 0.1 x 0.6 m bar hanging from a fixed base by a ragdoll joint (linear coordinates
+    locked, an elliptical swing cone of half-angles ``swing`` about the frame's y and z and a twist
+    limit), its centre 0.5 m below the joint, set turning at ``angular_velocity`` about the joint."""
+    generic = Generic(axes=DOWN, locked=(True, True, True, False, False, False), swing_limit=swing,
+                      twist_limit=twist, limit_strength=1e4)
+    omega = np.asarray(angular_velocity, dtype=float)
+    bar = Body(name="bar", mesh=box_mesh([0.1, 0.1, 0.6]), transform=_translation((0.0, 0.0, -0.5)),
+               angular_velocity=omega, linear_velocity=np.cross(omega, [0.0, 0.0, -0.5]))
+    base = Body(name="base", mesh=box_mesh([0.1, 0.1, 0.1]), motion="fixed", transform=_translation((0, 0, 0.1)))
+    joint = Joint(name="hip", type="generic", l_body="base", r_body="bar", position=np.zeros(3), generic=generic)
+    settings = Settings(frame_rate=24.0, substeps=10, frame_count=24)
+    return Scene(settings=settings, bodies=[base, bar], joints=[joint])
+
+
+@pytest.mark.parametrize("axis, half_angle", [((1.0, 0.0, 0.0), 0.6), ((0.0, 1.0, 0.0), 0.3)],
+                         ids=["about z: 0.6 rad", "about y: 0.3 rad"])
+def test_the_swing_cone_stops_a_swing_at_its_half_angle_about_that_axis(axis, half_angle):
+    """Swung hard (5 rad/s, enough for 1.4 rad) about the cone's z (world x) or y (world y), the
+    bar stops within 2° of the elliptical cone's half-angle about that axis, 0.6 or 0.3 rad."""
+    trajectory = simulate(cone_pendulum(5.0 * np.array(axis)))
+    down = trajectory.transforms[:, 1, :3, :3] @ np.array([0.0, 0.0, -1.0])
+    swing = np.arccos(np.clip(-down[:, 2] / np.linalg.norm(down, axis=1), -1.0, 1.0))
+    assert np.degrees(swing.max()) == pytest.approx(np.degrees(half_angle), abs=2.0)
+
+
+def test_the_twist_limit_stops_a_turn_about_the_cones_centre():
+    """Spun at 3 rad/s about its own long axis (the cone's x), the bar turns to the twist limit,
+    0.4 rad, and no more than 2° past it."""
+    trajectory = simulate(cone_pendulum((0.0, 0.0, 3.0)))
+    rotations = trajectory.transforms[:, 1, :3, :3]
+    twist = np.arctan2(rotations[:, 1, 0], rotations[:, 0, 0])
+    assert np.degrees(np.abs(twist).max()) == pytest.approx(np.degrees(0.4), abs=2.0)
