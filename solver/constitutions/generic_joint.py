@@ -277,6 +277,7 @@ class GenericJoint(Constitution):
             jacobian[:, _E_J[a], 12:24] = direction_jacobians(frame_j[:, a])
         jacobian.flags.writeable = False
         self._jacobian = jacobian
+        self._jacobian_transpose = np.ascontiguousarray(jacobian.transpose(0, 2, 1))
         self.dt = float(dt)
 
         def given(value, shape, name, default=0.0):
@@ -379,7 +380,7 @@ class GenericJoint(Constitution):
                 gradients = np.concatenate([gradients, cone_gradients], 1)
                 hessians = np.concatenate([hessians, cone_hessians], 1)
             gradient_F = np.einsum("ek,eka->ea", first, gradients)
-            curvature = np.einsum("ek,eka,ekb->eab", second, gradients, gradients)
+            curvature = np.einsum("eka,ekb->eab", second[:, :, None] * gradients, gradients)
             geometric = np.einsum("ek,ekab->eab", first, hessians)
             if project:
                 geometric = 0.5 * (geometric + geometric.transpose(0, 2, 1))
@@ -387,7 +388,7 @@ class GenericJoint(Constitution):
                 geometric = np.einsum("eak,ek,ebk->eab", eigenvectors, np.maximum(eigenvalues, 0.0), eigenvectors)
             jacobian = self._jacobian
             gradient[:] = np.einsum("eab,ea->eb", jacobian, gradient_F)
-            hessian[:] = np.einsum("eab,eac,ecd->ebd", jacobian, curvature + geometric, jacobian)
+            np.matmul(self._jacobian_transpose, (curvature + geometric) @ jacobian, out=hessian)
 
         return BoundTerm(energy, None, gradient_hessian)
 
