@@ -1,8 +1,9 @@
 """Trajectory -> keyframes (no UI), and the bake pipeline the operator and the batch share.
 
-:func:`bake` = :meth:`BakeJob.prepare` (export) -> :meth:`BakeJob.simulate` -> :meth:`BakeJob.apply`
-(write keyframes). The modal Bake operator runs the same three phases, the middle one in a
-worker thread; the batch entry point calls :func:`bake`. There is one code path. A trajectory
+One pipeline, :class:`BakeJob`: :meth:`BakeJob.prepare` (export) -> :meth:`BakeJob.simulate`
+(warm-up wait, compile, solve) -> :meth:`BakeJob.finish` (convergence check, keyframes). The modal
+Bake operator runs these phases, the middle one in a worker thread with progress; the batch
+(:func:`abd_addon.batch.bake_file`) and scripts run them in turn (:meth:`BakeJob.run`). A trajectory
 computed elsewhere (``python -m solver run`` on the exported scene file, on a render farm) takes
 the place of the middle phase through :meth:`BakeJob.load_trajectory`, which first checks that it
 was computed for this rig (:meth:`solver.trajectory.Trajectory.damage` and
@@ -33,13 +34,15 @@ collection excluded, or only in another view layer) keep theirs.
 
 from __future__ import annotations
 
+import subprocess
 import zipfile
 from typing import Callable, Optional
 
 import bpy
 import numpy as np
 
-from .export import Export, export_scene
+from . import warmup
+from .export import Export, export_scene, new_run
 from .fcurves import (KEYED_PREFIXES, action_fcurves, add_fcurve_copy, baked_slot, ensure_fcurve, fcurve_owner,
                        set_linear_keys)
 from .keys import ObjectKeys, compute_keys
@@ -199,27 +202,52 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-class BakeJob:
-    """One bake of a scene, in three phases: :meth:`prepare`, :meth:`simulate`, :meth:`apply`.
+class BakeNotConverged(RuntimeError):
+    """Some time step of a bake did not converge and convergence was required (nothing is
+    changed); the message says how many and how far (:func:`convergence_problem`)."""
 
-    ``prepare`` and ``apply`` touch Blender data and must run on the main thread; ``simulate``
-    only runs the solver on the exported data (safe in a worker thread). Until ``apply`` the
+
+class BakeJob:
+    """One bake of a scene, from rig to keys: the one pipeline of the Bake operator (modal, with
+    progress), the batch (:func:`abd_addon.batch.bake_file`), Apply Trajectory File and scripts.
+
+    :meth:`prepare` exports the rig (validated there, once); :meth:`simulate` waits for the
+    background warm-up where it is still compiling this rig's kernels, compiles the rest, and
+    runs the solver (:meth:`load_trajectory` instead reads a result computed elsewhere);
+    :meth:`finish` checks convergence and writes the keys. :meth:`run` does all three in turn.
+    ``prepare`` and ``finish`` touch Blender data and must run on the main thread; ``simulate``
+    only runs the solver on the exported data (safe in a worker thread). Until ``finish`` the
     scene is unchanged.
 
+    Args:
+        scene: the Blender scene.
+        depsgraph: the evaluated depsgraph of the view layer to bake; default the context's.
+        device: ``"cpu"`` or ``"cupy"`` to solve there instead of the ABD World's setting (the
+            setting itself is not changed).
+
     Attributes:
-        scene: the Blender scene. export: the :class:`Export` (after prepare).
+        export: the :class:`Export` (after prepare).
         view_layer: the view layer exported and baked, the depsgraph's (after prepare).
+        simulation: the :class:`solver.simulation.Simulation` that :meth:`simulate` runs (a
+            new one, or one handed over by :meth:`adopt`).
+        compiling: True while :meth:`simulate` waits for the background compilation.
         trajectory: the solver's :class:`~solver.trajectory.Trajectory` (after simulate).
-        freed: the objects of the view layer whose earlier bake :meth:`apply` freed as stale
+        problem: after finish, the sentence of :func:`convergence_problem` where some time step
+            did not converge (and it was not required), else None.
+        freed: the objects of the view layer whose earlier bake :meth:`finish` freed as stale
             (no longer keyed).
     """
 
-    def __init__(self, scene: bpy.types.Scene, depsgraph=None):
+    def __init__(self, scene: bpy.types.Scene, depsgraph=None, device: Optional[str] = None):
         self.scene = scene
         self.depsgraph = depsgraph
+        self.device = device
         self.view_layer: Optional[bpy.types.ViewLayer] = None
         self.export: Optional[Export] = None
+        self.simulation = None
+        self.compiling = False
         self.trajectory = None
+        self.problem: Optional[str] = None
         self.freed: list = []
 
     @property
@@ -229,21 +257,55 @@ class BakeJob:
 
     def prepare(self) -> Export:
         """Export the scene's view layer (the depsgraph's; default the context's), with the
-        pre-bake animation of its already baked objects."""
+        pre-bake animation of its already baked objects.
+
+        Raises:
+            abd_addon.rig_rules.RigError, solver.scene.SceneError: invalid rig (nothing changed).
+        """
         if self.depsgraph is None:
             self.depsgraph = bpy.context.evaluated_depsgraph_get()
         self.view_layer = self.depsgraph.view_layer
         with original_animation(self.scene, self.view_layer):
             self.export = export_scene(self.scene, self.depsgraph)
+        if self.device is not None:
+            self.export.scene.settings.device = self.device
         return self.export
 
-    def simulate(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None, run=None):
-        """Run the solver; ``progress(frame_done, frame_count)`` may return False to cancel.
-        ``run``: a :class:`solver.simulation.Simulation` of this export's scene to go on with
-        (the playback preview's), whose frames done are not simulated again; default a new one."""
-        from ..solver.simulation import Simulation
+    def adopt(self, simulation) -> None:
+        """Go on with ``simulation`` (a :class:`solver.simulation.Simulation` of this export's
+        scene, the playback preview's; None changes nothing): its frames done are not simulated
+        again."""
+        if simulation is not None:
+            self.simulation = simulation
 
-        self.trajectory = (run or Simulation(self.export.scene)).run(progress)
+    def simulate(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None):
+        """Run the solver; returns the trajectory. ``progress(frames_done, frame_count)`` is
+        called after each frame, and while the background warm-up compiles, and may return False
+        to cancel.
+
+        Raises:
+            solver.scene.SceneError: bodies intersect at the first frame (naming both).
+            solver.simulation.SolverError (incl. SimulationCancelled): solver failure or cancel.
+        """
+        from ..solver.simulation import SimulationCancelled
+
+        if self.simulation is None:
+            self.simulation = new_run(self.export)
+        run = self.simulation
+        # The solver's first compilation may still be running in the background (warmup): wait
+        # until it has written the kernels this rig calls, and load them, instead of compiling
+        # them a second time.
+        self.compiling = warmup.running() and run.pending_kernels() > 0
+        while warmup.running() and run.pending_kernels():
+            if progress is not None and progress(0, self.frame_count) is False:
+                raise SimulationCancelled("cancelled while the solver was being compiled")
+            try:
+                warmup.wait(0.1)
+            except subprocess.TimeoutExpired:
+                pass
+        self.compiling = False
+        run.compile()
+        self.trajectory = run.run(progress)
         return self.trajectory
 
     def load_trajectory(self, path) -> object:
@@ -275,12 +337,33 @@ class BakeJob:
         self.trajectory = trajectory
         return trajectory
 
-    def apply(self) -> list:
-        """Compute every key, then write them all (atomically); returns the keyed objects. The
-        objects whose earlier bake was freed as stale are in :attr:`freed`."""
+    def finish(self, require_converged: bool = True) -> list:
+        """Check convergence, then compute every key and write them all (atomically); returns
+        the keyed objects. The objects whose earlier bake was freed as stale are in
+        :attr:`freed`; a convergence problem that was allowed is in :attr:`problem`.
+
+        Raises:
+            BakeNotConverged: some time step did not converge and ``require_converged`` (nothing
+                changed).
+        """
+        self.problem = convergence_problem(self.trajectory)
+        if self.problem and require_converged:
+            raise BakeNotConverged(self.problem)
         keys = compute_keys(self.export, self.trajectory)
         self.freed = write_bake(self.scene, self.view_layer, keys, self.export.frame_start)
         return [k.ob for k in keys]
+
+    def run(self, progress=None, require_converged: bool = True) -> BakeJob:
+        """:meth:`prepare`, :meth:`simulate` (with ``progress``) and :meth:`finish`, synchronously;
+        returns this job.
+
+        Raises:
+            as the three phases (nothing is changed on any of them).
+        """
+        self.prepare()
+        self.simulate(progress)
+        self.finish(require_converged)
+        return self
 
 
 def convergence_problem(trajectory) -> Optional[str]:
@@ -292,18 +375,3 @@ def convergence_problem(trajectory) -> Optional[str]:
     return (f"{int(np.count_nonzero(unconverged))} of {len(trajectory.converged)} time steps did not converge "
             f"(the worst ended with a Newton step {worst:.3g} times the tolerance; raise Max Iterations or "
             "Substeps in ABD World)")
-
-
-def bake(scene: bpy.types.Scene, depsgraph=None, progress=None) -> BakeJob:
-    """Export -> simulate -> write keyframes, synchronously. Returns the finished :class:`BakeJob`.
-
-    Raises:
-        abd_addon.rig_rules.RigError, solver.scene.SceneError: invalid rig (nothing changed).
-        solver.simulation.SolverError (incl. SimulationCancelled): solver failure or cancel
-            (nothing changed).
-    """
-    job = BakeJob(scene, depsgraph)
-    job.prepare()
-    job.simulate(progress)
-    job.apply()
-    return job

@@ -106,8 +106,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     """Open ``blend_path``, bake its scene, save to ``out_path``; return a summary dict.
 
     Runs inside a Blender process where this add-on is registered (the bpy module or
-    ``blender -b``). The phases are those of :func:`abd_addon.bake.bake`; between simulation and
-    writing, a run in which some time step did not converge is an error unless
+    ``blender -b``), in the phases of the Bake operator (:class:`abd_addon.bake.BakeJob`); a run
+    in which some time step did not converge is an error unless
     ``allow_unconverged``. With ``trajectory_path`` the solver's
     :class:`~solver.trajectory.Trajectory` (poses, joint readouts, per-step Newton statistics) is
     also saved there (``.npz``). ``device`` (``"cpu"`` or ``"cupy"``) overrides the scene's ABD
@@ -144,20 +144,17 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         if progress:
             print(f"{blend_path}: frame {done}/{total}", file=sys.stderr, flush=True)
 
-    job = bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
+    job = bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get(), device)
     try:
         job.prepare()
         _stop_if_interrupted()
-        if device is not None:
-            job.export.scene.settings.device = device
         if from_trajectory is not None:
             job.load_trajectory(from_trajectory)
         else:
             job.simulate(report)
-        problem = bake.convergence_problem(job.trajectory)
-        if problem and not allow_unconverged:
-            raise BatchError(f"{blend_path}: bake failed: {problem} (or pass --allow-unconverged)")
-        job.apply()
+        job.finish(require_converged=not allow_unconverged)
+    except bake.BakeNotConverged as error:
+        raise BatchError(f"{blend_path}: bake failed: {error} (or pass --allow-unconverged)") from None
     except solver_errors() as error:
         raise BatchError(f"{blend_path}: bake failed: {error}") from None
     _stop_if_interrupted()  # before anything is saved

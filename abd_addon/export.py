@@ -216,11 +216,35 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
     solver_joints = [_joint(ob, sampler, result) for ob in joints]
     try:
         result.scene = validate_scene(Scene(settings=settings, bodies=solver_bodies, joints=solver_joints))
-    except SceneError as error:  # its frames count from 0 at the bake's first frame: name Blender's
-        raise SceneError(re.sub(r"\bat frame (\d+)", lambda match: f"at frame {start + int(match.group(1))}",
-                                str(error))) from None
+    except SceneError as error:
+        raise SceneError(blender_words(str(error), start)) from None
     result.parent_matrix = sampler.parent_matrix
     return result
+
+
+def blender_words(message: str, frame_start: int) -> str:
+    """A solver message in the words of Blender's panels and timeline: its frames count from 0 at
+    the bake's first frame, ``frame_start`` (``at frame 0`` is Blender's frame ``frame_start``),
+    and a body's contact switch is its *Collision* setting."""
+    message = re.sub(r"\bat frame (\d+)", lambda match: f"at frame {frame_start + int(match.group(1))}", message)
+    return message.replace("turn contact off for one of them", "turn Collision off on one of them")
+
+
+def new_run(export: Export):
+    """The solver's run (:class:`solver.simulation.Simulation`, not yet compiled) of an export's
+    scene, which the export validated (not again here).
+
+    Raises:
+        solver.scene.SceneError: the scene cannot be simulated as it stands (two bodies intersect
+            at its first frame), in Blender's words (:func:`blender_words`).
+        solver.simulation.SolverError: the settings' device cannot be used.
+    """
+    from ..solver.simulation import Simulation
+
+    try:
+        return Simulation(export.scene, compile_now=False, validated=True)
+    except SceneError as error:
+        raise SceneError(blender_words(str(error), export.frame_start)) from None
 
 
 def export_frame(scene: bpy.types.Scene, depsgraph=None, meshes: dict | None = None) -> Scene:
@@ -341,14 +365,14 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
             )
     soft = None
     values = sampler.soft_values[name]
-    if values[:, 0].any():
+    if values["is_constrained"].any():
         targets = sampler.soft_target[name]
         if not np.all(np.isfinite(targets)):
             raise RigError(f"Object '{ob.name}': the soft transform's target object is not set")
         soft = SoftTransform(
-            strength_ratio=values[:, 1:3].copy(),
+            strength_ratio=np.stack([values["strength_ratio_p"], values["strength_ratio_a"]], axis=1),
             aim_transform=rigid_transforms(targets),
-            is_constrained=values[:, 0].copy(),
+            is_constrained=values["is_constrained"].copy(),
         )
     return Body(
         name=name,
@@ -414,21 +438,20 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
     position1 = position0 + world[:3, 2] / np.linalg.norm(world[:3, 2])
     prismatic = props.type == "PRISMATIC"
     limit = None
-    use = values[:, 0]
+    use = values["limit.use"]
     if use.any():
-        lower, upper = (values[:, 1], values[:, 2]) if prismatic else (values[:, 3], values[:, 4])
+        bounds = ("limit.lower", "limit.upper") if prismatic else ("limit.lower_angle", "limit.upper_angle")
+        lower, upper = (values[key].copy() for key in bounds)
         _check_limit(ob, lower, upper, use, prismatic, result.frame_start)
         off = use == 0.0  # frames where the limit is off: no penalty, and bounds that never cross
         lower, upper = np.where(off, np.minimum(lower, upper), lower), np.where(off, np.maximum(lower, upper), upper)
-        limit = Limit(lower=lower.copy(), upper=upper.copy(), strength=values[:, 5] * use)
+        limit = Limit(lower=lower.copy(), upper=upper.copy(), strength=values["limit.strength"] * use)
     driving = None
-    if values[:, 6].any():
-        if props.drive.mode == "VELOCITY":
-            aim = {"aim_velocity": values[:, 11].copy()}
-        else:
-            aim = {"aim_distance": values[:, 8].copy()} if prismatic else {"aim_angle": values[:, 10].copy()}
-        driving = Driving(strength_ratio=values[:, 9].copy(), is_constrained=values[:, 6].copy(),
-                          is_passive=values[:, 7].copy(), **aim)
+    if values["drive.is_constrained"].any():
+        aim_key = "aim_velocity" if props.drive.mode == "VELOCITY" else "aim_distance" if prismatic else "aim_angle"
+        driving = Driving(strength_ratio=values["drive.strength_ratio"].copy(),
+                          is_constrained=values["drive.is_constrained"].copy(),
+                          is_passive=values["drive.is_passive"].copy(), **{aim_key: values["drive." + aim_key].copy()})
     return Joint(
         name=name,
         type=SOLVER_JOINT_TYPES[props.type],

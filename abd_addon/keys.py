@@ -10,6 +10,8 @@ delta transforms are taken out.
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, field
 
 import bpy
@@ -105,7 +107,11 @@ def compatible_euler(quaternions: np.ndarray, mode: str, start) -> np.ndarray:
 
     order = mode.lower()
     axes = ["xyz".index(axis) for axis in order]
-    angles = Rotation.from_quat(np.asarray(quaternions, dtype=np.float64)[:, [1, 2, 3, 0]]).as_euler(order)
+    with warnings.catch_warnings():
+        # At gimbal lock SciPy sets the third angle to 0 and warns; the pose is still exact, and
+        # the loop below picks the triple nearest the previous frame's anyway.
+        warnings.filterwarnings("ignore", message="Gimbal lock detected", category=UserWarning)
+        angles = Rotation.from_quat(np.asarray(quaternions, dtype=np.float64)[:, [1, 2, 3, 0]]).as_euler(order)
     # The other triple of each pose: R_k(c + pi) R_j(pi - b) R_i(a + pi) = R_k(c) R_j(b) R_i(a).
     alternate = np.stack([angles[:, 0] + np.pi, np.pi - angles[:, 1], angles[:, 2] + np.pi], axis=1)
     result = np.empty_like(angles)

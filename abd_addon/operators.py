@@ -8,7 +8,6 @@ reported and their traceback printed to the console only).
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 import traceback
@@ -271,14 +270,14 @@ class ABD_OT_connect(Operator):
 
 
 def write_keys(operator: Operator, job, require_converged: bool) -> set:
-    """Write the keys of a job whose trajectory is ready (simulated or loaded), unless
-    convergence is required and some step missed it; report on ``operator``."""
-    problem = bake_module.convergence_problem(job.trajectory)
-    if problem and require_converged:
-        operator.report({"ERROR"}, f"Bake failed: {problem}; nothing was changed")
-        return {"CANCELLED"}
+    """Finish a job whose trajectory is ready (simulated or loaded): its keys, unless
+    convergence is required and some step missed it (:meth:`.bake.BakeJob.finish`); report on
+    ``operator``."""
     try:
-        job.apply()
+        job.finish(require_converged)
+    except bake_module.BakeNotConverged as error:
+        operator.report({"ERROR"}, f"Bake failed: {error}; nothing was changed")
+        return {"CANCELLED"}
     except Exception as error:  # noqa: BLE001
         return report_exception(operator, error, "Bake failed")
     export = job.export
@@ -286,7 +285,7 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     if job.freed:
         message += (f"; freed the earlier bake of {len(job.freed)} object(s) it no longer simulates "
                     f"({named(job.freed)})")
-    notes = [note for note in (problem, job.trajectory.fast_rotation_warning()) if note]
+    notes = [note for note in (job.problem, job.trajectory.fast_rotation_warning()) if note]
     if notes:
         operator.report({"WARNING"}, "; ".join([message, *notes]))
     else:
@@ -318,7 +317,6 @@ class ABD_OT_bake(Operator):
     )
 
     _job = None
-    _run_state = None
     _thread = None
     _timer = None
     _error = None
@@ -338,18 +336,15 @@ class ABD_OT_bake(Operator):
             job = bake_module.BakeJob(context.scene, context.evaluated_depsgraph_get())
             try:
                 job.prepare()
-                run = preview.take_run(context.scene, job.export)
+                job.adopt(preview.take_run(context.scene, job.export))
                 wm.progress_begin(0, max(job.frame_count, 1))
                 try:
-                    job.simulate(lambda done, total: wm.progress_update(done), run)
+                    job.simulate(lambda done, total: wm.progress_update(done))
                 finally:
                     wm.progress_end()
             except Exception as error:  # noqa: BLE001 - reported, never raised at the user
                 return report_exception(self, error, "Bake failed")
-            return self._apply(job)
-
-    def _apply(self, job) -> set:
-        return write_keys(self, job, self.require_converged)
+            return write_keys(self, job, self.require_converged)
 
     # -- modal (INVOKE_DEFAULT from the UI): the solver runs in a worker thread ----------------
     def invoke(self, context, event):
@@ -364,7 +359,7 @@ class ABD_OT_bake(Operator):
         preview.suspend(context.scene)  # until _finish or cancel: the objects' own transforms
         try:
             self._job.prepare()
-            self._run_state = preview.take_run(context.scene, self._job.export)
+            self._job.adopt(preview.take_run(context.scene, self._job.export))
         except Exception as error:  # noqa: BLE001
             preview.resume(context.scene)
             return report_exception(self, error, "Bake failed")
@@ -385,28 +380,12 @@ class ABD_OT_bake(Operator):
             return not self._cancel
 
         try:
-            from ..solver.simulation import Simulation, SimulationCancelled
-
-            # The solver's first compilation may still be running in the background (warmup):
-            # wait until it has written the kernels this rig calls, and load them, instead of
-            # compiling them a second time.
-            run = self._run_state or Simulation(self._job.export.scene, compile_now=False)
-            self._preparing = warmup.running() and run.pending_kernels() > 0
-            while warmup.running() and run.pending_kernels():
-                if self._cancel:
-                    raise SimulationCancelled("cancelled while the solver was being compiled")
-                try:
-                    warmup.wait(0.1)
-                except subprocess.TimeoutExpired:
-                    pass
-            self._preparing = False
-            run.compile()
-            self._job.simulate(progress, run)
+            self._job.simulate(progress)
         except BaseException as error:  # noqa: BLE001 - handed to the main thread
             self._error = error
 
     def _status(self, context) -> None:
-        if getattr(self, "_preparing", False):
+        if self._job.compiling:
             text = "ABD bake: compiling the solver (first use only)   (Esc to cancel)"
         else:
             text = f"ABD bake: frame {self._done} / {self._job.frame_count}   (Esc to cancel)"
@@ -441,7 +420,7 @@ class ABD_OT_bake(Operator):
                 return {"CANCELLED"}
             if self._error is not None:
                 return report_exception(self, self._error, "Bake failed")
-            return self._apply(self._job)
+            return write_keys(self, self._job, self.require_converged)
         finally:
             preview.resume(self._job.scene)
 

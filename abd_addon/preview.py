@@ -43,7 +43,7 @@ from bpy.types import ID, PropertyGroup
 from mathutils import Matrix
 
 from . import warmup
-from .export import Export, export_scene, frame_range, rigid_transforms
+from .export import Export, export_scene, frame_range, new_run, rigid_transforms
 from .fcurves import action_fcurves, fcurve_keys, slot_identifier
 from .keys import local_matrices
 from .names import TRANSFORM_PATHS, TRANSFORM_PROPERTIES
@@ -367,7 +367,7 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     frame of the range in turn) and a new run. None where it is not made, the rig cannot be
     exported or the solver is still being compiled (:attr:`_State.message` says why)."""
     from ..solver.scene import SceneError
-    from ..solver.simulation import Simulation, SolverError
+    from ..solver.simulation import SolverError
 
     moved = _adopt_changes(current)
     if current.cache is not None and not moved and not current.changed:
@@ -388,7 +388,7 @@ def _ensure_cache(scene: bpy.types.Scene, current: _State, view_layer, build: bo
     try:
         with suspended(scene):  # the export's own frame changes show nothing
             export = export_scene(scene, bpy.context.evaluated_depsgraph_get())
-        run = Simulation(export.scene, compile_now=False)
+        run = new_run(export)
     except (RigError, SceneError, SolverError) as error:
         current.failed, current.message = print_, f"Preview: {error}"
         return None

@@ -1,9 +1,12 @@
 """PropertyGroups saved in the .blend: ``Object.abd_body``, ``Object.abd_joint``, ``Scene.abd_world``.
 
-Names follow the solver's fields (:mod:`solver.scene`): ``strength_ratio``, ``aim_distance``,
-``is_passive``, ``is_constrained``, ``init_distance``, ``init_angle``, ``l_body``/``r_body``,
-``kappa``, ``mass_density``. Values the solver takes per frame (the drive, the limit, the soft
-transform) are animatable, and the exporter samples them once per frame; everything else is
+Identifiers follow the solver's fields (:mod:`solver.scene`): ``strength_ratio``,
+``aim_distance``, ``is_passive``, ``is_constrained``, ``init_distance``, ``init_angle``,
+``l_body``/``r_body``, ``kappa``, ``mass_density``. Labels and tooltips are in the words of
+Blender's physics panels (Mass, Friction, Stiffness, Limits, Margin): units in the field where
+Blender has the unit and otherwise in the tooltip, a symbol at most in the tooltip after the plain
+name. Values the solver takes per frame (the drive, the limit, the soft transform) are animatable,
+and the exporter samples them once per frame; everything else is
 read once, at the first frame of the bake, and is therefore not animatable.
 
 ``Object.abd_bake`` is internal bookkeeping of a bake (the action that was there before, so that
@@ -97,23 +100,26 @@ class ABDSoftTransformProperties(PropertyGroup):
     is_constrained: BoolProperty(
         override=OVERRIDABLE,
         name="Soft Transform",
-        description="Pull the body towards the target pose (animatable: is_constrained per frame)",
+        description="Pull the body towards the target pose (animatable: it may pull on some frames only)",
         default=False,
     )
     strength_ratio_p: FloatProperty(
         override=OVERRIDABLE,
-        name="Translation (η_p)",
-        description="η_p: strength of the pull on the centre of mass, relative to the mass (keep within 0 to 100)",
+        name="Translation",
+        description=("Translation strength (η_p): how hard the centre of mass is pulled, per kilogram of the body; "
+                     "keep within 0 to 100"),
         default=100.0, min=0.0, soft_max=100.0,
     )
     strength_ratio_a: FloatProperty(
         override=OVERRIDABLE,
-        name="Rotation (η_a)",
-        description="η_a: strength of the pull on the rotation, relative to the inertia (keep within 0 to 100)",
+        name="Rotation",
+        description=("Rotation strength (η_a): how hard the rotation is pulled, relative to the body's inertia; "
+                     "keep within 0 to 100"),
         default=100.0, min=0.0, soft_max=100.0,
     )
     target: EnumProperty(
-        override=OVERRIDABLE, name="Target", items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC,
+        override=OVERRIDABLE, name="Target", description="The pose the body is pulled towards",
+        items=SOFT_TARGET_ITEMS, default="ANIMATION", options=STATIC,
     )
     target_object: PointerProperty(
         override=OVERRIDABLE,
@@ -130,23 +136,25 @@ class ABDBodyProperties(PropertyGroup):
         override=OVERRIDABLE,
         name="Affine Body", description="Simulate this mesh as an affine body", default=False, options=STATIC,
     )
-    motion: EnumProperty(override=OVERRIDABLE, name="Motion", items=MOTION_ITEMS, default="DYNAMIC", options=STATIC)
+    motion: EnumProperty(override=OVERRIDABLE, name="Motion", description="How the body moves during the simulation",
+                         items=MOTION_ITEMS, default="DYNAMIC", options=STATIC)
     mass_mode: EnumProperty(
-        override=OVERRIDABLE, name="Mass From", items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC,
+        override=OVERRIDABLE, name="Mass From", description="Where the body's mass comes from",
+        items=MASS_MODE_ITEMS, default="DENSITY", options=STATIC,
     )
     mass_density: FloatProperty(
         override=OVERRIDABLE,
         name="Density",
-        description=("Mass density in kg/m³. On a fixed or animated body it only sets the stiffness of its joints, "
-                     "K = γ (m_l + m_r)"),
+        description=("Mass per volume of the mesh, in kg/m³. On a fixed or animated body it only sets how stiffly "
+                     "its joints hold, as their strength is per kilogram of their two bodies"),
         default=1000.0, min=1e-6, soft_max=20000.0,
         precision=1, options=STATIC,
     )
     mass: FloatProperty(
         override=OVERRIDABLE,
         name="Mass",
-        description=("Total mass in kg (the density is mass / mesh volume). On a fixed or animated body it only sets "
-                     "the stiffness of its joints, K = γ (m_l + m_r)"),
+        description=("Total mass of the body, spread over the mesh volume. On a fixed or animated body it only sets "
+                     "how stiffly its joints hold, as their strength is per kilogram of their two bodies"),
         default=1.0, min=1e-9,
         unit="MASS", options=STATIC,
     )
@@ -172,13 +180,14 @@ class ABDBodyProperties(PropertyGroup):
     precise: StringProperty(
         override=OVERRIDABLE,
         name="Precise Values", options=STATIC | {"HIDDEN"},
-        description=("Double-precision copies (JSON) of mass, mass_center and inertia as an importer wrote them; "
+        description=("Double-precision copies of the mass, centre of mass and inertia as an importer wrote them, "
                      "used while a field still shows the same single-precision value"),
     )
     kappa: FloatProperty(
         override=OVERRIDABLE,
-        name="Stiffness (κ)",
-        description="κ: stiffness of the orthogonality potential that keeps the body rigid, in Pa",
+        name="Stiffness",
+        description=("Shape stiffness (κ), in Pa: how rigidly the body keeps its shape. Higher is stiffer; "
+                     "rubber is about 1e7, wood 1e10"),
         default=1e8, min=1.0, soft_min=1e4, soft_max=1e11, precision=0, options=STATIC,
     )
     linear_velocity: FloatVectorProperty(
@@ -194,7 +203,7 @@ class ABDBodyProperties(PropertyGroup):
     soft_transform: PointerProperty(override=OVERRIDABLE, type=ABDSoftTransformProperties)
     use_collision: BoolProperty(
         override=OVERRIDABLE,
-        name="Collision", description="Touch other bodies when the ABD World's Contact is on (contact.enable)",
+        name="Collision", description="Touch other bodies when Contact is on in the ABD World",
         default=True, options=STATIC, update=_overlay_changed,
     )
     use_friction: BoolProperty(
@@ -204,7 +213,8 @@ class ABDBodyProperties(PropertyGroup):
     )
     friction: FloatProperty(
         override=OVERRIDABLE,
-        name="Friction", description="Friction coefficient μ; two bodies use √(μ_a μ_b)",
+        name="Friction",
+        description="Friction coefficient (μ) of the body; two touching bodies use the geometric mean of theirs",
         default=0.5, min=0.0, soft_max=2.0, options=STATIC,
     )
     collision_shape: EnumProperty(
@@ -302,9 +312,8 @@ class ABDLimitProperties(PropertyGroup):
     strength: FloatProperty(
         override=OVERRIDABLE,
         name="Strength",
-        description=("Strength of the cubic penalty beyond the limits (J, the scene file's limit.strength). "
-                     "The default holds a 1 m, 10 kg arm falling onto its stop within a degree at 10 substeps; "
-                     "the scene file's own default, 1, lets it through by several degrees"),
+        description=("How hard the limit pushes back beyond its bounds, in J. The default holds a 1 m, 10 kg arm "
+                     "falling onto its stop within a degree at 10 substeps; 1 lets it through by several degrees"),
         default=DEFAULT_LIMIT_STRENGTH, min=0.0, soft_max=1.0e5,
     )
 
@@ -315,13 +324,15 @@ class ABDDriveProperties(PropertyGroup):
 
     is_constrained: BoolProperty(
         override=OVERRIDABLE,
-        name="Drive", description="Drive the joint (is_constrained)", default=False,
+        name="Drive", description="Drive the joint: to the aim (Position) or at the aim velocity (Velocity)",
+        default=False,
     )
     is_passive: BoolProperty(
         override=OVERRIDABLE,
         name="Passive", description="Lock the joint where it is instead of driving it", default=False,
     )
-    mode: EnumProperty(override=OVERRIDABLE, name="Mode", items=DRIVE_MODE_ITEMS, default="POSITION", options=STATIC)
+    mode: EnumProperty(override=OVERRIDABLE, name="Mode", description="What the drive aims at",
+                       items=DRIVE_MODE_ITEMS, default="POSITION", options=STATIC)
     aim_distance: FloatProperty(
         override=OVERRIDABLE,
         name="Aim Distance", description="Target distance, in the same frame as the reported distance", default=0.0,
@@ -340,7 +351,10 @@ class ABDDriveProperties(PropertyGroup):
     )
     strength_ratio: FloatProperty(
         override=OVERRIDABLE,
-        name="Strength Ratio", description="γ in K = γ (m_l + m_r)", default=100.0, min=0.0, soft_max=1000.0,
+        name="Strength",
+        description=("Drive strength (γ): how hard the drive pulls towards its aim, per kilogram of the joint's "
+                     "two bodies"),
+        default=100.0, min=0.0, soft_max=1000.0,
     )
 
 
@@ -441,31 +455,32 @@ class ABDJointProperties(PropertyGroup):
         name="ABD Joint", description="This Empty is an affine-body joint", default=False,
         options=STATIC, update=_overlay_changed,
     )
-    type: EnumProperty(override=OVERRIDABLE, name="Type", items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC,
-                       update=_overlay_changed)
+    type: EnumProperty(override=OVERRIDABLE, name="Type", description="How the joint lets its two bodies move",
+                       items=JOINT_TYPE_ITEMS, default="REVOLUTE", options=STATIC, update=_overlay_changed)
     l_body: PointerProperty(
         override=OVERRIDABLE,
         name="Parent", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
-        description="Parent body (l): the joint Empty follows it after the bake",
+        description="Parent body: the joint Empty follows it after the bake",
     )
     r_body: PointerProperty(
         override=OVERRIDABLE,
         name="Child", type=bpy.types.Object, poll=_is_mesh_object, options=STATIC,
-        description="Child body (r)",
+        description="Child body: the body the joint moves relative to the parent",
     )
     strength_ratio: FloatProperty(
         override=OVERRIDABLE,
-        name="Strength Ratio", description="γ in K = γ (m_l + m_r): how stiffly the joint holds",
+        name="Strength",
+        description="Joint strength (γ): how stiffly the joint holds, per kilogram of its two bodies",
         default=100.0, min=0.0, soft_max=1000.0, options=STATIC,
     )
     init_distance: FloatProperty(
         override=OVERRIDABLE,
-        name="Init Distance", description="Reported distance at the first frame (offset of abd_distance)",
+        name="Init Distance", description="The distance the joint reports at the first frame",
         default=0.0, unit="LENGTH", options=STATIC,
     )
     init_angle: FloatProperty(
         override=OVERRIDABLE,
-        name="Init Angle", description="Reported angle at the first frame (offset of abd_angle)",
+        name="Init Angle", description="The angle the joint reports at the first frame",
         default=0.0, subtype="ANGLE", unit="ROTATION", options=STATIC,
     )
     limit: PointerProperty(override=OVERRIDABLE, type=ABDLimitProperties)
@@ -474,7 +489,7 @@ class ABDJointProperties(PropertyGroup):
     disable_collisions: BoolProperty(
         override=OVERRIDABLE,
         name="Disable Collisions",
-        description="The two bodies of this joint do not touch each other (collide_connected off)",
+        description="The two bodies of this joint do not touch each other",
         default=True, options=STATIC, update=_overlay_changed,
     )
 
@@ -523,31 +538,36 @@ class ABDWorldProperties(PropertyGroup):
     )
     gravity: FloatVectorProperty(
         override=OVERRIDABLE,
-        name="Gravity", size=3, subtype="ACCELERATION", unit="ACCELERATION", default=(0.0, 0.0, -9.81), options=STATIC,
+        name="Gravity", description="Gravity of the simulation when it does not use the scene's",
+        size=3, subtype="ACCELERATION", unit="ACCELERATION", default=(0.0, 0.0, -9.81), options=STATIC,
     )
     max_iterations: IntProperty(
         override=OVERRIDABLE,
-        name="Max Iterations", description="Newton iteration cap per time step",
+        name="Max Iterations", description="Most solver iterations per time step",
         default=100, min=1, soft_max=1000, options=STATIC,
     )
     velocity_tol: FloatProperty(
         override=OVERRIDABLE,
-        name="Velocity Tolerance", description="Newton convergence: largest vertex velocity change, m/s",
+        name="Velocity Tolerance",
+        description="A time step has converged when no vertex's velocity changes by more than this, in m/s",
         default=0.05, min=1e-9, precision=4, options=STATIC,
     )
     transrate_tol: FloatProperty(
         override=OVERRIDABLE,
-        name="Transrate Tolerance", description="Newton convergence: largest change of the affine rate, 1/s",
+        name="Rotation Tolerance",
+        description=("A time step has converged when no body's rate of rotation (and stretch) changes by more "
+                     "than this, in 1/s"),
         default=0.1, min=1e-9, precision=4, options=STATIC,
     )
     line_search_max_iterations: IntProperty(
         override=OVERRIDABLE,
-        name="Line Search Steps", description="Halvings of the backtracking line search", default=8, min=0, max=100,
+        name="Line Search Steps", description="Most halvings of a solver step that would not lower the energy",
+        default=8, min=0, max=100,
         options=STATIC,
     )
     device: EnumProperty(
         override=OVERRIDABLE,
-        name="Device", description="Where the solver's Newton systems are solved (the same result within round-off)",
+        name="Device", description="Where the solver's equations are solved (the same result within round-off)",
         items=(
             ("CPU", "CPU", "Banded Cholesky or sparse LU on the CPU"),
             ("CUPY", "GPU (CuPy)", "Dense Cholesky on an NVIDIA GPU through CuPy, which must be installed in "
@@ -563,22 +583,25 @@ class ABDWorldProperties(PropertyGroup):
     )
     d_hat: FloatProperty(
         override=OVERRIDABLE,
-        name="Contact Distance (d̂)", description="Surfaces closer than this push apart; bodies rest this close at most",
+        name="Margin",
+        description="Contact distance (d̂): surfaces closer than this push apart, and bodies rest this close at most",
         default=1e-3, min=1e-6, soft_max=0.1, precision=4, unit="LENGTH", options=STATIC, update=_overlay_changed,
     )
     friction: FloatProperty(
         override=OVERRIDABLE,
-        name="Friction", description="Friction coefficient μ of the bodies without their own",
+        name="Friction", description="Friction coefficient (μ) of the bodies without their own",
         default=0.5, min=0.0, soft_max=2.0, options=STATIC,
     )
     use_auto_resistance: BoolProperty(
         override=OVERRIDABLE,
-        name="Auto Resistance", description="Barrier stiffness κ from the heaviest dynamic body's mass",
+        name="Auto Resistance",
+        description="Set the contact resistance from the heaviest dynamic body's weight",
         default=True, options=STATIC,
     )
     resistance: FloatProperty(
         override=OVERRIDABLE,
-        name="Resistance (κ)", description="Barrier stiffness κ in J/m⁴",
+        name="Resistance",
+        description="Contact resistance, in J/m⁴: how hard touching surfaces push apart (the barrier's stiffness)",
         default=1e9, min=1e-6, precision=0, options=STATIC,
     )
 

@@ -218,7 +218,7 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
 def revolute_stops(joint) -> tuple[float, float]:
     """(lower, upper) where a revolute joint's limit stops it in the reported angle (rad): its
     bounds plus twice Init Angle, since the limit compares the raw angle with the bounds offset by
-    Init Angle (seed 001) and the reported angle adds Init Angle again
+    Init Angle (docs/constitutions/670_revolute_joint_limit.md) and the reported angle adds Init Angle again
     (docs/constitutions/670_revolute_joint_limit.md)."""
     limit = joint.limit
     return limit.lower_angle + 2.0 * joint.init_angle, limit.upper_angle + 2.0 * joint.init_angle

@@ -237,7 +237,8 @@ class IMPORT_SCENE_OT_abd_urdf(Operator, ImportHelper):
         default=False,
     )
     strength_ratio: FloatProperty(
-        name="Joint Strength Ratio", description="γ of every joint: K = γ (m_parent + m_child)",
+        name="Joint Strength",
+        description="Strength (γ) of every joint: how stiffly it holds, per kilogram of its two bodies",
         default=DEFAULT_STRENGTH_RATIO, min=0.0, soft_max=1000.0,
     )
     limit_strength: FloatProperty(

@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from solver import Body, Driving, Joint, Limit, MassOverride, Scene, Settings, simulate  # noqa: E402
-from solver.newton import IncrementalPotential  # noqa: E402
+from solver.potential import IncrementalPotential  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
 from solver.scene import DEVICES  # noqa: E402
 

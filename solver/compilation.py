@@ -80,7 +80,7 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
 
     Args:
         model: the run's :class:`solver.model.Model`.
-        potential: its :class:`solver.newton.IncrementalPotential`.
+        potential: its :class:`solver.potential.IncrementalPotential`.
         q: (bodies, 12) a valid state (q0).
         control: a :class:`solver.control.Control` sized for the model (the run's).
 

@@ -11,8 +11,8 @@ has, per surface vertex of body b, the row [1, x̄] in the four columns of b: th
 four points per body, Q_b = [p; A^T] (4, 3), and a surface vertex is x = [1, x̄^T] Q_b = p + A x̄.
 The same map in q = [p, rows of A] order is the Jacobian J (3V, 12 bodies) of the surface
 vertices, with the rows x_a = q_a + sum_c q_{3 + 3a + c} x̄_c; a vertex gradient g maps to J^T g
-and ipctk's vertex Hessian H to J^T H J (the chain rule of Lan et al. 2022), both as SciPy
-sparse products with J's columns restricted to the Newton system's unknowns.
+(a sparse product) and ipctk's vertex Hessian H to J^T H J (the chain rule of Lan et al. 2022)
+as 12x12 blocks of body pairs over the Newton system's unknowns (:mod:`solver.contact_blocks`).
 
 Incremental-potential terms (dt the time step, q the bodies' states, x(q) the surface vertices):
 
@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse
+
+from .contact_blocks import ContactBlocks
 
 try:
     import ipctk
@@ -136,9 +138,9 @@ class ContactSurface:
         self._collections = [set(c) for c in collections] if collections is not None else None
         self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
         self._broad_phase = ipctk.LBVH()
-        self._unknown = np.arange(12 * self.body_count)  # q DOF -> row of the Newton system (-1: none)
+        self._slot = np.arange(self.body_count)  # body -> its slot among the Newton system's unknowns (-1: none)
         self._jacobian = None  # J (3V, 12 bodies) of x(q), CSR (:meth:`_build_mesh`)
-        self._system_jacobian = None  # J's columns of the Newton system's unknowns, CSR, or None: not built
+        self._weights = None  # [1, x̄] (V, 4) of each surface vertex (:meth:`_build_mesh`)
         self._energy_cache = None  # (q, barrier plus friction at q) of the last gradient_hessian
         self._gap = 0.0  # smallest distance at the last gradient_hessian's state, at most d_hat
         self._mesh = self._build_mesh()
@@ -169,7 +171,7 @@ class ContactSurface:
         self._jacobian = scipy.sparse.csr_matrix(
             (values.reshape(-1), columns.reshape(-1), 4 * np.arange(3 * len(rows) + 1)),
             shape=(3 * len(rows), 12 * self.body_count))
-        self._system_jacobian = None
+        self._weights = np.ascontiguousarray(weights)
         mesh.can_collide = self._filter()
         return mesh
 
@@ -380,55 +382,47 @@ class ContactSurface:
 
     def set_unknowns(self, slot: np.ndarray) -> None:
         """The Newton system's rows: body b's 12 DOFs are rows 12 slot[b] .. 12 slot[b] + 11, none
-        where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_hessian` returns the
-        Hessian in these rows (all bodies in body order until this is called)."""
-        slot = np.asarray(slot)
-        self._unknown = np.where(np.repeat(slot, 12) >= 0,
-                                 12 * np.repeat(slot, 12) + np.tile(np.arange(12), len(slot)), -1)
-        self._system_jacobian = None
+        where slot[b] < 0 (fixed and animated bodies); :meth:`gradient_blocks` and
+        :meth:`gradient_hessian` return the Hessian in these rows (all bodies in body order until
+        this is called)."""
+        self._slot = np.asarray(slot, dtype=np.int64).copy()
 
-    def _unknowns_jacobian(self) -> scipy.sparse.csr_matrix:
-        """J with its columns moved to the Newton system's rows, those of no unknown dropped (3V, size)."""
-        if self._system_jacobian is None:
-            size = int(self._unknown.max(initial=-1)) + 1
-            jacobian = self._jacobian.tocoo()
-            columns = self._unknown[jacobian.col]
-            keep = columns >= 0
-            self._system_jacobian = scipy.sparse.csr_matrix(
-                (jacobian.data[keep], (jacobian.row[keep], columns[keep])), shape=(jacobian.shape[0], size))
-        return self._system_jacobian
-
-    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
+    def gradient_blocks(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, ContactBlocks]:
         """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
-        J^T g and J^T H J (J the surface vertices' Jacobian), each primitive pair's Hessian clamped
-        to PSD (``project``) or exact. The Hessian is square over the Newton system's rows
-        (:meth:`set_unknowns`; 12 bodies in q order by default)."""
+        J^T g, and J^T H J as 12x12 blocks of body pairs (:class:`solver.contact_blocks.ContactBlocks`,
+        the barrier's Hessian first, the friction's second), each primitive pair's Hessian
+        clamped to PSD (``project``) or exact, in the rows of :meth:`set_unknowns`."""
         positions = self.positions(q)
         collisions = self._collisions(positions)
         self._gap = min(self.d_hat, float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions)))) if len(
             collisions) else self.d_hat
-        system_jacobian = self._unknowns_jacobian()
-        size = system_jacobian.shape[1]
         gradient = np.zeros(3 * self.offsets[-1])
-        vertex_hessian = None
+        matrices = []
         energy = 0.0
         projection = ipctk.PSDProjectionMethod.CLAMP if project else ipctk.PSDProjectionMethod.NONE
         if len(collisions):
             barrier = self.barrier()
             energy += barrier(collisions, self._mesh, positions)
             gradient += barrier.gradient(collisions, self._mesh, positions)
-            vertex_hessian = barrier.hessian(collisions, self._mesh, positions, projection)
+            matrices.append(barrier.hessian(collisions, self._mesh, positions, projection))
+        else:
+            matrices.append(scipy.sparse.csc_matrix((len(gradient), len(gradient))))
         if self._tangential is not None and len(self._tangential):
             velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
             friction = ipctk.FrictionPotential(self.eps_velocity)
             energy += self.dt * friction(self._tangential, self._mesh, velocities)
             gradient += friction.gradient(self._tangential, self._mesh, velocities)
-            friction_hessian = friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt
-            vertex_hessian = friction_hessian if vertex_hessian is None else vertex_hessian + friction_hessian
-        hessian = (scipy.sparse.csc_matrix((size, size)) if vertex_hessian is None
-                   else (system_jacobian.T @ (vertex_hessian @ system_jacobian)).tocsc())
+            matrices.append(friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt)
+        blocks = ContactBlocks(matrices, self._slot[self.vertex_body], self._weights,
+                               int(self._slot.max(initial=-1)) + 1)
         self._energy_cache = (q.copy(), self.kappa, self.dt, float(energy))
-        return (self._jacobian.T @ gradient).reshape(self.body_count, 12), hessian
+        return (self._jacobian.T @ gradient).reshape(self.body_count, 12), blocks
+
+    def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
+        """:meth:`gradient_blocks` with the Hessian as one square CSC matrix over the Newton
+        system's rows (:meth:`set_unknowns`; 12 bodies in q order by default)."""
+        gradient, blocks = self.gradient_blocks(q, project)
+        return gradient, blocks.newton_matrix()
 
     # -- read-outs --------------------------------------------------------------------------
     def minimum_distance(self, q: np.ndarray) -> tuple[float, int]:

@@ -5,7 +5,7 @@ joints' stiffness); what changes from frame to frame or step to step (the predic
 drive strengths and targets, limit bounds and strengths, a soft transform's strengths and aim, the
 revolute extras' step-start angle) lives in a :class:`Control`, which the time stepper
 (:mod:`solver.simulation`) fills before each step and the incremental potential passes to the
-terms when it binds them (:meth:`solver.newton.IncrementalPotential.bind`). Data flows one way:
+terms when it binds them (:meth:`solver.potential.IncrementalPotential.bind`). Data flows one way:
 scene -> model and stepper -> control -> energies.
 """
 

@@ -192,7 +192,7 @@ class LinearSolver:
             that is not positive definite: the banded path's Cholesky does; SuperLU's LU does not
             (its U's diagonal would tell, at 4 to 24% of a factorisation's time to read it out on
             a 1024-body net, so it is not read: the Newton loop checks the curvature of the
-            Newton step instead, :func:`solver.newton.positive_curvature`).
+            Newton step instead, :func:`solver.potential.positive_curvature`).
     """
 
     #: Use the banded path while its dense band costs at most this many times the sparse storage.

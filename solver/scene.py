@@ -162,7 +162,7 @@ class MassOverride:
 
 @dataclass
 class SoftTransform:
-    """Soft Transform Constraint #16 on one body (seed ``003_89b5629c2504bf38.txt``).
+    """Soft Transform Constraint #16 on one body (docs/constitutions/16_soft_transform_constraint.md).
 
     Attributes:
         strength_ratio: (eta_p, eta_a), or a per-frame series of pairs; dimensionless, >= 0.
@@ -214,8 +214,8 @@ class Body:
 class Limit:
     """Joint limit: Prismatic Joint Limit #669 or Revolute Joint Limit #670.
 
-    Seeds ``002_49c7e7c359263bfd.txt`` and ``001_a52bd7e117919fa1.txt``. Attribute defaults are
-    the seeds' (lower 0, upper 0, strength 1). Units: m (prismatic) or rad (revolute); strength
+    docs/constitutions/669_prismatic_joint_limit.md and 670_revolute_joint_limit.md. Attribute
+    defaults are the specification's (lower 0, upper 0, strength 1). Units: m (prismatic) or rad (revolute); strength
     is an energy in J at the incremental-potential level. Each may be a per-frame series.
     """
 
@@ -226,7 +226,7 @@ class Limit:
 
 @dataclass
 class Driving:
-    """Driving Prismatic Joint #21 (seed ``000_dbb64491e78f3022.txt``) or Driving Revolute Joint
+    """Driving Prismatic Joint #21 (docs/constitutions/21_driving_prismatic_joint.md) or Driving Revolute Joint
     #19 (docs/constitutions/19_driving_revolute_joint.md).
 
     A drive aims at a position (``aim_distance`` on a prismatic joint, ``aim_angle`` on a revolute

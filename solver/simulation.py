@@ -38,7 +38,8 @@ from .control import Control
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
-from .newton import IncrementalPotential, NewtonFailure, row_selector, solve_contact_step, solve_step
+from .newton import NewtonFailure, solve_contact_step, solve_step
+from .potential import IncrementalPotential, row_selector
 from .scene import Scene
 from .scene_validation import validate_scene
 from .trajectory import Trajectory
@@ -90,15 +91,16 @@ class Simulation:
         frames_done: frames finished (0 to ``frame_count``); frame 0 is the initial state.
 
     The constructor compiles (or loads) the kernels the run calls (:meth:`compile`) unless
-    ``compile_now`` is False.
+    ``compile_now`` is False. It validates the scene (:func:`validate_scene`) unless ``validated``
+    says that it is what :func:`validate_scene` returned (the add-on's export validates it).
 
     Raises (constructor):
         SceneError: the scene is invalid.
         SolverError: the settings' device cannot be used.
     """
 
-    def __init__(self, scene: Scene, compile_now: bool = True):
-        self.scene = scene = validate_scene(scene)
+    def __init__(self, scene: Scene, compile_now: bool = True, validated: bool = False):
+        self.scene = scene = scene if validated else validate_scene(scene)
         settings = scene.settings
         try:
             model = Model(scene)
@@ -405,7 +407,7 @@ class _Stepper:
         limits = self.limit_series["prismatic"]
         control.prismatic_limit.lower = between(limits["lower"])
         control.prismatic_limit.upper = between(limits["upper"])
-        # Seed 001: the revolute limit's effective bounds are offset by init_angle.
+        # #670 (docs/constitutions/670_revolute_joint_limit.md): the effective bounds are offset by init_angle.
         limits = self.limit_series["revolute"]
         init_angle = self.joints.init_angle[self.model.revolute_limit.joint_indices]
         control.revolute_limit.lower = between(limits["lower"]) + init_angle
@@ -573,7 +575,7 @@ class _DriveSeries:
     def target(self, committed: np.ndarray, init: np.ndarray, dt: float) -> np.ndarray:
         """(drives,) raw targets of the step from the ``committed`` (step-start) raw coordinates
         and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
-        coordinate (seed 000, docs/constitutions/19_driving_revolute_joint.md); a velocity drive
+        coordinate (docs/constitutions/21_driving_prismatic_joint.md, 19_driving_revolute_joint.md); a velocity drive
         aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
         the offset."""
         moved = np.where(self.by_velocity, committed + dt * self.step_velocity, self.step_aim - init)

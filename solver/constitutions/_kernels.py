@@ -346,7 +346,7 @@ class CurvatureProjection:
     Newton-loop Hessian (``bind(project=True)``) holds its PSD modification (a term-wise
     projection's correction, or a shift), 1 by default (fully modified, PSD), 0 for the exact
     Hessian. Read at every call of a bound Hessian kernel, so that
-    :meth:`solver.newton.IncrementalPotential.factorize` can try the exact Hessians first and
+    :meth:`solver.potential.IncrementalPotential.factorize` can try the exact Hessians first and
     fall back within a step.
 
     Raises:

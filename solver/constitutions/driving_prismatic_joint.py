@@ -1,6 +1,6 @@
 """AffineBodyDrivingPrismaticJoint (UID 21): drives a prismatic joint (UID 20) to a target distance.
 
-Source: seed ``000_dbb64491e78f3022.txt``; docs/constitutions/21_driving_prismatic_joint.md.
+Source: libuipc's Affine Body Driving Prismatic Joint specification, docs/constitutions/21_driving_prismatic_joint.md.
 
     E = K/2 (t_i·(c_j − c_i) − d̃)² + K/2 (t_j·(c_j − c_i) − d̃)²,
 

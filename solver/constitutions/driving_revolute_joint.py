@@ -2,7 +2,7 @@
 
 Source: libuipc's Affine Body Driving Revolute Joint (documentation and code);
 docs/constitutions/19_driving_revolute_joint.md; the angle frame of :mod:`.revolute_joint` and the unwrapped angle of
-:mod:`.revolute_joint_limit` (seed ``001_a52bd7e117919fa1.txt``).
+:mod:`.revolute_joint_limit` (docs/constitutions/670_revolute_joint_limit.md).
 
     E = K/2 (x − θ̃)²,   x = θᵗ + δ(q),
 

@@ -1,7 +1,6 @@
 """AffineBodyFixedJoint (UID 25): welds two affine bodies together at an anchor.
 
-Source: libuipc's Affine Body Fixed Joint (``affine_body_fixed_joint.cu``);
-docs/constitutions/25_fixed_joint.md.
+Source: libuipc's Affine Body Fixed Joint (specification and code), docs/constitutions/25_fixed_joint.md.
 
     E = K/2 ( |c_i − c_j|² + |x_i − x_j|² + |y_i − y_j|² + |z_i − z_j|² ),
 

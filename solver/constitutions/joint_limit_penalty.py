@@ -1,7 +1,7 @@
 """Cubic joint-limit penalty shared by the prismatic (UID 669) and revolute (UID 670) joint limits.
 
-Source: seeds ``002_49c7e7c359263bfd.txt`` (prismatic limit) and ``001_a52bd7e117919fa1.txt``
-(revolute limit); docs/constitutions/669_prismatic_joint_limit.md.
+Source: libuipc's prismatic and revolute joint limit specifications,
+docs/constitutions/669_prismatic_joint_limit.md and 670_revolute_joint_limit.md.
 
 With window [l, u], width w = u − l and strength s (used raw: no mass or dt² scaling):
 

@@ -21,7 +21,7 @@ ignores what G gives along the negative directions, so where tau > 0 it is large
 least shift that would do (1.5 to 5 times on random strained states); a tighter bound would need
 the 9x9 eigenvalues. So the Newton loop first tries the exact Hessian (``curvature_projection``
 0) and keeps it where the Cholesky factorisation of the whole Newton matrix succeeds
-(:meth:`solver.newton.IncrementalPotential.factorize`).
+(:meth:`solver.potential.IncrementalPotential.factorize`).
 
 This is a departure from libuipc, which projects the OrthoPotential's F-Hessian to PSD by
 itself: on bodies stretched or sheared by their joints (a whipping chain at one step per frame)
@@ -243,7 +243,7 @@ class OrthoPotential(Constitution):
     Attributes ``kappa``, ``volume`` (n,) and ``dt`` may be set between steps (they are checked
     as above when set). ``curvature_projection`` (:class:`._kernels.CurvatureProjection`): the
     weight in [0, 1] of the shift in the projected Hessian, 1 by default, 0 for the exact Hessian
-    (tried first by :class:`solver.newton.IncrementalPotential`).
+    (tried first by :class:`solver.potential.IncrementalPotential`).
 
     Raises:
         ValueError: on wrong shapes, negative body indices, non-finite values or dt <= 0.

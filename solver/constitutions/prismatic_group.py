@@ -11,7 +11,7 @@ result equals the sum of the three terms' ``gradient_hessian`` exactly.
 
 The projection of the joints' and drives' curvature is a weight (``curvature_projection``): the
 Newton loop tries the exact Hessian first, where the term-wise projection made it converge only
-linearly (:class:`solver.newton.IncrementalPotential`).
+linearly (:class:`solver.potential.IncrementalPotential`).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class PrismaticJointGroup(Constitution):
             every call of a bound Hessian kernel: 1 (the default) their term-wise projection, 0
             their exact curvature (:func:`.prismatic_joint.add_cross_terms_hessian_F`,
             :func:`.driving_prismatic_joint.add_driving_hessian_F`). The limits' Hessians stay
-            projected. Set by :class:`solver.newton.IncrementalPotential`
+            projected. Set by :class:`solver.potential.IncrementalPotential`
             (:class:`._kernels.CurvatureProjection`).
 
     Raises:

@@ -1,6 +1,6 @@
 """AffineBodyPrismaticJoint (UID 20): a slider between two affine bodies, and its distance.
 
-Source: seed ``004_335fc1871e830d96.txt``; docs/constitutions/20_prismatic_joint.md.
+Source: libuipc's Affine Body Prismatic Joint specification, docs/constitutions/20_prismatic_joint.md.
 
 World quantities: c_k = J(c̄_k) q_k, t_k = A_k t̄_k, n_k = A_k n̄_k, b_k = A_k b̄_k (k ∈ {i, j}, not
 re-normalised). Constraints
@@ -19,7 +19,7 @@ Split as in the reference:
   (C = 0); it replaces a 9x9 eigendecomposition per joint and Newton iteration. The Newton
   loop's kernels take a ``projection`` weight w in [0, 1] and add the curvature as
   K [[w/2 |C| P, (1 − w/2) B], [(1 − w/2) Bᵀ, w/2 |C| P]]: the projection at w = 1, the exact
-  Hessian at w = 0 (tried first by :class:`solver.newton.IncrementalPotential`, whose Cholesky
+  Hessian at w = 0 (tried first by :class:`solver.potential.IncrementalPotential`, whose Cholesky
   factorisation tells whether the whole Newton matrix is still positive definite);
 - E23 = K/2 (|n_i − n_j|² + |b_i − b_j|²) on F = [n_i − n_j; b_i − b_j] (6), quadratic: exact.
 

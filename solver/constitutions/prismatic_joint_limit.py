@@ -1,17 +1,17 @@
 """AffineBodyPrismaticJointLimit (UID 669): cubic penalty on the prismatic joint distance.
 
-Source: seed ``002_49c7e7c359263bfd.txt``; docs/constitutions/669_prismatic_joint_limit.md (the
+Source: libuipc's Affine Body Prismatic Joint Limit specification, docs/constitutions/669_prismatic_joint_limit.md (the
 base joint's absolute d(q); the product f'·∇²x projected, not ∇²x alone).
 
-    x = d(q) = ½ (c_j − c_i)·(t_i + t_j)   (the absolute form; equals the seed's θᵗ + δ),
+    x = d(q) = ½ (c_j − c_i)·(t_i + t_j)   (the absolute form; equals the specification's θᵗ + δ),
     E = f(x) = penalty(x, lower, upper, strength)   (see :mod:`.joint_limit_penalty`).
 
 F = [d; t_i; t_j] (9), d = c_j − c_i. ∇_F E = f'(x) ∇x and
 H_F = f''(x) ∇x ∇xᵀ + P(f'(x) ∇²x), P = PSD projection when requested (identity otherwise), in
 closed form because ∇²x is constant (:func:`limit_projected_hessian_F`).
-``lower``/``upper`` are the raw bounds; the seed applies no init_distance offset, so the caller
+``lower``/``upper`` are the raw bounds; the specification applies no init_distance offset, so the caller
 passes ``limit/lower`` and ``limit/upper`` unchanged (libuipc's code subtracts init_distance,
-the seed wins). Not dt²-scaled; ``strength`` is used raw. The bounds and strength are per-step
+the specification wins). Not dt²-scaled; ``strength`` is used raw. The bounds and strength are per-step
 inputs (:class:`PrismaticJointLimitInput`).
 """
 
@@ -160,7 +160,7 @@ class PrismaticJointLimitInput:
 
     @classmethod
     def default(cls, n: int) -> PrismaticJointLimitInput:
-        """For ``n`` elements: bounds 0, strength 1 (the seed's and libuipc's default)."""
+        """For ``n`` elements: bounds 0, strength 1 (the specification's and libuipc's default)."""
         return cls(np.zeros(n), np.zeros(n), np.ones(n))
 
 

@@ -1,7 +1,7 @@
 """AffineBodyRevoluteJoint (UID 18): a hinge between two affine bodies, and its angle.
 
 Source: docs/constitutions/18_revolute_joint.md (libuipc's revolute joint); angle convention from
-the seed ``001_a52bd7e117919fa1.txt`` (revolute joint limit).
+the revolute joint limit's specification (docs/constitutions/670_revolute_joint_limit.md).
 
 Energy (not dt²-scaled; K = γ (m_i + m_j) set by the caller):
 
@@ -15,9 +15,9 @@ Angle: n_k = A_k n̄_k, b_k = A_k b̄_k (not re-normalised), k ∈ {i, j},
 
 Sign: with the joint basis built as n = normalize(t × helper), b = normalize(t × n) (so that
 (n, b, t) is right-handed), rotating body j by +φ about +t̂ relative to body i gives θ = +φ, the
-right-hand rule that the seed states in words ("x > 0: positive rotation around +t̂"). The seed's
-*formula* sinθ = (n̂_i·b̂_j − b̂_i·n̂_j)/2 gives −φ with that basis (it matches the [b, n] layout that
-libuipc fixed in #428); we follow the stated right-hand rule, as libuipc's code does.
+right-hand rule that the specification states in words ("x > 0: positive rotation around +t̂"). The
+*formula* of its pinned version, sinθ = (n̂_i·b̂_j − b̂_i·n̂_j)/2, gives −φ with that basis; we follow
+the stated right-hand rule, as libuipc's code and the later versions of the page do.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """AffineBodyRevoluteJointLimit (UID 670): cubic penalty on the accumulated revolute joint angle.
 
-Source: seed ``001_a52bd7e117919fa1.txt``; docs/constitutions/670_revolute_joint_limit.md (the
+Source: libuipc's Affine Body Revolute Joint Limit specification, docs/constitutions/670_revolute_joint_limit.md (the
 product f'·∇²x is projected, not ∇²x alone).
 
     x = θᵗ + δ,   δ = atan2(sinθ cosθᵗ − cosθ sinθᵗ, cosθ cosθᵗ + sinθ sinθᵗ),
@@ -11,7 +11,7 @@ with θᵗ (``angle_t``) the accumulated raw angle at the step start, sinθᵗ/c
 the current q (see :mod:`.revolute_joint`; sinθ = (b_i·n_j − n_i·b_j)/2 so that x follows the
 right-hand rule about +t̂). Effective bounds follow the seed: l = limit/lower + init_angle,
 u = limit/upper + init_angle (the caller computes them; the reference subtracts init_angle instead,
-the seed wins). Not dt²-scaled; ``strength`` is used raw. The bounds, strength and step-start
+the specification wins). Not dt²-scaled; ``strength`` is used raw. The bounds, strength and step-start
 values are per-step inputs (:class:`RevoluteJointLimitInput`).
 
 F = [n_i; b_i; n_j; b_j] (12), linear in q. δ differs from atan2(sinθ, cosθ) by a locally constant
@@ -129,7 +129,7 @@ class RevoluteJointLimitInput:
 
     Attributes:
         lower, upper: (n,) effective bounds l <= u on the raw accumulated angle, rad (already
-            offset by init_angle, as the seed writes it).
+            offset by init_angle, as the specification writes it).
         strength: (n,) s, J (raw).
         angle_t: (n,) accumulated raw angle θᵗ at the step start, rad.
         sin_t, cos_t: (n,) sinθ, cosθ (unnormalised, :meth:`RevoluteJointLimit.sin_cos`) at the
@@ -145,7 +145,7 @@ class RevoluteJointLimitInput:
 
     @classmethod
     def default(cls, n: int) -> RevoluteJointLimitInput:
-        """For ``n`` elements: bounds 0, strength 1 (the seed's and libuipc's default), the step
+        """For ``n`` elements: bounds 0, strength 1 (the specification's and libuipc's default), the step
         starting at the rest frame (θᵗ 0, sinθᵗ 0, cosθᵗ 1)."""
         return cls(np.zeros(n), np.zeros(n), np.ones(n), np.zeros(n), np.zeros(n), np.ones(n))
 

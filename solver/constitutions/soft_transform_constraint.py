@@ -1,6 +1,6 @@
 """SoftTransformConstraint (UID 16): pulls an affine body towards a target state q̂.
 
-Source: seed ``003_89b5629c2504bf38.txt``; docs/constitutions/16_soft_transform_constraint.md.
+Source: libuipc's Soft Transform Constraint specification, docs/constitutions/16_soft_transform_constraint.md.
 
     Ψ = ½ δqᵀ M̃ δq,   δq = q − q̂,   M̃ = η_a M + (η_p − η_a) M_cm,
 

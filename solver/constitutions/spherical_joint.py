@@ -1,6 +1,6 @@
 """AffineBodySphericalJoint (UID 26): a ball joint, the two bodies share one anchor point.
 
-Source: libuipc's Affine Body Spherical Joint (``affine_body_spherical_joint.cu``);
+Source: libuipc's Affine Body Spherical Joint (specification and code),
 docs/constitutions/26_spherical_joint.md.
 
     E = K/2 |c_i − c_j|²,

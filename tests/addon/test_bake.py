@@ -194,7 +194,7 @@ def test_cancelled_bake_changes_nothing(addon, solver):
         return done < 4
 
     with pytest.raises(solver.simulation.SimulationCancelled):
-        addon.bake.bake(bpy.context.scene, progress=progress)
+        addon.bake.BakeJob(bpy.context.scene).run(progress)
     assert calls == [1, 2, 3, 4]
     assert scene_snapshot() == before
 
@@ -208,7 +208,7 @@ def test_solver_failure_midway_changes_nothing(addon):
             raise RuntimeError("solver blew up at frame 3")
 
     with pytest.raises(RuntimeError, match="frame 3"):
-        addon.bake.bake(bpy.context.scene, progress=progress)
+        addon.bake.BakeJob(bpy.context.scene).run(progress)
     assert scene_snapshot() == before
 
 
@@ -241,7 +241,7 @@ def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
 
     monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.bake(bpy.context.scene)
+        addon.bake.BakeJob(bpy.context.scene).run()
     assert len(calls) == 12
     assert scene_snapshot() == before
 
@@ -264,7 +264,7 @@ def test_rollback_puts_back_every_object_when_one_cannot_be(addon):
     ad.use_tweak_mode = True
     before = scene_snapshot()
     with pytest.raises(AttributeError, match="read-only") as caught:
-        job.apply()
+        job.finish()
     assert scene_snapshot() == before
     assert not slider.abd_bake.is_baked and not joint.abd_bake.is_baked
     assert any(note.startswith(f"Putting back '{joint.name}' failed: AttributeError")
@@ -276,7 +276,7 @@ def test_failed_or_cancelled_rebake_keeps_the_previous_bake(addon, solver):
     assert bpy.ops.abd.bake() == {"FINISHED"}
     baked = scene_snapshot()
     with pytest.raises(solver.simulation.SimulationCancelled):
-        addon.bake.bake(bpy.context.scene, progress=lambda done, total: done < 2)
+        addon.bake.BakeJob(bpy.context.scene).run(lambda done, total: done < 2)
     assert scene_snapshot() == baked
     joint.abd_joint.r_body = base
     with pytest.raises(RuntimeError, match="same object 'Base'"):
@@ -337,7 +337,7 @@ def _modal_operator(addon):
     """A stand-in ``self`` for the Bake operator's modal methods (no UI in the bpy module)."""
     operator_class = addon.operators.ABD_OT_bake
     methods = {name: getattr(operator_class, name)
-               for name in ("_start", "_run", "_status", "modal", "_finish", "_apply")}
+               for name in ("_start", "_run", "_status", "modal", "_finish")}
     fake = type("ModalBake", (), methods)()
     fake.reports = []
     fake.require_converged = False
@@ -604,7 +604,7 @@ def test_joint_type_change_replaces_its_readout_property(addon, monkeypatch):
 
     monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.bake(bpy.context.scene)
+        addon.bake.BakeJob(bpy.context.scene).run()
     assert scene_snapshot() == baked and "abd_angle" in joint.keys()
     monkeypatch.undo()
 
@@ -638,6 +638,26 @@ def test_euler_keys_near_gimbal_lock_reproduce_the_poses(addon):
     assert np.abs(np.diff(keys.rotation, axis=0)).max() < 0.05  # no jumps between equivalent triples
 
 
+def test_euler_keys_at_gimbal_lock_warn_nothing(addon):
+    """A pose exactly at Euler XYZ's gimbal lock (Y = 90 degrees): keyed to float32 precision, and
+    no warning (SciPy's "Gimbal lock detected") printed during the bake."""
+    import warnings
+
+    from scipy.spatial.transform import Rotation
+
+    wheel = add_box("Wheel")
+    wheel.rotation_mode = "XYZ"
+    matrices = np.tile(np.eye(4), (3, 1, 1))
+    matrices[:, :3, :3] = Rotation.from_euler("xyz", [[0.3, np.pi / 2, 0.0], [0.2, np.pi / 2, 0.1],
+                                                       [0.0, np.pi / 2, 0.0]]).as_matrix()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        keys = addon.keys.object_keys(wheel, matrices)
+    assert [str(warning.message) for warning in caught] == []
+    keyed = Rotation.from_euler("xyz", keys.rotation.astype(np.float32)).as_matrix()
+    assert np.abs(keyed - matrices[:, :3, :3]).max() < 1e-6
+
+
 def test_a_driver_blender_cannot_evaluate_fails_the_bake_unless_muted(addon):
     """aim_distance driven through a variable that reads a missing property: Blender flags the
     driver invalid and plays the stored value, so the bake refuses, naming it, with nothing
@@ -658,3 +678,20 @@ def test_a_driver_blender_cannot_evaluate_fails_the_bake_unless_muted(addon):
     fcurve.mute = True
     assert bpy.ops.abd.bake() == {"FINISHED"}
     assert slider.abd_bake.is_baked
+
+
+def test_a_bake_validates_its_scene_once(addon, monkeypatch):
+    """The export validates the solver scene; the solver's run takes it as validated."""
+    slider_rig(frame_end=4)
+    simulation = import_module(addon.__name__.rpartition(".")[0] + ".solver.simulation")
+    calls = []
+    original = addon.export.validate_scene
+
+    def counting(scene):
+        calls.append(scene)
+        return original(scene)
+
+    monkeypatch.setattr(addon.export, "validate_scene", counting)
+    monkeypatch.setattr(simulation, "validate_scene", counting)
+    job = addon.bake.BakeJob(bpy.context.scene).run()
+    assert len(calls) == 1 and job.trajectory.all_converged

@@ -30,7 +30,7 @@ def test_batch_bakes_a_saved_file(addon, tmp_path):
     source, baked = tmp_path / "rig.blend", tmp_path / "baked.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     # The same bake in this process, for comparison.
-    job = addon.bake.bake(bpy.context.scene)
+    job = addon.bake.BakeJob(bpy.context.scene).run()
     expected = {}
     for frame in (1, 8, 16):
         bpy.context.scene.frame_set(frame)
@@ -139,7 +139,8 @@ def test_batch_bakes_several_files_in_one_process_and_goes_on_past_a_failure(add
     for name, build in (("slider", lambda: slider_rig(frame_end=8)), ("hinge", lambda: hinge_rig(frame_end=8))):
         build()
         bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / f"{name}.blend"))
-        expected[name] = addon.export.rigid_transforms(addon.bake.bake(bpy.context.scene).trajectory.transforms)
+        trajectory = addon.bake.BakeJob(bpy.context.scene).run().trajectory
+        expected[name] = addon.export.rigid_transforms(trajectory.transforms)
     (tmp_path / "broken.blend").write_bytes(b"BLENDER-v405 this is not a blend file" * 10)
     out, trajectories = tmp_path / "baked", tmp_path / "trajectories"
     inputs = [tmp_path / name for name in ("slider.blend", "broken.blend", "hinge.blend")]

@@ -68,7 +68,9 @@ def test_bodies_overlapping_at_the_start_are_refused_naming_both():
     with pytest.raises(RuntimeError) as caught:
         bpy.ops.abd.bake()
     message = str(caught.value)
-    assert "'Floor' and 'Box' intersect at frame 0" in message or "'Box' and 'Floor' intersect at frame 0" in message
+    # In the timeline's frames (the scene starts at frame 1) and the panel's words (Collision).
+    assert "'Floor' and 'Box' intersect at frame 1" in message or "'Box' and 'Floor' intersect at frame 1" in message
+    assert "turn Collision off on one of them" in message and "frame 0" not in message
     assert "Traceback" not in message
     assert scene_snapshot() == before
 

@@ -76,7 +76,7 @@ def test_a_ball_joint_bakes_its_rotation_vector_and_free_bake_removes_it(addon, 
 
     monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.bake(bpy.context.scene)
+        addon.bake.BakeJob(bpy.context.scene).run()
     monkeypatch.undo()
     assert scene_snapshot() == baked
 

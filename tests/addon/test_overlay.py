@@ -247,7 +247,7 @@ def test_bodies_intersecting_with_contact_on_are_named_and_outlined(addon):
     assert edges.shape == (2 * (12 + 12), 3)  # both cubes' twelve edges
     np.testing.assert_allclose(edges.min(axis=0), [-2.0, -2.0, -0.2], atol=1e-6)
     np.testing.assert_allclose(edges.max(axis=0), [2.0, 2.0, 0.15], atol=1e-6)
-    with pytest.raises(RuntimeError, match="'Box' and 'Floor' intersect at frame 0"):
+    with pytest.raises(RuntimeError, match="'Box' and 'Floor' intersect at frame 1"):
         bpy.ops.abd.bake()  # the same pair the bake refuses
 
     box.location.z = 0.3  # moved apart

@@ -69,9 +69,9 @@ def test_a_jump_back_shows_the_cached_frame_and_the_bake_goes_on_from_the_cache(
     simulated = []
     original = bake.BakeJob.simulate
 
-    def spy(job, progress=None, run=None):
-        simulated.append(run.frames_done if run is not None else None)
-        return original(job, progress, run)
+    def spy(job, progress=None):
+        simulated.append(job.simulation.frames_done if job.simulation is not None else None)
+        return original(job, progress)
 
     bake.BakeJob.simulate = spy
     try:
@@ -95,7 +95,8 @@ def test_a_bake_that_goes_on_from_the_preview_equals_one_from_scratch(preview, a
         job.prepare()
         taken = preview.take_run(scene, job.export)
         assert taken is run
-        resumed = job.simulate(None, taken)
+        job.adopt(taken)
+        resumed = job.simulate()
         scratch = bake.BakeJob(scene)
         scratch.prepare()
         fresh = scratch.simulate()

@@ -7,6 +7,7 @@ layout that checks every ``prop`` and ``operator`` call against the real RNA def
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import bpy
 import pytest
@@ -304,3 +305,95 @@ def test_connect_settings_have_tooltips(addon):
     for name in ("type", "pivot_type", "axis", "connection_pattern"):
         assert properties[name].description, name
         assert all(item.description for item in properties[name].enum_items), name
+
+
+#: What the panels must not say (the solver's identifiers and formulas, not Blender's words).
+SOLVER_WORDS = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b|\bkappa\b|Transrate|Strength Ratio|\bNewton\b|=|\w\.\w+\b")
+#: Greek letters and hatted symbols: in a tooltip only in parentheses after the plain name.
+SYMBOL = re.compile(r"[\u0370-\u03ff]|\u0302")
+
+
+def words_problem(name: str, description: str) -> str | None:
+    """Why a label and tooltip are not in Blender's physics-panel words, or None."""
+    if not name or not description:
+        return "empty label or tooltip"
+    if SYMBOL.search(name) or SOLVER_WORDS.search(name):
+        return f"label {name!r}"
+    outside = re.sub(r"\([^)]*\)", "", description)  # a symbol may stand in parentheses
+    if SYMBOL.search(outside) or SOLVER_WORDS.search(description.replace("e.g.", "")):
+        return f"tooltip {description!r}"
+    return None
+
+
+def every_branch(addon):
+    """Rigs and settings that make the panels draw every property they can: each joint type, a
+    drive in either mode, a soft transform aiming at an object, an explicit mass and inertia,
+    contact with its own resistance, the world's own gravity and frame range."""
+    scene = bpy.context.scene
+    world = scene.abd_world
+    world.use_contact, world.use_auto_resistance = True, False
+    world.use_scene_gravity, world.use_scene_frame_range = False, False
+    for index, rig in enumerate((slider_rig, hinge_rig, lambda: hanging_pair("BALL", frame_end=4),
+                                 lambda: hanging_pair("FIXED", frame_end=4))):
+        base, body, joint = rig()
+        body.abd_body.mass_mode, body.abd_body.use_inertia = ("MASS", True) if index % 2 else ("DENSITY", False)
+        soft = body.abd_body.soft_transform
+        soft.is_constrained, soft.target, soft.target_object = True, "OBJECT", base
+        for mode in ("POSITION", "VELOCITY"):
+            joint.abd_joint.drive.mode = mode
+            yield body, joint
+
+
+def test_every_property_of_every_panel_speaks_blender_words(addon):
+    """Every property every panel draws, in every branch (:func:`every_branch`), has a label and a
+    tooltip; neither holds a solver identifier, formula or (outside the tooltip's parentheses after
+    the plain name) a symbol; the labels a panel gives a property or writes itself, likewise; and
+    every item of every enum has a tooltip. Blender's own properties (the scene's gravity) are
+    Blender's words already."""
+    problems = set()
+    drawn = set()
+    for body, joint in every_branch(addon):
+        for ob in (body, joint):
+            bpy.context.view_layer.objects.active = ob
+            for panel_class in addon.ui.CLASSES:
+                for call in draw_panel(panel_class, bpy.context):
+                    if call[0] == "prop" and not call[1].startswith('["'):
+                        drawn.add(call[1])
+                    if call[0] in ("label", "text") and call[-1] and SOLVER_WORDS.search(call[-1]):
+                        problems.add(f"{panel_class.__name__}: text {call[-1]!r}")
+    for group in addon.properties.CLASSES:
+        if group is addon.properties.ABDBakeState:
+            continue  # the bake's bookkeeping: never drawn
+        for prop in group.bl_rna.properties:
+            if prop.identifier in ("rna_type", "name") or prop.is_hidden:
+                continue
+            if prop.type == "POINTER" and prop.fixed_type.identifier.startswith("ABD"):
+                continue  # a nested group: its own properties are checked
+            problem = words_problem(prop.name, prop.description)
+            if problem:
+                problems.add(f"{group.__name__}.{prop.identifier}: {problem}")
+            for item in getattr(prop, "enum_items", ()):
+                if not item.description:
+                    problems.add(f"{group.__name__}.{prop.identifier}: item {item.name!r} has no tooltip")
+    assert sorted(problems) == []
+    settings = {prop.identifier for group in addon.properties.CLASSES if group is not addon.properties.ABDBakeState
+                for prop in group.bl_rna.properties if prop.type != "POINTER" and not prop.is_hidden}
+    assert settings - {"rna_type", "name"} - drawn == set()  # every setting is drawn somewhere
+
+
+def test_every_operator_property_has_a_tooltip_in_blender_words(addon):
+    """The operators' settings (the redo panel, the file browser's side panel) and their own
+    tooltips: labelled, described, no solver identifiers."""
+    problems = []
+    for operator in addon.operators.CLASSES + addon.urdf_import.CLASSES + addon.convert.CLASSES:
+        module, name = operator.bl_idname.split(".")
+        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
+        if not rna.description:
+            problems.append(f"{operator.bl_idname}: no tooltip")
+        for prop in rna.properties:
+            if prop.identifier == "rna_type" or prop.is_hidden or prop.identifier in ("filepath", "filter_glob"):
+                continue
+            problem = words_problem(prop.name, prop.description)
+            if problem:
+                problems.append(f"{operator.bl_idname}.{prop.identifier}: {problem}")
+    assert problems == []

@@ -388,3 +388,21 @@ def test_an_animated_paddle_pushes_a_box_and_never_passes_through_it():
     paddle_x = trajectory.transforms[:, 1, 0, 3]
     assert box_x[-1] > paddle_x[-1] + 0.025 + 0.05  # ahead of the paddle's front face
     assert np.all(box_x - paddle_x > -0.1)  # it never got behind the paddle
+
+
+@pytest.mark.parametrize("frame_rate", [24.0, 240.0])
+def test_box_sliding_on_the_ground_stops_where_coulomb_friction_says(frame_rate):
+    """A box resting on the ground, pushed along x at v0 = 2 m/s, mu = 0.5: implicit Euler's
+    velocity drops by mu g dt a step, v_k = v0 - k mu g dt, so it stops after
+    sum_k max(v_k, 0) dt (v0^2 / (2 mu g) = 0.41 m less about v0 dt / 2). The friction is lagged
+    once a step, at its start: within 3% of that sum at one step a frame as at ten."""
+    v0, mu = 2.0, 0.5
+    slider = box("box", 0.2, (0.0, 0.0, 0.1 + D_HAT / 2), linear_velocity=np.array([v0, 0.0, 0.0]))
+    scene = contact_scene([ground(), slider], frame_count=int(frame_rate), frame_rate=frame_rate, friction=mu)
+    trajectory = run(scene)
+    dt = 1.0 / frame_rate
+    speeds = v0 - mu * G * dt * np.arange(1, int(frame_rate) + 1)
+    expected = float(np.sum(np.maximum(speeds, 0.0)) * dt)
+    travel = trajectory.transforms[-1, 1, 0, 3] - trajectory.transforms[0, 1, 0, 3]
+    assert travel == pytest.approx(expected, rel=0.03)
+    assert abs(trajectory.transforms[-1, 1, 0, 3] - trajectory.transforms[-2, 1, 0, 3]) < 0.01 * dt  # at rest

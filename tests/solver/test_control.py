@@ -14,7 +14,7 @@ from solver.constitutions import REGISTRY, Constitution, KineticInput, Registrat
 from solver.constitutions._kernels import BoundTerm
 from solver.control import Control
 from solver.model import Model
-from solver.newton import IncrementalPotential
+from solver.potential import IncrementalPotential
 from solver.scene_validation import validate_scene
 from solver.warmup import warm_up_scene
 

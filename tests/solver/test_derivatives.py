@@ -850,8 +850,8 @@ def test_revolute_angle_sign_simple_frame():
     q = identity_q(2)
     q[1, 3:12] = rotation([0.0, 0.0, 1.0], 0.5 * np.pi).reshape(9)
     assert joint.angle(q)[0] == pytest.approx(0.5 * np.pi)
-    # Seed 001's written formula, (n_i·b_j − b_i·n_j)/2, would read −sin(π/2) with this basis; the
-    # implementation follows the seed's stated right-hand rule instead (see revolute_joint.py).
+    # The pinned #670 page's written formula, (n_i·b_j − b_i·n_j)/2, would read −sin(π/2) with this basis;
+    # the implementation follows the page's stated right-hand rule instead (see revolute_joint.py).
     n_i, b_i = basis[0]
     turn = rotation([0.0, 0.0, 1.0], 0.5 * np.pi)
     n_j, b_j = turn @ n_i, turn @ b_i

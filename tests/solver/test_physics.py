@@ -144,7 +144,8 @@ def test_active_drive_reaches_its_aim_distance():
 
 
 def test_drive_aim_is_in_the_reported_frame():
-    """Seed 000: the target is aim_distance - init_distance in raw coordinates."""
+    """#21 (docs/constitutions/21_driving_prismatic_joint.md): the target is aim_distance -
+    init_distance in raw coordinates."""
     scene = slider_scene([1.0, 0.0, 0.0], frame_count=24, gravity=(0.0, 0.0, 0.0),
                          driving=Driving(aim_distance=0.5))
     scene.joints[0].init_distance = 0.2
@@ -188,7 +189,8 @@ def test_limit_stops_a_falling_slider_near_its_bound():
 
 
 def test_prismatic_limit_bounds_are_raw_coordinates():
-    """Seed 002 compares the raw coordinate with lower/upper: no init_distance offset."""
+    """#669 (docs/constitutions/669_prismatic_joint_limit.md) compares the raw coordinate with
+    lower/upper: no init_distance offset."""
     scene = slider_scene([0.0, 0.0, 1.0], frame_count=48,
                          limit=Limit(lower=-0.5, upper=0.5, strength=1000.0))
     scene.joints[0].init_distance = 1.0
@@ -329,7 +331,7 @@ def count_factorisations(monkeypatch, owner=None) -> dict:
     """Count the Newton matrix factorisations from now on (test-scoped): returns a dict whose
     "factorisations" entry grows with each ``owner.factorize`` (default
     :meth:`IncrementalPotential.factorize`; a linear solver class counts its own)."""
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
 
     owner = owner or IncrementalPotential
     counted = {"factorisations": 0}
@@ -397,7 +399,7 @@ def tip_error_to_tight_run(scene_builder, reuse: bool, monkeypatch) -> tuple[flo
     """(Largest distance of the last body's far end from a run at tolerances 1e-7, m;
     factorisations per time step) of ``scene_builder()``, with or without starting steps from
     the previous step's factorisation."""
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
 
     with monkeypatch.context() as patch:
         counted = count_factorisations(patch)
@@ -566,7 +568,7 @@ def test_chord_steps_after_a_fresh_factorisation_stay_as_near_a_tight_run_as_ful
     term-wise projected OrthoPotential Hessian, under which Newton converged only linearly, when
     chord steps gave 9e-6 m); with the chord test of before (error estimate at half the
     tolerance) 1.6 mm, the error of each step along the motion (a push: the swing gained energy)."""
-    from solver.newton import BackOff, IncrementalPotential
+    from solver.potential import BackOff, IncrementalPotential
 
     monkeypatch.setattr(IncrementalPotential, "try_reuse", lambda self: False)
     reference = simulate(bob_pendulum_scene(1.5, 4.0, tolerance=1e-7))
@@ -580,7 +582,7 @@ def test_chord_steps_after_a_fresh_factorisation_stay_as_near_a_tight_run_as_ful
 
 def test_shortcuts_back_off_after_failures_and_reset_after_a_success():
     from solver.model import Model
-    from solver.newton import BACKOFF_MAX, BackOff, IncrementalPotential
+    from solver.potential import BACKOFF_MAX, BackOff, IncrementalPotential
     from solver.scene_validation import validate_scene
 
     backoff = BackOff()
@@ -616,7 +618,7 @@ def strained_slider(monkeypatch):
     (test-scoped); ``factorize`` is IncrementalPotential._factorize unrecorded (one
     factorisation at the projections as set)."""
     from solver.model import Model
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
     from solver.scene_validation import validate_scene
 
     model = Model(validate_scene(prismatic_chain_scene(2)))
@@ -674,7 +676,7 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     (checked against a dense solve) descends, and the next factorisation skips the exact try. At
     rest the exact matrix passes and is kept."""
     from solver.linear_solver import LinearSolver
-    from solver.newton import positive_curvature
+    from solver.potential import positive_curvature
 
     monkeypatch.setattr(LinearSolver, "BAND_FILL_LIMIT", 0.0)  # SuperLU
     model, potential, saddle, control, tries, factorize = strained_slider(monkeypatch)
@@ -749,7 +751,8 @@ def test_non_finite_newton_quantities_are_named(broken):
     """A NaN in the gradient, or a direction beyond any float, stops the step with a NewtonFailure
     that says which; q is left finite for the caller's report."""
     from solver.constitutions import Kinetic, KineticInput
-    from solver.newton import IncrementalPotential, NewtonFailure, solve_step
+    from solver.newton import NewtonFailure, solve_step
+    from solver.potential import IncrementalPotential
 
     kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
     # The direction q_tilde - q sums past the largest float.
@@ -769,7 +772,7 @@ def test_the_potential_evaluates_the_inputs_bound_at_the_step_start():
     stepper before each solve): evaluating before that is an error, an input changed after it is
     seen only once bound again, and invalid inputs are rejected when bound, naming the Control part."""
     from solver.constitutions import Kinetic, KineticInput
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
 
     kinetic = Kinetic([[0]], [2.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
     potential = IncrementalPotential([kinetic], np.array([0]), inputs=[("kinetic",)])
@@ -796,7 +799,8 @@ def test_lagged_direction_that_raises_the_energy_is_given_up():
     estimate of the energy change is positive, q goes back to the step's start, and the step is
     solved afresh (exactly, the potential being quadratic), backing off from the next reuse."""
     from solver.constitutions import Kinetic, KineticInput
-    from solver.newton import IncrementalPotential, solve_step
+    from solver.newton import solve_step
+    from solver.potential import IncrementalPotential
 
     kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
     control = Control(kinetic=KineticInput(np.concatenate([[0.0, 0.0, -0.01], np.eye(3).reshape(-1)])[None]))
@@ -848,7 +852,8 @@ def test_a_lagged_step_that_needed_many_solves_makes_the_next_step_factorise(sti
     than REUSED_SOLVES_MAX solves, so the next step factorises afresh instead of trying the aged
     factorisation again."""
     from solver.constitutions import Kinetic, KineticInput
-    from solver.newton import REUSED_SOLVES_MAX, IncrementalPotential, solve_step
+    from solver.newton import REUSED_SOLVES_MAX, solve_step
+    from solver.potential import IncrementalPotential
 
     kinetic = Kinetic([[0]], [1.0], np.zeros((1, 3)), np.eye(3)[None] / 12.0)
     control = Control(kinetic=KineticInput(np.concatenate([[0.0, 0.0, -0.001], np.eye(3).reshape(-1)])[None]))
@@ -1040,7 +1045,7 @@ def test_a_linearly_converging_last_direction_is_not_taken_for_converged(monkeyp
     tightly converged run over 2 s. A last direction within 1e-2 of the tolerance left several
     times that, the same way each step (5.0e-3 m); its error is now estimated from the
     contraction (1.0e-3 m)."""
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
 
     set_projection = IncrementalPotential._set_projection
     monkeypatch.setattr(IncrementalPotential, "_set_projection", lambda self, weight: set_projection(self, 1.0))

@@ -42,7 +42,7 @@ from solver import compilation, warmup
 from solver.constitutions import driving_prismatic_joint, ortho_potential, prismatic_joint, prismatic_joint_limit
 from solver.control import Control
 from solver.model import Model
-from solver.newton import IncrementalPotential
+from solver.potential import IncrementalPotential
 from solver.scene_validation import validate_scene
 from solver.simulation import simulate
 
@@ -141,7 +141,7 @@ def test_every_compile_weight_names_a_kernel_that_a_run_compiles():
     uses every term): none is left over from a kernel that was removed or renamed."""
     from solver import compilation
     from solver.control import Control
-    from solver.newton import IncrementalPotential
+    from solver.potential import IncrementalPotential
 
     model = Model(validate_scene(warm_up_scene()))
     potential = IncrementalPotential(model.terms, model.slot, inputs=model.term_inputs)
