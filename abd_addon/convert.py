@@ -46,12 +46,13 @@ breaks a constraint when an impulse of one of its rows in one substep passes its
 the break force is Threshold × frame rate × substeps per frame (N).
 
 A constraint that still has no joint (a motor without a joint along its axis, a constraint on
-objects outside the rigid body world) is left as it is, and so are its two bodies: they stay
-Blender rigid bodies (and so, in turn, do the bodies jointed only to them), never set free. The
-originals stay: their Active rigid bodies get Blender's *Animated* option (Bullet then leaves
-them to the bake; untick it to go back) and the converted constraints are disabled, so
-converting again changes nothing (rigid bodies that already are affine bodies keep their
-settings). The whole report goes into the Text *Convert Rigid Bodies Report*. One undo step.
+objects outside the rigid body world) is left as it is, and so are its dynamic bodies: they stay
+Blender rigid bodies (and so, in turn, do the dynamic bodies jointed to them), never set free; a
+fixed or animated one is both Bullet's collider and a joint's anchor. The originals stay: their
+Active rigid bodies get Blender's *Animated* option (Bullet then leaves them to the bake; untick
+it to go back) and the converted constraints are disabled, so converting again changes nothing
+(rigid bodies that already are affine bodies keep their settings). The whole report goes into
+the Text *Convert Rigid Bodies Report*. One undo step.
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ def _axis_state(constraint, kind: str, axis: str) -> tuple:
 
 
 def generic_plan(constraint) -> JointPlan | str:
-    """The joint of a GENERIC (or spring-less GENERIC_SPRING) constraint from its locked and
-    limited axes (module docstring), or why it has none."""
+    """The simpler joint of a GENERIC (or spring-less GENERIC_SPRING) constraint from its locked
+    and limited axes (module docstring), or why it has none (it then becomes a Generic joint)."""
     linear = [_axis_state(constraint, "lin", axis) for axis in "xyz"]
     angular = [_axis_state(constraint, "ang", axis) for axis in "xyz"]
     if any(state == "offset" for state, _ in linear + angular):
@@ -300,28 +301,9 @@ def convert_rigid_bodies(context) -> Conversion:
         if problem:
             result.skipped.append((ob.name, problem))
             left.append(ob)
-    # The dynamic bodies of a constraint left as it is stay Bullet's, and so do the dynamic bodies
-    # jointed to them (a fixed or animated one can be both Bullet's collider and a joint's anchor).
-    def moving(body) -> bool:
-        return body in new_bodies and body.abd_body.motion == "DYNAMIC"
-
-    kept = {body for ob in left for body in (ob.rigid_body_constraint.object1, ob.rigid_body_constraint.object2)
-            if moving(body)}
-    while True:
-        undone = [ob for ob, empty in made.items()
-                  if {ob.rigid_body_constraint.object1, ob.rigid_body_constraint.object2} & kept]
-        if not undone:
-            break
-        for ob in undone:
-            constraint = ob.rigid_body_constraint
-            kept |= {body for body in (constraint.object1, constraint.object2) if moving(body)}
-            bpy.data.objects.remove(made.pop(ob))
-            result.skipped.append((ob.name, "it joins a body that stays a Blender rigid body"))
-    for ob in kept:
-        ob.abd_body.enabled = False
-        ob.rigid_body.kinematic = new_bodies.pop(ob)
+    kept = _keep_for_bullet(left, made, new_bodies, result)
     for ob in motors:
-        if ob not in left and not {ob.rigid_body_constraint.object1, ob.rigid_body_constraint.object2} & kept:
+        if ob not in left and not set(_objects(ob)) & kept:
             ob.rigid_body_constraint.enabled = False
     for ob in made:
         ob.rigid_body_constraint.enabled = False
@@ -332,6 +314,35 @@ def convert_rigid_bodies(context) -> Conversion:
     if any(ob.abd_body.use_collision for ob in result.bodies):
         scene.abd_world.use_contact = True  # Bullet's rigid bodies collide
     return result
+
+
+def _objects(constraint_ob) -> tuple:
+    """(Object 1, Object 2) of a rigid-body constraint object."""
+    return constraint_ob.rigid_body_constraint.object1, constraint_ob.rigid_body_constraint.object2
+
+
+def _keep_for_bullet(left: list, made: dict, new_bodies: dict, result: Conversion) -> set:
+    """Give back to Bullet the dynamic bodies of the constraints ``left`` as they are, and, in turn,
+    the dynamic bodies jointed to them (removing those joints from ``made``, constraint object ->
+    joint Empty, and naming their constraints in ``result``): each such body is no affine body
+    again and its rigid body's *Animated* is put back (``new_bodies``: body -> that flag before).
+    A fixed or animated body stays converted: it is both Bullet's collider and a joint's anchor.
+    Returns the bodies given back."""
+    def moving(body) -> bool:
+        return body in new_bodies and body.abd_body.motion == "DYNAMIC"
+
+    kept = {body for ob in left for body in _objects(ob) if moving(body)}
+    undone = [ob for ob in made if set(_objects(ob)) & kept]
+    while undone:
+        for ob in undone:
+            kept |= {body for body in _objects(ob) if moving(body)}
+            bpy.data.objects.remove(made.pop(ob))
+            result.skipped.append((ob.name, "it joins a body that stays a Blender rigid body"))
+        undone = [ob for ob in made if set(_objects(ob)) & kept]
+    for ob in kept:
+        ob.abd_body.enabled = False
+        ob.rigid_body.kinematic = new_bodies.pop(ob)
+    return kept
 
 
 def _convert_body(ob) -> None:
