@@ -365,7 +365,7 @@ class ABDGenericProperties(PropertyGroup):
 
     use_limit_linear: BoolVectorProperty(
         override=OVERRIDABLE, name="Limit Linear", size=3, default=(True, True, True), options=STATIC,
-        description="Limit sliding along the joint's local X, Y, Z (lower = upper locks the axis)",
+        description="Limit sliding along the joint's local X, Y, Z (a Lower equal to Upper locks the axis there)",
     )
     limit_linear_lower: FloatVectorProperty(
         override=OVERRIDABLE, name="Linear Lower", size=3, unit="LENGTH", options=STATIC,
@@ -378,7 +378,7 @@ class ABDGenericProperties(PropertyGroup):
     use_limit_angular: BoolVectorProperty(
         override=OVERRIDABLE, name="Limit Angular", size=3, default=(True, True, True), options=STATIC,
         description="Limit turning about the joint's local X, Y, Z, as XYZ Euler angles of the child relative "
-                    "to the parent (lower = upper locks the axis)",
+                    "to the parent (a Lower equal to Upper locks the axis there)",
     )
     limit_angular_lower: FloatVectorProperty(
         override=OVERRIDABLE, name="Angular Lower", size=3, unit="ROTATION", options=STATIC,
@@ -391,7 +391,8 @@ class ABDGenericProperties(PropertyGroup):
     limit_strength: FloatProperty(
         override=OVERRIDABLE, name="Limit Strength", default=DEFAULT_LIMIT_STRENGTH, min=0.0, soft_max=1.0e6,
         options=STATIC,
-        description="Strength of the cubic penalty beyond a limit that is not a lock (J, limit_strength)",
+        description="Strength of the cubic penalty beyond a limit that is not a lock, and beyond the swing cone "
+                    "and the twist limit (J)",
     )
     use_cone: BoolProperty(
         override=OVERRIDABLE, name="Swing Cone", default=False, options=STATIC,
@@ -409,8 +410,8 @@ class ABDGenericProperties(PropertyGroup):
     )
     cone_rotation: FloatVectorProperty(
         override=OVERRIDABLE, name="Cone Center", size=3, unit="ROTATION", options=STATIC,
-        description="The cone's axes in the joint's, as XYZ Euler angles (Bullet's: R = Rx Ry Rz): the child's "
-                    "rotation at the middle of the cone and the twist",
+        description="The cone's axes in the joint's, as XYZ Euler angles composed as Bullet composes them (about "
+                    "X first, in the parent's axes): the child's rotation at the middle of the cone and the twist",
     )
     use_spring_linear: BoolVectorProperty(
         override=OVERRIDABLE, name="Linear Springs", size=3, options=STATIC,

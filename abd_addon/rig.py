@@ -113,7 +113,7 @@ def check_body(ob) -> None:
 
 def connect(l_obj, r_obj, joint_type: str = "REVOLUTE", pivot=None, axis=(0.0, 0.0, 1.0), *,
             name: Optional[str] = None, collection: Optional[bpy.types.Collection] = None):
-    """A new joint Empty of ``joint_type`` ('REVOLUTE', 'PRISMATIC', 'BALL', 'FIXED') from the
+    """A new joint Empty of ``joint_type`` ('REVOLUTE', 'PRISMATIC', 'BALL', 'FIXED', 'GENERIC') from the
     parent ``l_obj`` to the child ``r_obj``: origin at ``pivot`` (world, m; default halfway
     between the two origins), local Z along ``axis`` (world direction), named ``name`` (default
     ``Joint_<parent>_<child>``), linked into ``collection`` (default :func:`new_object_collection`).
