@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import bpy
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from ..solver.affine_body import nearest_rotation
 from ..solver.mass import mesh_volume
@@ -468,7 +469,7 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
     )
 
 
-#: A limit narrower than this (m or rad) locks its axis at the limit's middle.
+#: A limit narrower than this (m or rad) locks its axis at its lower bound.
 LOCKED_WIDTH = 1e-9
 
 
@@ -500,15 +501,5 @@ def generic_settings(world: np.ndarray, generic) -> Generic:
 
 def euler_xyz_matrix(angles) -> np.ndarray:
     """Rx(a) Ry(b) Rz(c) (3, 3) of XYZ Euler angles (a, b, c), rad, as Bullet's generic constraints
-    compose them (Blender's own Euler XYZ is the reverse product Rz Ry Rx)."""
-    matrices = []
-    for axis, angle in enumerate(angles):
-        c, s = np.cos(angle), np.sin(angle)
-        first, second = [k for k in range(3) if k != axis]
-        matrix = np.eye(3)
-        matrix[first, first] = matrix[second, second] = c
-        matrix[first, second], matrix[second, first] = -s, s
-        if axis == 1:  # about y: z, x order keeps the right hand
-            matrix[first, second], matrix[second, first] = s, -s
-        matrices.append(matrix)
-    return matrices[0] @ matrices[1] @ matrices[2]
+    compose them (SciPy's intrinsic "XYZ"; Blender's own Euler XYZ is the reverse product Rz Ry Rx)."""
+    return Rotation.from_euler("XYZ", list(angles)).as_matrix()
