@@ -322,7 +322,7 @@ class BakeJob:
         from ..solver.trajectory import Trajectory
 
         try:
-            trajectory = Trajectory.load(path)
+            trajectory = Trajectory.load(path, self.export.scene)  # no array beyond what the rig needs
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as error:
             # missing, not an .npz, a field missing
             raise TrajectoryFileError(

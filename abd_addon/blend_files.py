@@ -10,6 +10,11 @@ with the preferences' *Save Versions* (default 1; 0 keeps none). The check
 on a file cut before its DNA block) and looks at its last block: ``ENDB`` for an uncompressed
 file, the seek table's end marker for a Zstandard-compressed one.
 
+A bake in place keeps the original file: the file's scenes record the digest of the file the bake
+replaced, and a later bake in place of the result leaves ``<name>1`` alone where it is that
+original (a save in Blender in between rotates the backups as usual, and the digest then no
+longer matches).
+
 Leftovers of an interrupted run (``<name>@``, Blender's own temporary file, and the ``.part``
 files of :func:`save_whole` and of :func:`solver.output_files.write_aside`) are removed by
 :func:`remove_leftovers` before the next run writes that destination.
@@ -83,30 +88,103 @@ def save_whole(path: str) -> None:
     """Save the open file to ``path`` whole or not at all (module docstring); ``path`` is
     unchanged when anything fails, and no temporary file is left.
 
+    A save over the open file itself (a bake in place) keeps the file it replaces as
+    ``<name>1`` only where that is not a bake in place already: where ``<name>1`` is the file
+    an earlier bake in place replaced (its digest, recorded in the open file as
+    :data:`ORIGINAL_PROPERTY`, matches), it is kept as it is, so that baking in place again
+    never pushes the original out.
+
     Raises:
-        OSError: Blender cannot save it, the saved file is incomplete (:func:`blend_problem`), or
-            the previous file cannot be kept as a backup; the message says which.
+        OSError: Blender cannot save it (the message says so where the disk is full), the saved
+            file is incomplete (:func:`blend_problem`), or the previous file cannot be kept as a
+            backup; the message says which.
     """
     import bpy
 
     target = os.path.realpath(path)  # through a symbolic link, as a direct save would write
+    keep_previous = _record_original(target)
     temporary = part_name(target)
     try:
         try:
             # The file's own compression setting is kept (the operator's default reads it);
             # relative paths are remapped to the folder, which is the destination's.
-            bpy.ops.wm.save_as_mainfile(filepath=temporary, copy=True)
+            _save_copy(temporary)
         except Exception as error:  # noqa: BLE001 - Blender's report
-            raise OSError(str(error).strip()) from None
+            raise OSError(_save_failure(str(error), target)) from None
         problem = blend_problem(temporary)
         if problem is not None:
             raise OSError(f"{problem}; {path} is unchanged")
-        _keep_backups(target, bpy.context.preferences.filepaths.save_version)
+        if keep_previous:
+            _keep_backups(target, bpy.context.preferences.filepaths.save_version)
         os.replace(temporary, target)
     finally:
         for leftover in (temporary, temporary + "@"):
             if os.path.lexists(leftover):
                 os.remove(leftover)
+
+
+#: Scene property in which a bake in place records the SHA-256 of the file it replaced.
+ORIGINAL_PROPERTY = "abd_original_file"
+
+
+def _save_copy(path: str) -> None:
+    """Blender's save of the open file as a copy at ``path`` (raises RuntimeError with its report)."""
+    import bpy
+
+    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+
+
+def _save_failure(report: str, target: str) -> str:
+    """The reason of a failed save of ``target`` from Blender's ``report`` (``"Error: ..."``):
+    where the folder's file system has less room left than the file takes (an estimate: the open
+    file's size, at least 1 MiB), that, since Blender's report of a full disk names another
+    error."""
+    import shutil
+
+    import bpy
+
+    reason = report.strip()
+    reason = reason[len("Error:"):].strip() if reason.startswith("Error:") else reason
+    folder = os.path.dirname(target)
+    try:
+        free = shutil.disk_usage(folder).free
+        size = os.path.getsize(bpy.data.filepath) if bpy.data.filepath else 0
+    except OSError:
+        return reason
+    if free < max(size, 1 << 20):
+        return f"no space left on the disk of {folder} ({free} bytes free; Blender: {reason})"
+    return reason
+
+
+def _record_original(target: str) -> bool:
+    """For a save over the open file (a bake in place): record in the open file (every scene's
+    :data:`ORIGINAL_PROPERTY`) the digest of the file it replaces, or, where ``<target>1`` is
+    already that of an earlier bake in place, that one's. Returns whether the file replaced is to
+    be kept as ``<target>1`` (False: it is a bake in place whose original ``<target>1`` holds)."""
+    import bpy
+
+    if not bpy.data.filepath or os.path.realpath(bpy.data.filepath) != target or not os.path.isfile(target):
+        return True
+    recorded = {scene.get(ORIGINAL_PROPERTY) for scene in bpy.data.scenes} - {None}
+    original, keep = None, True
+    if len(recorded) == 1 and os.path.isfile(target + "1") and _digest(target + "1") == next(iter(recorded)):
+        original, keep = next(iter(recorded)), False
+    else:
+        original = _digest(target)
+    for scene in bpy.data.scenes:
+        scene[ORIGINAL_PROPERTY] = original
+    return keep
+
+
+def _digest(path: str) -> str:
+    """SHA-256 of the file at ``path`` (hex)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _keep_backups(target: str, versions: int) -> None:

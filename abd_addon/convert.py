@@ -268,6 +268,10 @@ def convert_rigid_bodies(context) -> Conversion:
     if world is None or world.collection is None:
         return result
     bodies = [ob for ob in world.collection.objects if ob.type == "MESH" and ob.rigid_body is not None]
+    for ob in [ob for ob in bodies if ob.library is not None]:  # its settings would not be saved
+        result.skipped.append((ob.name, f"it is linked from {ob.library.filepath}: make it local or a library "
+                                        "override to convert it"))
+        bodies.remove(ob)
     converted = {ob for ob in bodies if ob.abd_body.enabled}  # affine bodies already: their settings stay
     new_bodies = {}  # object -> its rigid body's kinematic flag before, to put back if it stays Bullet's
     for ob in bodies:
@@ -286,6 +290,9 @@ def convert_rigid_bodies(context) -> Conversion:
         if constraint.object1 not in converted or constraint.object2 not in converted:
             result.skipped.append((ob.name, "it does not join two rigid bodies of the scene's rigid body world"))
             left.append(ob)
+            continue
+        if constraint.object1 == constraint.object2:
+            result.skipped.append((ob.name, f"it joins '{constraint.object1.name}' to itself"))
             continue
         if constraint.type == "MOTOR":
             motors.append(ob)

@@ -27,7 +27,7 @@ def configure_numba_cache() -> None:
 
     Must run before the solver is imported; an installed extension's own folder may be
     read-only. The solver puts Numba's cache in a sub-folder named after its own import name
-    (see ``solver._configure_numba_cache``). Kept when ``ABD_JOINTS_CACHE_DIR`` or
+    (see ``solver.numba_cache.choose_folder``). Kept when ``ABD_JOINTS_CACHE_DIR`` or
     ``NUMBA_CACHE_DIR`` is already set; outside an extension (no user folder) the solver's
     default is kept.
     """

@@ -305,7 +305,9 @@ def _object(ob: bpy.types.Object, own: dict) -> tuple:
     if ob.type == "MESH":
         co = np.empty(3 * len(ob.data.vertices), dtype=np.float32)
         ob.data.vertices.foreach_get("co", co)
-        mesh = (ob.data.name_full, hash(co.tobytes()), len(ob.data.polygons),
+        corners = np.empty(len(ob.data.loops), dtype=np.int32)  # each face's vertices in order: its winding
+        ob.data.loops.foreach_get("vertex_index", corners)
+        mesh = (ob.data.name_full, hash(co.tobytes()), hash(corners.tobytes()), len(ob.data.polygons),
                 tuple((m.type, m.show_viewport) for m in ob.modifiers))
     return (name, ob.type, ob.rotation_mode, transform,
             tuple(tuple(getattr(ob, path)) for path in TRANSFORM_PATHS if path.startswith("delta_")),

@@ -586,7 +586,7 @@ class ABDWorldProperties(PropertyGroup):
         override=OVERRIDABLE,
         name="Margin",
         description="Contact distance (d̂): surfaces closer than this push apart, and bodies rest this close at most",
-        default=1e-3, min=1e-6, soft_max=0.1, precision=4, unit="LENGTH", options=STATIC, update=_overlay_changed,
+        default=1e-3, min=1e-5, soft_max=0.1, precision=4, unit="LENGTH", options=STATIC, update=_overlay_changed,
     )
     friction: FloatProperty(
         override=OVERRIDABLE,

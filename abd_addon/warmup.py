@@ -103,7 +103,7 @@ def warm_up_here(package: str, root: Path) -> Path:
     and the Compile Solver operator, which prepare a machine (a render-farm image) once so that
     its first headless bake loads the kernels instead of compiling them. Arguments as
     :func:`start`; returns the folder the kernels were written to (Numba's, which is a per-user
-    temporary copy where the cache folder cannot be written: ``solver._configure_numba_cache``).
+    temporary copy where the cache folder cannot be written: ``solver.numba_cache.choose_folder``).
     Where the marker cannot be written (a read-only cache folder) a warning on stderr says so:
     the kernels are compiled all the same, and later sessions start the background warm-up again.
 

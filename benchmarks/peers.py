@@ -46,7 +46,7 @@ prismatic chains the note gives the first and last joint's slide (the same separ
 axis) and the largest |slide|, to show whether the motion is right and the limits hold.
 
 Prints the table and, per chain, ours / each other engine's wall time; ``--markdown FILE`` also
-writes the table there, ``--update-docs`` rewrites the generated block of docs/performance.md
+writes the table there, ``--update-docs`` rewrites the generated block of docs/benchmark_runs.md
 (its section "Latest ``peers.py`` run") with the table, the ratios, the command, the time and the
 CPU.
 
@@ -605,9 +605,9 @@ def main() -> None:
     parser.add_argument("--blender-timeout", type=int, default=1200,
                         help="wall-seconds limit of one Blender subprocess (warm-up and repetitions)")
     parser.add_argument("--markdown", type=Path, help="also write the table as markdown to this file")
-    parser.add_argument("--update-docs", type=Path, nargs="?", const=BENCHMARKS.parent / "docs" / "performance.md",
+    parser.add_argument("--update-docs", type=Path, nargs="?", const=BENCHMARKS.parent / "docs" / "benchmark_runs.md",
                         help="also write the table and the ours / peer ratios into this page's generated "
-                             "block (default docs/performance.md)")
+                             "block (default docs/benchmark_runs.md)")
     parser.add_argument("--blender-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
 

@@ -22,7 +22,10 @@ here (a shared file system; relative paths are made absolute first).
 
 The warm-up plugin is pickled by value (cloudpickle) and the tasks are ``subprocess.run`` calls,
 so the scheduler and the workers need ``distributed`` and the batch command's own requirements,
-not this module.
+not this module. A scheduler that does not answer within :data:`CONNECT_TIMEOUT` s, or an address Dask
+cannot use, is one line of error; a cluster with no worker is reported after :data:`WORKER_WAIT`
+s. While a file bakes its task holds a lock on it, so a task that Dask reruns after losing its
+worker never bakes beside the first bake, which on Linux ends with its worker.
 """
 
 from __future__ import annotations
@@ -46,12 +49,54 @@ REPOSITORY = str(Path(__file__).resolve().parents[1])
 REFUSED_OPTIONS = ("--out", "--trajectory", "--from-trajectory", "--warm-up", "--scheduler")
 #: Batch options followed by a path (made absolute before they go to the workers).
 PATH_OPTIONS = ("--out-dir", "--trajectory-dir", "--from-trajectory-dir", "--export-scene-dir")
+#: Seconds the scheduler has to answer a connection (a service that accepts it and stays silent is
+#: not one).
+CONNECT_TIMEOUT = 30.0
+#: Seconds without a worker after which the wait is reported on stderr.
+WORKER_WAIT = 30.0
+#: Python run on the worker for each file (``python -c BAKE_LAUNCHER FILE OPTIONS...``): takes an
+#: exclusive lock (``flock``) on the file, which the bake's process keeps (the descriptor is
+#: inherited across the exec), so that where Dask reruns the task of a worker it lost while its bake
+#: still runs, the rerun refuses (exit status 1, one ``error:`` line) instead of writing the same
+#: output; asks Linux to end the bake (SIGTERM) when the worker that started it dies
+#: (PR_SET_PDEATHSIG, kept across the exec); then runs the batch bake of the file. A file that
+#: cannot be opened, or a file system without locks, bakes without a lock (the batch names a
+#: missing file).
+BAKE_LAUNCHER = """\
+import fcntl, os, signal, sys
+blend = sys.argv[1]
+try:
+    held = os.open(blend, os.O_RDONLY)
+except OSError:
+    held = None
+if held is not None:
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"error: {blend}: another bake of this file is still running (its worker was lost?): "
+                 "not baked twice at once")
+    except OSError:
+        pass
+    os.set_inheritable(held, True)
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+except (OSError, AttributeError):
+    pass
+os.execv(sys.executable, [sys.executable, "-m", "abd_addon.batch", *sys.argv[1:]])
+"""
 
 
 def batch_command(blend: str, options: list, python: str) -> list:
     """The command line that bakes ``blend`` with the batch ``options``: ``python -m abd_addon.batch
     blend options...``."""
     return [python, "-m", "abd_addon.batch", blend, *options]
+
+
+def task_command(blend: str, options: list, python: str) -> list:
+    """The command line of ``blend``'s task on a worker: :func:`batch_command` run through
+    :data:`BAKE_LAUNCHER` (a lock on the file, the bake ending with its worker)."""
+    return [python, "-c", BAKE_LAUNCHER, blend, *options]
 
 
 def file_result(blend: str, status: int | None, stdout: str = "", stderr: str = "") -> dict:
@@ -79,6 +124,52 @@ def parse_summary(line: str) -> dict:
     """The batch's summary line ``key=value key=value ...`` as a dict of strings (a value may hold
     spaces: a new pair starts only at `` name=``)."""
     return dict(part.split("=", 1) for part in re.split(r" (?=[a-z_]+=)", line.strip()))
+
+
+def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> Client:
+    """A ``Client`` of the scheduler at ``address``, or a one-line error.
+
+    Raises:
+        OSError: an address Dask cannot use here (``http://``: a dashboard's; ``tls://`` without
+            Dask's TLS settings; ``ucx://`` without UCX-Py), no scheduler answering within
+            ``timeout`` s (a service that accepts the connection and stays silent), or a service
+            that is not a Dask scheduler (one whose reply Dask cannot read).
+    """
+    import importlib.util
+    import threading
+
+    import dask.config
+
+    scheme = address.split("://", 1)[0].lower() if "://" in address else "tcp"
+    if scheme in ("http", "https"):
+        raise OSError("an HTTP address (a dashboard's?): give the scheduler's, tcp://HOST:8786 by default")
+    if scheme in ("tls", "wss") and not dask.config.get("distributed.comm.tls.ca-file", None):
+        raise OSError(f"{scheme}:// needs Dask's TLS settings (distributed.comm.tls: ca-file, and client cert "
+                      "and key, in the Dask configuration)")
+    if scheme == "ucx" and not any(importlib.util.find_spec(name) for name in ("ucp", "ucxx", "distributed_ucxx")):
+        raise OSError("ucx:// needs UCX-Py (the distributed-ucxx package), which is not installed here")
+    outcome: dict = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = Client(address, timeout=timeout)
+        except BaseException as error:  # noqa: BLE001 - reported below, in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=attempt, name="abd-joints-dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 5.0)
+    if thread.is_alive():
+        raise OSError(f"no answer within {timeout:g} s: not a Dask scheduler, or one that does not respond")
+    error = outcome.get("error")
+    if error is None:
+        return outcome["client"]
+    if isinstance(error, OSError):
+        raise error
+    if isinstance(error, MemoryError):
+        raise OSError("its reply is not a Dask scheduler's") from None
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    raise OSError(f"{type(error).__name__}: {first}") from None
 
 
 class WarmUp(WorkerPlugin):
@@ -142,7 +233,8 @@ def check_inputs(blends: list, options: list) -> tuple:
 
 
 def bake_on_cluster(scheduler, blends: list, options: list = (), python: str | None = None,
-                    repository: str = REPOSITORY, progress: bool | None = None, on_result=None) -> list:
+                    repository: str = REPOSITORY, progress: bool | None = None, on_result=None,
+                    connect_timeout: float = CONNECT_TIMEOUT, worker_wait: float = WORKER_WAIT) -> list:
     """Bake each of ``blends`` as one task on a Dask cluster; return the results in input order.
 
     ``scheduler`` is the scheduler's address (``tcp://host:8786``) or a ``distributed.Client`` (or
@@ -155,23 +247,34 @@ def bake_on_cluster(scheduler, blends: list, options: list = (), python: str | N
     called as each file finishes. Results are :func:`file_result`'s dicts; a task that could not
     run (no such interpreter on the worker, the worker lost) has ``ok`` False and the reason.
     Ctrl+C cancels the files not yet started (a bake already running finishes on its worker).
+    The scheduler has ``connect_timeout`` s to answer (:func:`connect`); where no worker has
+    joined it after ``worker_wait`` s, a line on stderr says so, and the files are baked as
+    workers join. Each task holds a lock on its file while it bakes (:data:`BAKE_LAUNCHER`): a task
+    Dask reruns after losing its worker refuses while the first bake still runs, and that bake
+    ends with its worker (on Linux).
 
     Raises:
         ValueError: bad inputs (:func:`check_inputs`).
-        OSError: the scheduler cannot be reached.
+        OSError: the scheduler cannot be reached or is not one (:func:`connect`).
     """
     blends, options = check_inputs(list(blends), list(options))
     python = python or sys.executable
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the plugin: the workers need not import this
     own = not isinstance(scheduler, Client)
-    client = Client(scheduler) if own else scheduler
+    client = connect(str(scheduler), connect_timeout) if own else scheduler
     futures = []
     try:
         client.register_plugin(WarmUp(python, repository))
         # subprocess.run itself is the task: a fresh process per file, and nothing of ours to unpickle.
-        futures = [client.submit(subprocess.run, batch_command(blend, options, python), cwd=repository,
+        futures = [client.submit(subprocess.run, task_command(blend, options, python), cwd=repository,
                                  capture_output=True, text=True, stdin=subprocess.DEVNULL, pure=False)
                    for blend in blends]
+        try:
+            client.wait_for_workers(1, timeout=worker_wait)
+        except (TimeoutError, asyncio.TimeoutError):
+            print(f"waiting for workers: none has joined the scheduler at {client.scheduler.address} in "
+                  f"{worker_wait:g} s; the files are baked as workers join (Ctrl+C cancels)", file=sys.stderr,
+                  flush=True)
         order = {future.key: k for k, future in enumerate(futures)}
         results = [None] * len(blends)
         with tqdm(total=len(blends), unit="file", desc="baking", file=sys.stderr,

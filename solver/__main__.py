@@ -75,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
     from .scene import SceneError
     from .scene_io import load_scene, scene_digest, scene_input_files
 
-    from .output_files import file_problem, write_whole
+    from .output_files import file_problem, write_aside
 
     scene_path = Path(args.scene)
     if not scene_path.is_file():  # before the output's checks, which would name the scene's folder
@@ -95,6 +95,9 @@ def _run(args: argparse.Namespace) -> int:
         scene = load_scene(scene_path)
     except SceneError as error:
         _error(str(error))
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        _error(f"{args.scene}: out of memory while reading the scene: this machine cannot hold its meshes")
         return EXIT_BAD_INPUT
     inputs = [path.resolve() for path in scene_input_files(scene_path)]
     if out.resolve() in inputs:
@@ -119,6 +122,9 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         trajectory = simulate(scene, progress=progress)
+    except SceneError as error:  # found when the run starts (bodies intersecting at the first frame)
+        _error(str(error))
+        return EXIT_BAD_INPUT
     except SolverError as error:
         _error(f"solver failed: {error}")
         return EXIT_SOLVER_FAILED
@@ -126,10 +132,12 @@ def _run(args: argparse.Namespace) -> int:
         _error("out of memory: this machine cannot hold the run; lower frame_count or substeps, "
                "or split the scene")
         return EXIT_SOLVER_FAILED
+    if _interrupted:  # a Ctrl+C that a library swallowed on its way (Numba's compiler, a forked child)
+        raise KeyboardInterrupt
     trajectory.scene_digest = scene_digest(scene)  # what Blender's Apply Trajectory File checks
 
     try:  # whole or not at all: a failed write leaves an earlier file at out as it was
-        write_whole(out, trajectory.save)
+        _commit(write_aside(out, trajectory.save), out)
     except OSError as error:
         _error(f"cannot write {str(out)!r}: {error}")
         return EXIT_SOLVER_FAILED
@@ -152,6 +160,40 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"wrote {out}", file=sys.stderr, flush=True)
     return EXIT_OK
+
+
+def _commit(written: Path, out: Path) -> None:
+    """Rename the trajectory file written aside over ``out``, unless Ctrl+C came first (then it is
+    removed and KeyboardInterrupt raised). SIGINT is held back from the last check to the rename,
+    and ignored once the file is in place: the run is then done, and its exit status is 0.
+
+    Raises:
+        KeyboardInterrupt: Ctrl+C before the rename. OSError: the rename failed.
+    """
+    import signal
+
+    from .output_files import move_into_place
+
+    hold = hasattr(signal, "pthread_sigmask") and _handling_interrupts()
+    if hold:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        if _interrupted:
+            written.unlink()
+            raise KeyboardInterrupt
+        move_into_place(written, out)
+        if hold:  # a Ctrl+C held back from here on is dropped when SIGINT is unblocked
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    finally:
+        if hold:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _handling_interrupts() -> bool:
+    """Whether :func:`main` installed its SIGINT handler (it does so from the main thread only)."""
+    import signal
+
+    return signal.getsignal(signal.SIGINT) is _on_interrupt
 
 
 def _warm_up(args: argparse.Namespace) -> int:

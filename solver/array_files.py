@@ -5,8 +5,12 @@ file named), and writing them so that a failed write leaves no half-closed archi
 member's ``.npy`` header claims. :class:`ArrayFile` opens the archive instead and reads a member
 only when it is asked for by name (a scene's meshes name theirs, a trajectory has its fields),
 after checking its header: a plain numeric, boolean or string dtype (never a pickled object),
-and a size that fits both what the archive says the member holds and the reader's byte budget
-across all the members it reads. It refuses a path that is not a regular file (a FIFO would
+the shape its reader expects, and a size that fits what the archive says the member holds, what
+its reader can need (a trajectory's bodies x frames x 16 values), the reader's byte budget across
+all the members it reads, and half the memory the machine has free. The archive's own figures
+are the sender's (a compressed member of zeros claims a thousand times its size), so the reader's
+and the machine's decide: the memory a read takes is the size of the array it accepts, plus
+NumPy's read buffer. It refuses a path that is not a regular file (a FIFO would
 block the reader forever) before reading anything from it.
 
 :func:`save_npz` writes what ``np.savez_compressed`` writes, but closes the archive when a write
@@ -21,7 +25,7 @@ import stat
 import zipfile
 import zlib
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO, Optional, Union
 
 import numpy as np
 
@@ -29,6 +33,23 @@ import numpy as np
 PLAIN_KINDS = "biufcU"
 #: Largest ``.npy`` header read (NumPy's own default limit).
 MAX_HEADER_SIZE = 10000
+
+
+def available_memory() -> Optional[int]:
+    """Bytes of memory this machine has free for a new allocation: ``MemAvailable`` of
+    ``/proc/meminfo`` (Linux: free memory plus what the page cache gives back), else the free
+    physical pages (``os.sysconf``); None where neither is known."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 class ArrayFileError(ValueError):
@@ -77,6 +98,14 @@ def save_npz(target: Union[str, Path, BinaryIO], arrays: dict) -> None:
                 np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
 
+class ArrayShapeError(ArrayFileError):
+    """A member whose header declares another shape than its reader expects (:attr:`shape`)."""
+
+    def __init__(self, path, detail: str, shape: tuple):
+        super().__init__(path, detail)
+        self.shape = shape
+
+
 class ArrayFile:
     """The named arrays of an ``.npz`` file, each read (and checked) when first asked for.
 
@@ -119,6 +148,24 @@ class ArrayFile:
         return self[name] if name in self._members else default
 
     def __getitem__(self, name: str) -> np.ndarray:
+        return self.read(name)
+
+    def read(self, name: str, shape: Optional[tuple] = None, max_size: Optional[int] = None,
+             need: str = "") -> np.ndarray:
+        """The array ``name``, its ``.npy`` header checked before any of its data is read.
+
+        Args:
+            name: the array's name (a ``KeyError`` where the archive has none).
+            shape: the shape it must have, ``None`` entries any length; None: any shape.
+            max_size: the most bytes it may take (what its reader can need), or None: no limit
+                beyond the file's and the machine's.
+            need: why ``max_size`` (for the message), e.g. ``"3 bodies x 25 frames x 16 values"``.
+
+        Raises:
+            ArrayFileError: as the class says; also a shape other than ``shape``, more than
+                ``max_size`` bytes, more than half the memory the machine has free
+                (:func:`available_memory`), or no memory left while it is read.
+        """
         info = self._members[name]
         where = f"array {name!r:.60}"
         try:
@@ -131,22 +178,35 @@ class ArrayFile:
                 else:
                     raise ArrayFileError(self.path, f"{where}: .npy format version {version} is not read")
                 # numpy's stubs (lib/format.pyi) leave out the max_header_size argument numpy >= 1.24 takes
-                shape, fortran_order, dtype = read_header(member, MAX_HEADER_SIZE)  # type: ignore[call-arg]
+                declared, fortran_order, dtype = read_header(member, MAX_HEADER_SIZE)  # type: ignore[call-arg]
                 header_size = member.tell()
             if dtype.kind not in PLAIN_KINDS or dtype.hasobject or dtype.names is not None:
                 raise ArrayFileError(
                     self.path, f"{where}: dtype {dtype.str} is not a plain numeric, boolean or string type")
-            size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if shape is not None and (len(declared) != len(shape) or any(
+                    want is not None and have != want for have, want in zip(declared, shape))):
+                expected = "(" + ", ".join("any" if want is None else str(want) for want in shape) + ")"
+                raise ArrayShapeError(self.path, f"{where}: shape {tuple(declared)}, not {expected}", tuple(declared))
+            size = int(np.prod(declared, dtype=object)) * dtype.itemsize
             if size > info.file_size - header_size:
                 raise ArrayFileError(self.path, f"{where}: its header claims {size} bytes, more than the "
                                      f"{info.file_size - header_size} the archive holds for it")
+            if max_size is not None and size > max_size:
+                raise ArrayFileError(self.path, f"{where}: its header claims {size} bytes, more than the {max_size} "
+                                     f"it can need{f' ({need})' if need else ''}")
             if self.bytes_read + size > self.max_bytes:
                 raise ArrayFileError(self.path, f"{where}: {size} bytes, beyond the limit of {self.max_bytes} bytes "
                                      "for this file's arrays")
+            free = available_memory()
+            if free is not None and 2 * size > free:
+                raise ArrayFileError(self.path, f"{where}: its header claims {size} bytes, more than half the {free} "
+                                     "bytes of memory this machine has free")
             with self._zip.open(info) as member:
                 array = np.lib.format.read_array(member, allow_pickle=False)
         except ArrayFileError:
             raise
+        except MemoryError:
+            raise ArrayFileError(self.path, f"{where}: not enough memory to read it") from None
         except (ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError) as error:
             raise ArrayFileError(self.path, f"{where}: damaged ({error})") from None
         self.bytes_read += size

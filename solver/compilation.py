@@ -2,7 +2,7 @@
 
 :func:`solver.simulation.simulate` calls :func:`compile_in_parallel` on :func:`compile_tasks`
 before its first step: the kernels the run needs that are neither loaded nor in the on-disk
-cache (:func:`solver._configure_numba_cache`) are compiled in several processes at once. Numba
+cache (:func:`solver.numba_cache.choose_folder`) are compiled in several processes at once. Numba
 compiles one function at a time per process (a global lock), so the parent forks children that
 compile their share of the kernels into the on-disk cache, from which the parent then loads them.
 Only on Linux, from the main thread of a process with no other Python thread (forking a

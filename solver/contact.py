@@ -41,6 +41,9 @@ except ImportError:  # contact is optional: scenes without it run without ipctk
 #: on resting contact for no safety gain: the conservative rescaling keeps a gap either way).
 CCD_TOLERANCE = 1e-4
 CCD_MAX_ITERATIONS = 1_000_000
+#: Most candidate pairs one CCD call of ipctk checks: a longer sweep is split into calls of this
+#: many (the smallest step of all), between which Ctrl+C is acted on.
+CCD_CHUNK = 2048
 #: A direction moving no vertex by more than this fraction of half the smallest gap skips CCD
 #: (:meth:`ContactSurface.line_search_start`).
 SAFE_GAP_FRACTION = 0.5
@@ -340,8 +343,20 @@ class ContactSurface:
         along the way (Tight Inclusion CCD, conservatively rescaled), after a broad phase swept
         along it (:meth:`set_candidates`), whose candidates then serve every state on the way."""
         self.set_candidates(q, direction)
-        return float(self._candidates.compute_collision_free_stepsize(
-            self._mesh, self.positions(q), self.positions(q + direction), 0.0, self._ccd))
+        start, end = self.positions(q), self.positions(q + direction)
+        if len(self._candidates) <= CCD_CHUNK:
+            return float(self._candidates.compute_collision_free_stepsize(self._mesh, start, end, 0.0, self._ccd))
+        # In chunks, as ipctk holds the interpreter while it runs: Ctrl+C is acted on between them.
+        # Each chunk sweeps only the part of the way the chunks before it left collision-free.
+        alpha = 1.0
+        for kind in ("fv_candidates", "ee_candidates", "ev_candidates", "vv_candidates"):
+            candidates = getattr(self._candidates, kind)
+            for first in range(0, len(candidates), CCD_CHUNK):
+                chunk = ipctk.Candidates()
+                setattr(chunk, kind, candidates[first:first + CCD_CHUNK])
+                alpha *= float(chunk.compute_collision_free_stepsize(
+                    self._mesh, start, np.asfortranarray(start + alpha * (end - start)), 0.0, self._ccd))
+        return alpha
 
     def line_search_start(self, q: np.ndarray, direction: np.ndarray, displacement: float) -> float:
         """:meth:`collision_free_step` of a direction that moves no vertex by more than

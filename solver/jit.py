@@ -6,7 +6,7 @@
   formulas (F-space energies and derivatives, PSD projections, the limit penalty) and the small
   vector routines the kernels share.
 
-Both are cached on disk (``cache=True``, in the folder :func:`solver._configure_numba_cache`
+Both are cached on disk (``cache=True``, in the folder :func:`solver.numba_cache.choose_folder`
 chooses), and neither is given the C callback wrapper (``no_cfunc_wrapper``), which serves only a
 function's raw address (``.address``, ``.ctypes``) and which nothing here uses. A helper is not
 given the CPython wrapper either (``no_cpython_wrapper``, the option Numba's maintainers name for
@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numba
 
-from . import _configure_numba_cache
+from . import numba_cache
 
 # Numba picks a cached function's folder when the decorator is applied: the folder first.
-_configure_numba_cache()
+numba_cache.configure()
 
 #: Decorator for a compiled function that Python calls.
 # (Numba's type stubs do not list the wrapper options, hence the type: ignore comments.)

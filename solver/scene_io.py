@@ -27,7 +27,7 @@ from typing import Any, Union
 import numpy as np
 import numpy.typing as npt
 
-from .array_files import ArrayFile, ArrayFileError, save_npz
+from .array_files import ArrayFile, ArrayFileError, ArrayShapeError, save_npz
 from .output_files import move_into_place, write_aside
 from .scene import (
     AXIS_JOINT_TYPES, JOINT_TYPES, Body, BodyContact, ContactSettings, Driving, Generic, Joint, Limit, MassOverride,
@@ -129,6 +129,12 @@ def _mesh_array(value: Any, arrays, where: str, field_name: str):
                          f'"arrays" file (give the list itself, or "arrays": "<file>.npz" at the top level)')
     if value not in arrays:
         raise SceneError(f"{where}: mesh.{field_name}: no array {value!r:.60} in the arrays file")
+    if isinstance(arrays, ArrayFile):  # (V, 3) vertices or (T, 3) triangles, checked before it is read
+        try:
+            return arrays.read(value, shape=(None, 3))
+        except ArrayShapeError as error:
+            raise SceneError(f"{where}: mesh.{field_name}: must have shape ({field_name[0].upper()}, 3), "
+                             f"got {error.shape}") from None
     return arrays[value]
 
 

@@ -39,6 +39,18 @@ MAX_MAGNITUDE = 1e12
 #: Largest relative stretch of a dynamic body under its own weight that its kappa may allow
 #: (:func:`_check_rigid`): a softer OrthoPotential does not give a rigid body.
 MAX_STRETCH = 0.01
+#: Unicode categories of characters refused in names: format characters (Cf: U+202E RIGHT-TO-LEFT
+#: OVERRIDE shows a name backwards, U+200B ZERO WIDTH SPACE makes two names that look the same)
+#: and the line and paragraph separators (Zl, Zp), which split an error line.
+INVISIBLE_CATEGORIES = ("Cf", "Zl", "Zp")
+#: Smallest accepted contact ``d_hat``, m: a tenth of the tolerance of the solver's CCD
+#: (:data:`solver.contact.CCD_TOLERANCE`, 1e-4). Surfaces kept closer than the CCD resolves make
+#: each CCD call subdivide to its iteration cap: steps take seconds, then hours (docs/contact.md).
+MIN_D_HAT = 1e-5
+#: Smallest accepted ``d_hat`` relative to the scene's extent (the diagonal of the bounding box of
+#: its contact-enabled bodies at frame 0): below it, squared distances (which ipctk's barrier takes)
+#: lose their precision in double precision at that scale.
+MIN_RELATIVE_D_HAT = 1e-7
 #: Longest accepted body or joint name, in characters (Blender's own names have at most 255 bytes).
 MAX_NAME_LENGTH = 1000
 #: Smallest accepted value of a quantity that must be positive (densities, kappa, mass,
@@ -502,7 +514,8 @@ def _validate_soft_transform(soft, transform: np.ndarray, frames: int, where: st
 def _check_name(name, where: str) -> None:
     """Raise :class:`SceneError` (naming ``where``, ``body #i``) unless ``name`` is a non-empty
     string of at most :data:`MAX_NAME_LENGTH` characters with no control character (a NUL
-    would cut it short in the trajectory file's names, a line break split an error line)."""
+    would cut it short in the trajectory file's names, a line break split an error line) and no
+    invisible formatting character (:data:`INVISIBLE_CATEGORIES`)."""
     if not isinstance(name, str) or not name:
         raise SceneError(f"{where}: name: must be a non-empty string, got {name!r:.60}")
     if len(name) > MAX_NAME_LENGTH:
@@ -511,6 +524,10 @@ def _check_name(name, where: str) -> None:
     control = next((character for character in name if unicodedata.category(character) == "Cc"), None)
     if control is not None:
         raise SceneError(f"{where}: name: must not contain control characters, got {control!r} in {name!r:.60}")
+    hidden = next((character for character in name if unicodedata.category(character) in INVISIBLE_CATEGORIES), None)
+    if hidden is not None:
+        raise SceneError(f"{where}: name: must not contain invisible formatting characters, got "
+                         f"U+{ord(hidden):04X} {unicodedata.name(hidden, 'FORMAT CHARACTER')} in {name!r:.60}")
 
 
 def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str) -> None:
@@ -532,6 +549,74 @@ def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float
         raise _fail(where, "kappa", f"{kappa:g} Pa cannot keep the body rigid: hanging from one end under "
                                     f"gravity it would stretch by about {stretch:.3g} (m g L / (16 kappa V)), "
                                     f"more than {MAX_STRETCH:g}; need kappa >= {bound:.3g} Pa (default 1e8)")
+
+
+def barrier_force_per_kappa(distance: float, d_hat: float) -> float:
+    """|d b(d^2, d_hat^2) / d d| of ipctk's barrier b(x, D) = -(x - D)^2 ln(x / D) on squared
+    distances x = d^2 (Li et al. 2020, "Incremental Potential Contact", eq. 6, in squared
+    distances as ipctk takes them): the force (N per unit of resistance, J/m^4) with which two
+    primitives ``distance`` m apart (0 < distance < d_hat) push apart."""
+    x, big = distance * distance, d_hat * d_hat
+    return 2.0 * distance * (2.0 * (x - big) * np.log(x / big) + (x - big) ** 2 / x)
+
+
+def _resting_gap(resistance: float, weight: float, d_hat: float) -> float:
+    """The distance (m) at which one primitive pair of a barrier of ``resistance`` holds ``weight``
+    (N): where :func:`barrier_force_per_kappa` times resistance equals it (bisection; the force
+    falls from infinity at 0 to 0 at d_hat)."""
+    low, high = 0.0, d_hat
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if middle <= low or middle >= high:
+            break
+        if resistance * barrier_force_per_kappa(middle, d_hat) > weight:
+            low = middle
+        else:
+            high = middle
+    return 0.5 * (low + high)
+
+
+def _check_contact_scale(settings: Settings, bodies: list) -> None:
+    """Refuse a ``d_hat`` or ``resistance`` with which a contact step is not bounded
+    (docs/contact.md, "Limits"): d_hat below :data:`MIN_D_HAT` or :data:`MIN_RELATIVE_D_HAT` of
+    the scene's extent; d_hat not below the half-diagonal of the smallest contact-enabled body
+    (such a body would be shrunk to nothing where it starts touching another, and every body
+    within d_hat of it would push it); a resistance under which the heaviest dynamic body's
+    weight would press one primitive pair closer than MIN_D_HAT."""
+    contact = settings.contact
+    members = [body for body in bodies if body.contact.enable]
+    if not contact.enable or len(members) < 2:
+        return
+    where = "settings"
+    corners = [body.mesh.vertices @ body.transform[:3, :3].T + body.transform[:3, 3] for body in members]
+    points = np.concatenate(corners)
+    extent = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
+    diagonals = [float(np.linalg.norm(np.ptp(body.mesh.vertices, axis=0))) for body in members]
+    smallest = members[int(np.argmin(diagonals))]
+    half_size = 0.5 * min(diagonals)
+    lowest = max(MIN_D_HAT, MIN_RELATIVE_D_HAT * extent)
+    if contact.d_hat < lowest:
+        reason = ("a tenth of the contact check's tolerance" if lowest == MIN_D_HAT else
+                  f"{MIN_RELATIVE_D_HAT:g} of the scene's {extent:.3g} m extent")
+        raise _fail(where, "contact.d_hat", f"must be at least {lowest:.3g} m ({reason}: closer gaps make each "
+                                           f"contact step take seconds to hours), got {contact.d_hat:g}")
+    if contact.d_hat >= half_size:
+        raise _fail(where, "contact.d_hat", f"must be less than {half_size:.3g} m, half the size of the smallest "
+                                           f"contact-enabled body ({smallest.name!r}), got {contact.d_hat:g}")
+    if contact.resistance is None:
+        return
+    gravity = max(float(np.linalg.norm(settings.gravity)), 9.81)
+    masses = [body.mass.mass if body.mass is not None else body.mass_density * unit_mass_properties(body.mesh).volume
+              for body in members if body.motion == "dynamic"]
+    weight = max(masses, default=1.0) * gravity
+    gap = _resting_gap(contact.resistance, weight, contact.d_hat)
+    if gap < MIN_D_HAT:
+        need = weight / barrier_force_per_kappa(MIN_D_HAT, contact.d_hat)
+        raise _fail(where, "contact.resistance",
+                    f"{contact.resistance:g} J/m^4 lets the heaviest dynamic body's weight ({weight:.3g} N) press "
+                    f"surfaces to {gap:.3g} m, closer than {MIN_D_HAT:g} m (a tenth of the contact check's "
+                    f"tolerance: each contact step would take seconds to hours); need at least {need:.3g} J/m^4, "
+                    "or null to choose it from that body")
 
 
 def _validate_body(body, index: int, frames: int, gravity: float, default_friction: float = 0.5) -> Body:
@@ -815,4 +900,5 @@ def validate_scene(scene: Scene) -> Scene:
             )
         seen[checked_joint.name] = index
         joints.append(checked_joint)
+    _check_contact_scale(settings, bodies)
     return Scene(settings=settings, bodies=bodies, joints=joints)

@@ -221,18 +221,55 @@ class Trajectory:
         save_npz(target, {f.name: np.asarray(getattr(self, f.name)) for f in fields(self)})
 
     @classmethod
-    def load(cls, path: Union[str, Path]) -> "Trajectory":
+    def load(cls, path: Union[str, Path], scene=None) -> "Trajectory":
         """Read a trajectory written by :meth:`save`: its fields only, each checked before it is
-        read (:class:`solver.array_files.ArrayFile`, at most :data:`MAX_FILE_BYTES` in all).
+        read (:class:`solver.array_files.ArrayFile`, at most :data:`MAX_FILE_BYTES` in all), and
+        none larger than the trajectory can need: that of ``scene`` (a
+        :class:`solver.scene.Scene` it is to be baked for: its bodies, joints, frame count and
+        substeps) where given, else that of the file's own names and time steps, read first.
 
         Raises:
             OSError: the file cannot be opened. KeyError: a field is missing.
             solver.array_files.ArrayFileError: not a regular file or not an ``.npz`` archive, a
                 damaged field, or one beyond the limits (a ValueError; the message names the file).
         """
+        from .scene_validation import MAX_NAME_LENGTH
+
+        wanted = [f.name for f in fields(cls)]
         with ArrayFile(path, MAX_FILE_BYTES) as data:
-            stored: dict[str, Any] = {
-                f.name: data[f.name] for f in fields(cls) if f.name in data or f.name not in OPTIONAL_FIELDS}
+            names = [name for name in wanted if name in data or name not in OPTIONAL_FIELDS]
+            stored: dict[str, Any] = {}
+            for name in ("substeps", "frame_rate", "scene_digest"):
+                if name in names:
+                    stored[name] = data.read(name, shape=(), max_size=4 * MAX_NAME_LENGTH)
+            if scene is not None:
+                bodies, joints = len(scene.bodies), len(scene.joints)
+                steps = scene.settings.frame_count * scene.settings.substeps
+                frames = scene.settings.frame_count + 1
+                for name, count in (("body_names", bodies), ("joint_names", joints)):
+                    stored[name] = data.read(name, max_size=4 * MAX_NAME_LENGTH * count,
+                                             need=f"{count} names of at most {MAX_NAME_LENGTH} characters")
+            else:
+                for name in ("body_names", "joint_names"):
+                    stored[name] = data.read(name)
+                bodies, joints = len(stored["body_names"]), len(stored["joint_names"])
+            if scene is None:
+                stored["converged"] = data.read("converged", shape=(None,), max_size=8 * MAX_TIME_STEPS)
+                steps = len(stored["converged"])
+                frames = steps // max(int(stored["substeps"]), 1) + 1
+            sizes = {"transforms": (16 * bodies, f"{bodies} bodies x {frames} frames x 16 values"),
+                     "distance": (joints, f"{joints} joints x {frames} frames"),
+                     "angle": (joints, f"{joints} joints x {frames} frames"),
+                     "rotation": (3 * joints, f"{joints} joints x {frames} frames x 3 values"),
+                     "contact_distance": (1, f"{frames} frames"), "contact_count": (1, f"{frames} frames")}
+            for name in names:
+                if name in stored:
+                    continue
+                if name in sizes:
+                    per_frame, need = sizes[name]
+                    stored[name] = data.read(name, max_size=8 * per_frame * frames, need=need)
+                else:  # a per-time-step array
+                    stored[name] = data.read(name, max_size=8 * steps, need=f"{steps} time steps")
         steps = len(stored["converged"])  # files from before the newer fields:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))

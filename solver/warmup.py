@@ -1,7 +1,7 @@
 """The solver's warm-up: every Numba kernel compiled (or loaded) ahead of the first bake.
 
 The first bake on a machine otherwise pays the whole compilation (docs/performance.md, "First
-compilation and warm-up"); with the on-disk cache filled (:func:`solver._configure_numba_cache`)
+compilation and warm-up"); with the on-disk cache filled (:func:`solver.numba_cache.choose_folder`)
 a fresh process loads the kernels instead.
 
 :func:`warm_up` runs a tiny scene that uses every constitution and both Newton paths (full

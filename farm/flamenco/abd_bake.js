@@ -17,7 +17,7 @@ const JOB_TYPE = {
     settings: [
         {
             key: "blendfiles", type: "string", required: true,
-            description: "The .blend files to bake, as the Workers see them, separated by ';'",
+            description: "The .blend files to bake, as the Workers see them, separated by ';' or line breaks, each exactly as written (a space before or after ';' is part of a name)",
         },
         {
             key: "out_dir", type: "string", subtype: "dir_path", required: true,
@@ -40,7 +40,9 @@ const JOB_TYPE = {
 
 function compileJob(job) {
     const settings = job.settings;
-    const files = settings.blendfiles.split(/[;\n]/).map((file) => file.trim()).filter((file) => file.length > 0);
+    // Names are taken exactly: a file name may end (or start) with spaces, and trimming them would
+    // bake another file. Only a line's carriage return goes, and entries of nothing but spaces.
+    const files = settings.blendfiles.split(/;|\r?\n/).filter((file) => file.trim().length > 0);
     if (files.length == 0) {
         throw "ABD Joints Bake: no .blend file in 'blendfiles'";
     }

@@ -274,3 +274,23 @@ def test_a_session_builds_the_preview_in_a_timer_and_again_after_a_fixed_rig_err
     assert state.cache is None and state.message == "" and timers
     assert timers.pop()() is None  # built and simulated to frame 5 in one slice
     assert state.cache.run.frames_done == 4
+
+
+def test_flipping_a_bodys_normals_frees_the_cache(preview):
+    """The fingerprint held the vertices and the face count, not the faces' winding: a body turned
+    inside out kept showing the run of its old mesh, which a bake refuses."""
+    import bmesh
+
+    base, slider, joint = slider_rig(frame_end=16)
+    scene = bpy.context.scene
+    step_frames(range(1, 5))
+    state = preview.state(scene)
+    assert state.cache is not None and state.runs == 1
+    mesh = bmesh.new()
+    mesh.from_mesh(slider.data)
+    bmesh.ops.reverse_faces(mesh, faces=mesh.faces)
+    mesh.to_mesh(slider.data)
+    mesh.free()
+    slider.data.update()
+    scene.frame_set(5)
+    assert state.cache is None and "is inverted" in preview.status(scene), preview.status(scene)

@@ -42,7 +42,8 @@ def test_compile_job_makes_one_exec_task_per_file_and_its_commands_bake(shots, t
     """Three files: three blender tasks, each one exec command of the batch bake, which bakes two of them."""
     out = tmp_path / "baked"
     files = [str(shots / name) for name in NAMES]
-    result = compile_job(blendfiles=" ; ".join(files), out_dir=str(out), python=sys.executable, abd_joints=str(ROOT))
+    result = compile_job(blendfiles=";".join(files[:2]) + "\r\n" + files[2], out_dir=str(out), python=sys.executable,
+                         abd_joints=str(ROOT))
     assert result.returncode == 0, result.stdout + result.stderr
     compiled = json.loads(result.stdout)
     settings = {setting["key"]: setting for setting in compiled["job_type"]["settings"]}
@@ -72,3 +73,13 @@ def test_compile_job_refuses_no_files_and_two_files_with_one_name(files, message
     """compileJob throws, naming the problem, for no file or two files of one name."""
     result = compile_job(blendfiles=files, out_dir="/baked")
     assert result.returncode == 1 and message in json.loads(result.stdout)["error"]
+
+
+def test_compile_job_keeps_spaces_in_file_names():
+    """Flamenco's job trimmed the spaces around each name, so a file named "shot.blend " (a
+    trailing space) baked "shot.blend", another file: names are taken exactly as written."""
+    result = compile_job(blendfiles="/shots/shot.blend ; /shots/ lead.blend;;  \n/shots/x.blend", out_dir="/baked",
+                         python="python", abd_joints="/abd")
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = [task["commands"][0]["parameters"]["args"][2] for task in json.loads(result.stdout)["tasks"]]
+    assert files == ["/shots/shot.blend ", " /shots/ lead.blend", "/shots/x.blend"]

@@ -203,6 +203,7 @@ def _fall_back(tmp_path, monkeypatch):
     import numba.core.config
 
     import solver
+    from solver import numba_cache
 
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(tmp_path))
@@ -211,8 +212,9 @@ def _fall_back(tmp_path, monkeypatch):
     read_only = tmp_path / "numba" / f"solver-{solver.source_stamp()}"
     (read_only / "kernels").mkdir(parents=True, exist_ok=True)
     (read_only / "kernels" / "entry.nbi").write_text("warmed")
-    monkeypatch.setattr(solver, "_writable", lambda folder: os.path.realpath(folder) != os.path.realpath(read_only))
-    solver._configure_numba_cache()
+    monkeypatch.setattr(numba_cache, "_writable",
+                        lambda folder: os.path.realpath(folder) != os.path.realpath(read_only))
+    numba_cache.configure()
     return read_only, Path(numba.core.config.CACHE_DIR)
 
 
@@ -289,7 +291,8 @@ def test_a_cache_path_that_cannot_be_a_folder_falls_back_with_a_warning(tmp_path
                                timeout=120, check=True)
     used = completed.stdout.strip()
     assert used.startswith(str(tmp_path / "abd_joints-")) and os.path.isdir(used)
-    assert "cannot be written" in completed.stderr
+    assert f"cache folder {blocked}{os.sep}numba" in completed.stderr
+    assert f"cannot be used ({blocked} is not a folder)" in completed.stderr
 
 
 def test_the_command_line_warm_up_fills_the_cache_that_runs_load(tmp_path):
