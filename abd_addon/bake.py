@@ -204,7 +204,8 @@ def free_bake(scene: bpy.types.Scene, objects: Optional[list] = None) -> int:
 
 class BakeNotConverged(RuntimeError):
     """Some time step of a bake did not converge and convergence was required (nothing is
-    changed); the message says how many and how far (:func:`convergence_problem`)."""
+    changed); the message names the frames, how far the worst step ended from the tolerance and
+    the bodies strained past the Strain Tolerance (:func:`convergence_problem`)."""
 
 
 class BakeJob:
@@ -346,9 +347,10 @@ class BakeJob:
             BakeNotConverged: some time step did not converge and ``require_converged`` (nothing
                 changed).
         """
-        self.problem = convergence_problem(self.trajectory)
+        self.problem = convergence_problem(self)
         if self.problem and require_converged:
-            raise BakeNotConverged(self.problem)
+            strained = self.trajectory.strain_warnings(self.export.frame_start, self.scene.abd_world.strain_tolerance)
+            raise BakeNotConverged("; ".join([self.problem, *strained]))
         keys = compute_keys(self.export, self.trajectory)
         self.freed = write_bake(self.scene, self.view_layer, keys, self.export.frame_start)
         return [k.ob for k in keys]
@@ -366,12 +368,23 @@ class BakeJob:
         return self
 
 
-def convergence_problem(trajectory) -> Optional[str]:
-    """A sentence saying how many time steps did not converge, or None when all did."""
-    if trajectory.all_converged:
-        return None
-    unconverged = ~np.asarray(trajectory.converged, dtype=bool)
-    worst = float(np.max(trajectory.residual[unconverged]))
-    return (f"{int(np.count_nonzero(unconverged))} of {len(trajectory.converged)} time steps did not converge "
-            f"(the worst ended with a Newton step {worst:.3g} times the tolerance; raise Max Iterations or "
-            "Substeps in ABD World)")
+def convergence_problem(job: BakeJob) -> Optional[str]:
+    """A sentence naming the frames whose time steps did not converge even split in 16, with the
+    residual and the remedy (:meth:`solver.trajectory.Trajectory.convergence_problem`), or None."""
+    return job.trajectory.convergence_problem(job.export.frame_start)
+
+
+def bake_warnings(job: BakeJob) -> list[str]:
+    """What a finished job's bake reports beside its keys, frames in Blender's numbers
+    (:meth:`solver.trajectory.Trajectory.warnings` at ABD World's Strain Tolerance)."""
+    return job.trajectory.warnings(job.export.frame_start, job.scene.abd_world.strain_tolerance)
+
+
+def strain_summary(job: BakeJob) -> str:
+    """"largest strain 2.1e-05 ('Cube')": the largest affine strain of a body over the bake, and
+    the body ("" where no body is dynamic)."""
+    strain = np.asarray(job.trajectory.strain)
+    if not strain.size or not strain.max() > 0.0:
+        return ""
+    body = int(np.argmax(strain.max(axis=0)))
+    return f"largest strain {strain.max():.2g} ('{job.trajectory.body_names[body]}')"

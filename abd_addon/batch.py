@@ -185,8 +185,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         if written is not None and os.path.exists(written):
             os.remove(written)
         raise
-    warning = trajectory.fast_rotation_warning()
-    if warning is not None:
+    warnings = bake.bake_warnings(job)
+    for warning in warnings:
         print(f"warning: {blend_path}: {warning}", file=sys.stderr, flush=True)
     return {
         "file": str(blend_path),
@@ -198,6 +198,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
         "keyed_objects": len(job.export.keyed_objects()),
         "freed_objects": len(job.freed),  # earlier bakes freed as stale (a body made Fixed, ...)
         "all_converged": bool(trajectory.all_converged),
+        "largest_strain": float(trajectory.strain.max(initial=0.0)),
+        "warnings": len(warnings),
         "seconds": round(time.perf_counter() - started, 3),
     }
 

@@ -33,13 +33,12 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from ..solver.affine_body import nearest_rotation
-from ..solver.mass import mesh_volume
 from ..solver.primitives import box_mesh
 from ..solver.scene import (
     Body, BodyContact, ContactSettings, Driving, Generic, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
     SoftTransform,
 )
-from ..solver.scene_validation import validate_scene
+from ..solver.scene_validation import unit_mass_properties, validate_scene
 from .properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 from .rig_rules import RigError, collect_rig, refuse_invalid_drivers, refuse_unbakeable
 from .sampling import Sampler, sample_frames
@@ -160,6 +159,21 @@ def mesh_arrays(ob_eval: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
     finally:
         ob_eval.to_mesh_clear()
     return vertices.reshape(-1, 3), triangles.reshape(-1, 3)
+
+
+#: Most face corners of a mesh whose openness the Affine Body panel works out as it draws.
+OPEN_CHECK_LOOPS = 1_000_000
+
+
+def mesh_is_open(mesh: bpy.types.Mesh) -> bool:
+    """Whether ``mesh`` (not evaluated) has an edge not shared by exactly two faces (a hole, a
+    boundary, a non-manifold edge): the solver then takes it as an open surface. False for a
+    mesh of more than :data:`OPEN_CHECK_LOOPS` face corners (not checked while drawing)."""
+    if not len(mesh.polygons) or len(mesh.loops) > OPEN_CHECK_LOOPS:
+        return False
+    edges = np.empty(len(mesh.loops), dtype=np.int64)
+    mesh.loops.foreach_get("edge_index", edges)
+    return bool(np.any(np.bincount(edges, minlength=len(mesh.edges)) != 2))
 
 
 def collapses(matrix: np.ndarray) -> bool:
@@ -340,22 +354,24 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
         box = box_mesh((ANCHOR_SIZE,) * 3)
         vertices, triangles = box.vertices, box.triangles
     elif len(triangles) == 0:
-        raise RigError(f"Object '{ob.name}' has no faces: a Dynamic affine body needs a closed mesh (a body without "
-                       "faces can only be a Fixed or Animated anchor of joints)")
+        raise RigError(f"Object '{ob.name}' has no faces: a Dynamic affine body needs a mesh with faces (a body "
+                       "without faces can only be a Fixed or Animated anchor of joints)")
     vertices = vertices @ stretch.T
     if np.linalg.det(stretch) < 0.0:  # mirrored object: keep the triangles outward-facing
         triangles = triangles[:, [0, 2, 1]]
     density = props.mass_density
     mass_override = None
+    motion = props.motion.lower()
+    thickness = props.thickness if props.thickness > 0.0 else None
     if props.mass_mode == "MASS":
         mass = get_precise(props, "mass")
         if props.use_inertia:
             mass_override = inertia_override(mass, get_precise(props, "mass_center"), get_precise(props, "inertia"),
                                              stretch)
-        volume = abs(mesh_volume(vertices, triangles))
+        unit = unit_mass_properties(Mesh(vertices=vertices, triangles=triangles), thickness, motion)
+        volume = abs(unit.volume) if unit is not None else 0.0  # None: refused by the validation
         if volume > 0.0:
             density = mass / volume
-    motion = props.motion.lower()
     if motion == "fixed":
         moved = np.flatnonzero(np.abs(matrices - matrices[0]).max(axis=(1, 2)) > FIXED_MOTION)
         if len(moved):
@@ -391,6 +407,7 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
                             friction=props.friction if props.use_friction else None,
                             shape=props.collision_shape.lower(),
                             collections=tuple(i for i, member in enumerate(props.collision_collections) if member)),
+        thickness=thickness,
     )
 
 

@@ -26,7 +26,8 @@ def configure_numba_cache() -> None:
     """Point the solver's cache base (``ABD_JOINTS_CACHE_DIR``) at the extension's user folder.
 
     Must run before the solver is imported; an installed extension's own folder may be
-    read-only. The solver puts Numba's cache in a sub-folder named after its own import name
+    read-only. The folder is made private to the user (mode 0700), as the solver's cache checks
+    require. The solver puts Numba's cache in a sub-folder named after its own import name
     (see ``solver.numba_cache.choose_folder``). Kept when ``ABD_JOINTS_CACHE_DIR`` or
     ``NUMBA_CACHE_DIR`` is already set; outside an extension (no user folder) the solver's
     default is kept.
@@ -36,7 +37,12 @@ def configure_numba_cache() -> None:
     import bpy
 
     try:
-        path = bpy.utils.extension_path_user(extension_package(), path="cache", create=True)
+        path = bpy.utils.extension_path_user(extension_package(), path="cache", create=False)
     except Exception:  # noqa: BLE001 - not loaded as an extension: keep the solver's default
         return
+    from ..solver.numba_cache import folder_problem  # the standard library only
+
+    # Made private (0700) where missing, not with Blender's umask modes: a cache folder others can
+    # write is refused when the solver uses it (solver.numba_cache), which then says why.
+    folder_problem(path, path)
     os.environ["ABD_JOINTS_CACHE_DIR"] = path

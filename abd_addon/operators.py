@@ -276,7 +276,8 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     try:
         job.finish(require_converged)
     except bake_module.BakeNotConverged as error:
-        operator.report({"ERROR"}, f"Bake failed: {error}; nothing was changed")
+        operator.report({"ERROR"}, f"Bake failed: {error}; nothing was changed (untick Require Convergence to "
+                                   "keep such a bake)")
         return {"CANCELLED"}
     except Exception as error:  # noqa: BLE001
         return report_exception(operator, error, "Bake failed")
@@ -285,7 +286,10 @@ def write_keys(operator: Operator, job, require_converged: bool) -> set:
     if job.freed:
         message += (f"; freed the earlier bake of {len(job.freed)} object(s) it no longer simulates "
                     f"({named(job.freed)})")
-    notes = [note for note in (job.problem, job.trajectory.fast_rotation_warning()) if note]
+    strain = bake_module.strain_summary(job)
+    if strain:
+        message += f"; {strain}"
+    notes = bake_module.bake_warnings(job)
     if notes:
         operator.report({"WARNING"}, "; ".join([message, *notes]))
     else:
@@ -311,8 +315,8 @@ class ABD_OT_bake(Operator):
 
     require_converged: BoolProperty(
         name="Require Convergence",
-        description=("Fail, changing nothing, when a time step did not converge; untick to keep such a bake "
-                     "(a warning says how many steps missed)"),
+        description=("Fail, changing nothing, when a time step did not converge even split into 16 smaller steps; "
+                     "untick to keep such a bake (a warning names the frames)"),
         default=True, options={"SKIP_SAVE"},
     )
 

@@ -158,6 +158,13 @@ class ABDBodyProperties(PropertyGroup):
         default=1.0, min=1e-9,
         unit="MASS", options=STATIC,
     )
+    thickness: FloatProperty(
+        override=OVERRIDABLE,
+        name="Thickness",
+        description=("For an open mesh (a plane, Suzanne; a closed one ignores it): its mass is that of a shell this "
+                     "thick about its surface. 0 takes the mass of its convex hull, as Bullet's Convex Hull shape"),
+        default=0.0, min=0.0, soft_max=0.1, precision=4, unit="LENGTH", options=STATIC,
+    )
     use_inertia: BoolProperty(
         override=OVERRIDABLE,
         name="Explicit Inertia",
@@ -559,6 +566,13 @@ class ABDWorldProperties(PropertyGroup):
         description=("A time step has converged when no body's rate of rotation (and stretch) changes by more "
                      "than this, in 1/s"),
         default=0.1, min=1e-9, precision=4, options=STATIC,
+    )
+    strain_tolerance: FloatProperty(
+        override=OVERRIDABLE,
+        name="Strain Tolerance",
+        description=("Largest strain of a dynamic body (its stretch or squeeze, which its keyed rigid poses drop) "
+                     "that a bake keeps without a warning naming the body and the frames"),
+        default=1e-3, min=1e-9, soft_max=0.1, precision=5, options=STATIC,
     )
     line_search_max_iterations: IntProperty(
         override=OVERRIDABLE,

@@ -12,6 +12,7 @@ import math
 from bpy.types import Panel
 
 from . import preview
+from .export import mesh_is_open
 from .gpu_advice import gpu_advice
 from .properties import AXIS_JOINT_TYPES
 from .rig_rules import playback_override
@@ -85,6 +86,10 @@ class PHYSICS_PT_abd_body(_PhysicsPanel, Panel):
             if body.use_inertia:
                 col.prop(body, "mass_center")
                 col.prop(body, "inertia")
+        if mesh_is_open(context.object.data):
+            col.prop(body, "thickness")
+            source = f"a shell {body.thickness * 1000:.3g} mm thick" if body.thickness > 0 else "its convex hull"
+            col.label(text=f"Open mesh: collides as a surface, mass from {source}", icon="INFO")
         if body.motion != "DYNAMIC":
             col.label(text="Mass sets only its joints' stiffness", icon="INFO")
         kappa = layout.column()
@@ -440,6 +445,7 @@ def draw_solver(layout, context) -> None:
     layout.prop(world, "velocity_tol")
     layout.prop(world, "transrate_tol")
     layout.prop(world, "line_search_max_iterations")
+    layout.prop(world, "strain_tolerance")
     layout.prop(world, "device")
     if world.device == "CUPY":
         if importlib.util.find_spec("cupy") is None:

@@ -33,7 +33,8 @@ intersecting); for Bullet the same penetration measure. ``--profile`` adds where
 goes (:class:`StepProfile`) over ``--profile-frames`` frames from the landing of the lowest layer.
 
     python benchmarks/pile.py                               # column N = 125 and the mixed pile
-    python benchmarks/pile.py --sizes 125 1000 --update-docs
+    python benchmarks/pile.py --update-docs                 # into docs/benchmark_runs.md
+    python benchmarks/pile.py --sizes 1000 --no-mixed --substeps 1 --shapes BOX
 """
 
 from __future__ import annotations
@@ -517,11 +518,11 @@ def profile_markdown(profiles: list[tuple[str, dict]]) -> str:
 
 
 def with_docs_block(page: str, block: str) -> str:
-    """``page`` with ``block`` between DOCS_BEGIN and DOCS_END (after the title if absent)."""
+    """``page`` with ``block`` between DOCS_BEGIN and DOCS_END (appended under a heading with them
+    if absent); ValueError if only one of them is there or they are out of order."""
     begin, end = page.find(DOCS_BEGIN), page.find(DOCS_END)
     if begin < 0 and end < 0:
-        title, _, rest = page.partition("\n")
-        return title + "\n\n" + DOCS_BEGIN + "\n" + block + DOCS_END + "\n" + rest
+        return page.rstrip("\n") + "\n\n## Latest `pile.py` run\n" + DOCS_BEGIN + "\n" + block + DOCS_END + "\n"
     if begin < 0 or end < begin:
         raise ValueError("the page's pile.py markers are incomplete or out of order")
     return page[: begin + len(DOCS_BEGIN)] + "\n" + block + page[end:]
@@ -539,7 +540,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--profile-frames", type=int, default=2, help="frames profiled per run of ours (0: none)")
     parser.add_argument("--blender-timeout", type=int, default=1800)
-    parser.add_argument("--update-docs", type=Path, nargs="?", const=BENCHMARKS.parent / "docs" / "performance.md")
+    parser.add_argument("--update-docs", type=Path, nargs="?", const=BENCHMARKS.parent / "docs" / "benchmark_runs.md",
+                        help="rewrite the generated block of this page (default docs/benchmark_runs.md)")
     parser.add_argument("--blender-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--meshes-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scene", help=argparse.SUPPRESS)
@@ -600,7 +602,7 @@ def main() -> None:
                  + ("\nWhere one step's time goes (ms of wall time a step, each part's own, over "
                     f"{args.profile_frames} frames from the landing of the lowest layer):\n\n" + profile_table
                     if profile_table else ""))
-        page = args.update_docs.read_text() if args.update_docs.exists() else "# Performance\n"
+        page = args.update_docs.read_text() if args.update_docs.exists() else "# Latest benchmark runs\n"
         args.update_docs.write_text(with_docs_block(page, block))
         print(f"updated {args.update_docs}", flush=True)
 

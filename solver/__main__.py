@@ -7,11 +7,12 @@ Commands:
     :class:`solver.trajectory.Trajectory`) to ``--out`` (``.npz`` appended when missing; an
     existing directory gets ``<scene stem>.npz``), by default beside the scene file with the suffix
     ``.npz``; ``--device`` overrides the scene's ``settings.device``.
-    Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid, the
-    trajectory file cannot be written (checked before simulating): ``error: <message>`` on stderr,
-    or a bad command line); 1 when the solver fails (``SolverError``) or a time step did not
-    converge (the trajectory is still saved, and the first step that failed is printed); 130
-    when stopped by Ctrl+C (SIGINT), with no trajectory file written.
+    Exit status: 0 on success; 2 on bad input (the scene file is unreadable or invalid, too large
+    for the machine's memory, its bodies intersect at the first frame, the trajectory file cannot
+    be written (checked before simulating): ``error: <message>`` on stderr, or a bad command
+    line); 1 when the solver fails (``SolverError``) or a time step did not converge (the
+    trajectory is still saved, and the first step that failed is printed); 130 when stopped by
+    Ctrl+C (SIGINT) before the trajectory file takes its name, with no trajectory file written.
 
 ``warm-up``
     Compile every solver kernel into the on-disk cache that later ``run`` commands of this
@@ -154,8 +155,7 @@ def _run(args: argparse.Namespace) -> int:
             f"the trajectory was saved to {str(out)!r} anyway"
         )
         return EXIT_SOLVER_FAILED
-    warning = trajectory.fast_rotation_warning()
-    if warning is not None:
+    for warning in trajectory.warnings():
         print(f"warning: {warning}", file=sys.stderr, flush=True)
     if not args.quiet:
         print(f"wrote {out}", file=sys.stderr, flush=True)

@@ -277,6 +277,8 @@ class ContactSurface:
             faces = [self.faces[face_offsets[i]:face_offsets[i + 1]] for i in (k, m)]
             sub_faces = np.asfortranarray(np.concatenate(faces).astype(np.int32))
             sub_mesh = ipctk.CollisionMesh(positions, np.asfortranarray(ipctk.edges(sub_faces)), sub_faces)
+            # Not within one body (an open mesh such as Suzanne may cross itself).
+            sub_mesh.can_collide = ipctk.make_vertex_patches_filter(self.vertex_body.astype(np.int32))
             if ipctk.has_intersections(sub_mesh, positions):
                 first_body, second_body = sorted((self.order[k], self.order[m]))
                 yield self.names[first_body], self.names[second_body]

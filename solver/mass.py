@@ -113,3 +113,58 @@ def override_mass_properties(mass: float, mass_center: np.ndarray, inertia: np.n
     inertia_origin = np.asarray(inertia, dtype=np.float64) + mass * (c @ c * np.eye(3) - np.outer(c, c))
     second = 0.5 * np.trace(inertia_origin) * np.eye(3) - inertia_origin
     return DyadicMass(float(mass), mass * c, second, float(volume))
+
+
+def shell_mass_properties(vertices: np.ndarray, triangles: np.ndarray, thickness: float,
+                          density: float) -> DyadicMass:
+    """m, m x_bar, S and volume of an open surface taken as a shell of ``thickness`` (m) about it.
+
+    Each triangle of area a and unit normal n is a slab a t thick: its integrals are t times
+    the triangle's (of 1: a; of x: a s / 3; of x x^T: a (sum_i x_i x_i^T + s s^T) / 12, s the
+    sum of its corners, the integrals over a 2-simplex) plus, for x x^T, the slab's spread
+    across its thickness, a t^3 / 12 n n^T. Exact for flat surfaces; thin curved ones to
+    first order in t. Zero-area triangles add nothing.
+
+    Args:
+        vertices: (V, 3) float, body-local, m.
+        triangles: (T, 3) int, any winding.
+        thickness: t, m, > 0.
+        density: rho, kg/m^3.
+    """
+    vertices = np.asarray(vertices, dtype=np.float64)
+    triangles = np.asarray(triangles, dtype=np.int64)
+    x0, x1, x2 = (vertices[triangles[:, k]] for k in range(3))
+    cross = np.cross(x1 - x0, x2 - x0)
+    twice_area = np.linalg.norm(cross, axis=1)
+    area = twice_area / 2.0
+    normal = np.divide(cross, twice_area[:, None], out=np.zeros_like(cross), where=twice_area[:, None] > 0.0)
+    total = x0 + x1 + x2
+    outer = (np.einsum("ta,tb->tab", x0, x0) + np.einsum("ta,tb->tab", x1, x1) + np.einsum("ta,tb->tab", x2, x2)
+             + np.einsum("ta,tb->tab", total, total))
+    second = (thickness * np.einsum("t,tab->ab", area, outer) / 12.0
+              + thickness**3 / 12.0 * np.einsum("t,ta,tb->ab", area, normal, normal))
+    volume = float(thickness * area.sum())
+    return DyadicMass(density * volume, density * thickness * (area @ total) / 3.0, density * second, volume)
+
+
+def hull_triangles(vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(vertices (H, 3), triangles (T, 3) counter-clockwise seen from outside) of the convex hull
+    of ``vertices`` (V, 3) (SciPy's Qhull), or None where the points span no volume (all on a
+    plane or a line, or fewer than 4)."""
+    import scipy.spatial
+
+    vertices = np.asarray(vertices, dtype=np.float64)
+    if len(vertices) < 4:
+        return None
+    try:
+        hull = scipy.spatial.ConvexHull(vertices)
+    except scipy.spatial.QhullError:
+        return None
+    used, triangles = np.unique(hull.simplices, return_inverse=True)
+    triangles = triangles.reshape(-1, 3)
+    points = vertices[used]
+    corners = points[triangles]
+    outward = np.einsum("ta,ta->t", np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0]),
+                        hull.equations[:, :3]) >= 0.0
+    triangles = np.where(outward[:, None], triangles, triangles[:, [0, 2, 1]])
+    return points, triangles

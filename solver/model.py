@@ -39,7 +39,7 @@ from .constitutions import (
     SphericalJoint,
 )
 from .constitutions.base import JointFrames
-from .mass import DyadicMass, mesh_volume, override_mass_properties
+from .mass import DyadicMass, override_mass_properties
 from .scene import AXIS_JOINT_TYPES, Scene, SceneError
 from .scene_validation import unit_mass_properties
 
@@ -58,10 +58,10 @@ def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def body_mass(body) -> DyadicMass:
     """Dyadic mass of a validated body: its override if given, else its mesh times density."""
+    unit = unit_mass_properties(body.mesh, body.thickness, body.motion)
     if body.mass is not None:
-        volume = abs(mesh_volume(body.mesh.vertices, body.mesh.triangles))
-        return override_mass_properties(body.mass.mass, body.mass.mass_center, body.mass.inertia, volume)
-    return unit_mass_properties(body.mesh).scaled(body.mass_density)
+        return override_mass_properties(body.mass.mass, body.mass.mass_center, body.mass.inertia, unit.volume)
+    return unit.scaled(body.mass_density)
 
 
 #: Stiffness of the quadratic that holds an animated body to its pose in a contact step, as a

@@ -3,9 +3,10 @@
 Numba unpickles the index files of its cache, so whoever can write the cache folder, or any folder
 on its path (and rename the folder beneath it), can run code in the process that loads it. Every
 cache folder the solver uses is therefore checked before use (:func:`folder_problem`): each
-folder from the cache base down is a real folder (not a symbolic link) of this user that no one
-else can write, and each folder above it belongs to this user or to root and is not writable by
-others, unless it has the sticky bit (``/tmp``). A folder that fails is refused with a message on
+folder from the cache base down is a real folder (not a symbolic link) of this user (or root's,
+read-only to this user: then copied) that no one else can write, and each folder above it
+belongs to this user or to root and is not writable by others, unless it has the sticky bit
+(``/tmp``). A folder that fails is refused with a message on
 stderr, nothing is created in it, and a private folder of this user in the temporary folder is
 used instead (the same one on every run). Where the platform has no user ids (Windows, whose
 temporary folder is per user), only symbolic links are refused.
@@ -60,14 +61,13 @@ def _user_id():
 
 def _owner_problem(path: str, status: os.stat_result, above: bool) -> str | None:
     """Why the folder ``path`` (its ``lstat`` ``status``) is not safe for this user's cache, or
-    None: a folder of the cache (``above`` False) must be this user's and writable by no one else;
-    a folder above the cache (``above`` True) this user's or root's, and writable by others only
-    with the sticky bit."""
+    None: it must be this user's or root's (a read-only cache root installed, in a render-farm
+    image say, is copied), and writable by no one else; a folder above the cache (``above``
+    True) may be writable by others where it has the sticky bit (``/tmp``)."""
     user = _user_id()
     if user is None:
         return None
-    owners = (user, 0) if above else (user,)
-    if status.st_uid not in owners:
+    if status.st_uid not in (user, 0):
         return f"{path} belongs to another user (uid {status.st_uid})"
     if status.st_mode & 0o022 and not (above and status.st_mode & stat.S_ISVTX):
         return f"{path} can be written by other users (mode {stat.S_IMODE(status.st_mode):o})"
@@ -79,7 +79,7 @@ def folder_problem(folder: str, base: str, create: bool = True) -> str | None:
     user, or None when it can. Walks the path from the file system's root: each folder above
     ``base`` (through its symbolic links) must belong to this user or root and not be writable by
     others unless sticky; ``base`` and each folder below it down to ``folder`` must be a real
-    folder of this user that no one else can write. With ``create``, missing folders are made
+    folder of this user or root that no one else can write. With ``create``, missing folders are made
     (mode 0700), each only after the folder holding it passed: nothing is created in a folder that
     fails."""
     base = os.path.abspath(base)
@@ -88,11 +88,9 @@ def folder_problem(folder: str, base: str, create: bool = True) -> str | None:
     below = os.path.relpath(folder, base).split(os.sep) if folder != base else []
     if below and below[0] == os.pardir:
         raise ValueError(f"{folder} is not inside {base}")
-    path, steps = os.path.abspath(os.sep), []
-    for part in above.split(os.sep):
-        if part:
-            path = os.path.join(path, part)
-            steps.append((path, True))
+    from pathlib import Path
+
+    steps = [(str(parent), True) for parent in reversed(Path(above).parents)] + [(above, True)]
     path = os.path.join(above, os.path.basename(base))
     steps.append((path, False))
     for part in below:

@@ -137,7 +137,9 @@ class Mesh:
 
     Attributes:
         vertices: (V, 3) float, m.
-        triangles: (T, 3) int, vertex indices, counter-clockwise seen from outside.
+        triangles: (T, 3) int, vertex indices, counter-clockwise seen from outside (a closed
+            mesh wound the other way round is turned by the validation, with a note; an open
+            one collides as a surface).
     """
 
     vertices: np.ndarray
@@ -194,6 +196,10 @@ class Body:
         soft_transform: Soft Transform Constraint #16 settings, or ``None``.
         animated_transforms: (frame_count + 1, 4, 4) poses of an animated body, frame 0 first.
         contact: :class:`BodyContact` (used when ``settings.contact.enable``).
+        thickness: for a mesh that is not closed (an open surface: a plane, a terrain, Suzanne),
+            m, > 0: its mass and inertia are those of a shell this thick about the surface;
+            None: those of its convex hull (docs/scene_format.md, "Open meshes"). Unused for a
+            closed mesh.
     """
 
     name: str
@@ -208,6 +214,7 @@ class Body:
     soft_transform: Optional[SoftTransform] = None
     animated_transforms: Optional[np.ndarray] = None
     contact: BodyContact = field(default_factory=BodyContact)
+    thickness: Optional[float] = None
 
 
 @dataclass

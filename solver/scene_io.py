@@ -55,7 +55,7 @@ _CONTACT_KEYS = ("enable", "d_hat", "resistance", "friction", "eps_velocity")
 _BODY_CONTACT_KEYS = ("enable", "friction", "shape", "collections")
 _BODY_KEYS = (
     "name", "mesh", "transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity", "mass",
-    "soft_transform", "animated_transforms", "contact",
+    "soft_transform", "animated_transforms", "contact", "thickness",
 )
 _MESH_KEYS = ("vertices", "triangles")
 _MASS_KEYS = ("mass", "mass_center", "inertia")
@@ -149,7 +149,7 @@ def _body_from_dict(data: Any, index: int, arrays=None) -> Body:
     kwargs: dict = {"name": name, "mesh": Mesh(vertices=_mesh_array(mesh["vertices"], arrays, where, "vertices"),
                                                 triangles=_mesh_array(mesh["triangles"], arrays, where, "triangles"))}
     for key in ("transform", "mass_density", "kappa", "motion", "linear_velocity", "angular_velocity",
-                "animated_transforms"):
+                "animated_transforms", "thickness"):
         kwargs.update(_optional(data, key))
     if data.get("mass") is not None:
         mass = _object(data["mass"], where, "mass")
@@ -385,6 +385,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             "linear_velocity": _plain(body.linear_velocity),
             "angular_velocity": _plain(body.angular_velocity),
         }
+        if body.thickness is not None:
+            entry["thickness"] = body.thickness
         if body.mass is not None:
             entry["mass"] = {
                 "mass": body.mass.mass,

@@ -349,7 +349,16 @@ def _validate_settings(settings) -> Settings:
 #: and triangles arrays, which it made read-only, and its mass properties at density 1). A run
 #: validates its scene more than once (loading, its digest, the simulation) and the add-on's
 #: overlay once per change of the scene; a mesh checked before is returned as it is.
-_VALIDATED_MESHES: dict[int, tuple[weakref.ReferenceType[Mesh], np.ndarray, np.ndarray, object]] = {}
+_VALIDATED_MESHES: dict[int, tuple[weakref.ReferenceType[Mesh], np.ndarray, np.ndarray, "_MeshFacts"]] = {}
+
+
+class _MeshFacts:
+    """What the validation learnt of a mesh: whether it is closed, its mass properties at density
+    1 (of the mesh where it is closed, of its convex hull where it is open: None where that is
+    flat) and the note of a turned winding (or "")."""
+
+    def __init__(self, closed: bool, unit, note: str = ""):
+        self.closed, self.unit, self.note = closed, unit, note
 
 
 def _known_mesh(mesh: Mesh) -> Optional[tuple]:
@@ -362,15 +371,58 @@ def _known_mesh(mesh: Mesh) -> Optional[tuple]:
     return None
 
 
-def unit_mass_properties(mesh: Mesh):
-    """:func:`solver.mass.mesh_mass_properties` of ``mesh`` at density 1 (a :class:`solver.mass.DyadicMass`;
-    scaled by rho with its ``scaled``), computed once per mesh :func:`validate_scene` returned."""
+def _facts(mesh: Mesh) -> _MeshFacts:
+    """The :class:`_MeshFacts` of ``mesh``: remembered where :func:`validate_scene` returned it,
+    else worked out (a mesh taken as it is, not turned)."""
     known = _known_mesh(mesh)
     if known is not None:
         return known[3]
-    from .mass import mesh_mass_properties  # local import keeps this module free of numerics at import time
+    from .mass import hull_triangles, mesh_mass_properties  # local import: no numerics at import time
 
-    return mesh_mass_properties(mesh.vertices, mesh.triangles, 1.0)
+    if mesh_closure_problem(mesh.triangles) is None:
+        return _MeshFacts(True, mesh_mass_properties(mesh.vertices, mesh.triangles, 1.0))
+    hull = hull_triangles(mesh.vertices)
+    return _MeshFacts(False, None if hull is None else mesh_mass_properties(*hull, 1.0))
+
+
+#: Thickness, as a fraction of its largest extent, of the slab that gives a fixed or animated flat
+#: open mesh (a plane) without a ``thickness`` its mass (read only by its joints' stiffness and
+#: contact's pull on an animated body).
+FLAT_THICKNESS = 0.01
+
+
+def unit_mass_properties(mesh: Mesh, thickness: Optional[float] = None, motion: str = "fixed"):
+    """Mass properties at density 1 (a :class:`solver.mass.DyadicMass`; scaled by rho with its
+    ``scaled``) of a body's ``mesh``: by the divergence theorem over a closed mesh
+    (:func:`solver.mass.mesh_mass_properties`); for an open one, a shell ``thickness`` m thick
+    (:func:`solver.mass.shell_mass_properties`) where that is given, else its convex hull, or
+    where that is flat a slab :data:`FLAT_THICKNESS` times its extent thick (for a fixed or
+    animated ``motion``; a dynamic one is refused by the validation). Remembered for each mesh
+    :func:`validate_scene` returned."""
+    from .mass import shell_mass_properties
+
+    facts = _facts(mesh)
+    if facts.closed:
+        return facts.unit
+    if thickness is None and (facts.unit is not None or motion == "dynamic"):
+        return facts.unit
+    if thickness is None:
+        thickness = FLAT_THICKNESS * max(float(np.ptp(mesh.vertices, axis=0).max()), MIN_POSITIVE)
+    return shell_mass_properties(mesh.vertices, mesh.triangles, thickness, 1.0)
+
+
+def mass_source(mesh: Mesh, thickness: Optional[float] = None) -> str:
+    """Where a body's mass comes from (:func:`unit_mass_properties`): ``"mesh"`` (closed),
+    ``"thickness"`` or ``"convex hull"`` (open)."""
+    if _facts(mesh).closed:
+        return "mesh"
+    return "thickness" if thickness is not None else "convex hull"
+
+
+def scene_notes(scene: Scene) -> list[str]:
+    """The notes of a validated ``scene``: one sentence per body whose mesh the validation
+    turned the right way round (docs/scene_format.md, "Meshes")."""
+    return [f"body {body.name!r}: {_facts(body.mesh).note}" for body in scene.bodies if _facts(body.mesh).note]
 
 
 def _validate_mesh(mesh, where: str) -> Mesh:
@@ -378,26 +430,31 @@ def _validate_mesh(mesh, where: str) -> Mesh:
         raise _fail(where, "mesh", f"must be a Mesh, got {_type_name(mesh)}")
     if _known_mesh(mesh) is not None:
         return mesh
-    checked = _check_mesh(mesh, where)
+    checked, closed, note = _check_mesh(mesh, where)
     checked.vertices.setflags(write=False)
     checked.triangles.setflags(write=False)
-    from .mass import mesh_mass_properties
+    from .mass import hull_triangles, mesh_mass_properties
 
     with np.errstate(all="ignore"):
-        unit = mesh_mass_properties(checked.vertices, checked.triangles, 1.0)
+        hull = None if closed else hull_triangles(checked.vertices)
+        shape = (checked.vertices, checked.triangles) if closed else hull
+        unit = None if shape is None else mesh_mass_properties(*shape, 1.0)
     key = id(checked)
     _VALIDATED_MESHES[key] = (weakref.ref(checked, lambda _: _VALIDATED_MESHES.pop(key, None)),
-                              checked.vertices, checked.triangles, unit)
+                              checked.vertices, checked.triangles, _MeshFacts(closed, unit, note))
     return checked
 
 
-def _check_mesh(mesh: Mesh, where: str) -> Mesh:
-    """A new mesh of float64 vertices and int64 triangles, checked (docs/scene_format.md)."""
+def _check_mesh(mesh: Mesh, where: str) -> tuple[Mesh, bool, str]:
+    """A new mesh of float64 vertices and int64 triangles, checked (docs/scene_format.md), whether
+    it is closed, and a note where its winding was turned ("" otherwise). A closed mesh wound
+    inside out (negative volume) is turned; one that is not closed and consistently oriented is
+    taken as an open surface."""
     vertices = _float_array(mesh.vertices, where, "mesh.vertices")
     if vertices.ndim != 2 or vertices.shape[1] != 3:
         raise _fail(where, "mesh.vertices", f"must have shape (V, 3), got {vertices.shape}")
-    if vertices.shape[0] < 4:
-        raise _fail(where, "mesh.vertices", f"a closed mesh needs at least 4 vertices, got {vertices.shape[0]}")
+    if vertices.shape[0] < 3:
+        raise _fail(where, "mesh.vertices", f"a mesh needs at least 3 vertices, got {vertices.shape[0]}")
     if not np.all(np.isfinite(vertices)):
         row = int(np.argmin(np.isfinite(vertices).all(axis=1)))
         raise _fail(where, "mesh.vertices", f"must be finite (NaN or infinity in vertex {row})")
@@ -418,7 +475,15 @@ def _check_mesh(mesh: Mesh, where: str) -> Mesh:
             f"(the mesh has {count} vertices, indices 0..{count - 1})",
         )
     triangles = raw.astype(np.int64)
-    _check_closed(triangles, where)
+    repeated = (triangles[:, 0] == triangles[:, 1]) | (triangles[:, 1] == triangles[:, 2]) | (
+        triangles[:, 0] == triangles[:, 2])
+    if repeated.any():
+        triangle = int(np.argmax(repeated))
+        raise _fail(where, "mesh.triangles", f"triangle {triangle} {triangles[triangle].tolist()} repeats a vertex "
+                                             "(it has no area; remove it: Blender's Mesh > Clean Up > Degenerate "
+                                             "Dissolve)")
+    if mesh_closure_problem(triangles) is not None:
+        return Mesh(vertices=vertices, triangles=triangles), False, ""
 
     from .mass import mesh_volume  # local import keeps this module free of numerics at import time
 
@@ -428,29 +493,28 @@ def _check_mesh(mesh: Mesh, where: str) -> Mesh:
         raise _fail(where, "mesh.vertices", "the enclosed volume overflows (coordinates too large)")
     if abs(volume) <= ZERO_VOLUME:
         raise _fail(where, "mesh", f"has zero volume ({volume:.3g} m^3, need |volume| > {ZERO_VOLUME:g})")
+    note = ""
     if volume < 0.0:
-        raise _fail(
-            where, "mesh",
-            f"is inverted: signed volume {volume:.6g} m^3 < 0; triangles must be counter-clockwise seen "
-            "from outside (outward normals): flip the winding of every triangle",
-        )
+        triangles = np.ascontiguousarray(triangles[:, [0, 2, 1]])
+        note = (f"mesh is wound inside out (signed volume {volume:.6g} m^3 < 0, its normals pointing inwards); "
+                "the solver turns it the right way (Blender: Edit Mode, Mesh > Normals > Recalculate Outside "
+                "fixes the object itself)")
     problem = mesh_inside_out_problem(vertices, triangles)
     if problem is not None:
         raise _fail(where, "mesh", problem)
-    return Mesh(vertices=vertices, triangles=triangles)
+    return Mesh(vertices=vertices, triangles=triangles), True, note
 
 
-def _check_closed(triangles: np.ndarray, where: str) -> None:
-    """Raise :class:`SceneError` naming ``where`` when the mesh is not closed."""
-    problem = mesh_closure_problem(triangles)
-    if problem is not None:
-        raise _fail(where, "mesh", problem)
-
-
-def _validate_mass(mass, mesh: Mesh, density: float, where: str) -> Optional[MassOverride]:
+def _validate_mass(mass, mesh: Mesh, density: float, where: str, thickness: Optional[float] = None,
+                   motion: str = "dynamic") -> Optional[MassOverride]:
+    unit = unit_mass_properties(mesh, thickness, motion)
+    if unit is None:
+        raise _fail(where, "thickness", "the mesh is open and flat (its convex hull has no volume), so it has no mass "
+                                        "as a dynamic body: give it a thickness (m; Blender: Physics > Affine "
+                                        "Body > Mass > Thickness), close the mesh, or make it Fixed or Animated")
     if mass is None:
         with np.errstate(all="ignore"):
-            dyadic = unit_mass_properties(mesh).scaled(density)
+            dyadic = unit.scaled(density)
             values = np.concatenate(([dyadic.mass], dyadic.mass_x_bar, dyadic.second_moment.ravel()))
             if not np.all(np.isfinite(values)) or not dyadic.mass > 0.0:
                 raise _fail(
@@ -530,7 +594,8 @@ def _check_name(name, where: str) -> None:
                          f"U+{ord(hidden):04X} {unicodedata.name(hidden, 'FORMAT CHARACTER')} in {name!r:.60}")
 
 
-def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str) -> None:
+def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float, gravity: float, where: str,
+                 thickness: Optional[float] = None) -> None:
     """Raise :class:`SceneError` when ``kappa`` (Pa) is too soft for the body to stay rigid under
     its own weight (``gravity``, m/s^2): hanging from a joint at one end, its stretch would
     exceed :data:`MAX_STRETCH` (docs/scene_format.md, "kappa").
@@ -540,7 +605,7 @@ def _check_rigid(mesh: Mesh, mass: Optional[float], density: float, kappa: float
     body's mass, ``mass`` where it is given, else density V); their sum is least at
     eps = m g L / (16 kappa V), so kappa >= m g L / (16 V MAX_STRETCH).
     """
-    volume = unit_mass_properties(mesh).volume
+    volume = unit_mass_properties(mesh, thickness, "dynamic").volume
     extent = float(np.ptp(mesh.vertices, axis=0).max())
     weight = (mass if mass is not None else density * volume) * gravity
     stretch = weight * extent / (16.0 * kappa * volume)
@@ -635,9 +700,12 @@ def _validate_body(body, index: int, frames: int, gravity: float, default_fricti
         raise _fail(where, "motion", f"must be one of {', '.join(map(repr, MOTIONS))}, got {body.motion!r:.60}")
     linear_velocity = _fixed_array(body.linear_velocity, (3,), where, "linear_velocity")
     angular_velocity = _fixed_array(body.angular_velocity, (3,), where, "angular_velocity")
-    mass = _validate_mass(body.mass, mesh, density, where)
+    thickness = None
+    if body.thickness is not None:
+        thickness = _positive(_number(body.thickness, where, "thickness"), where, "thickness", " m")
+    mass = _validate_mass(body.mass, mesh, density, where, thickness, body.motion)
     if body.motion == "dynamic":
-        _check_rigid(mesh, mass.mass if mass is not None else None, density, kappa, gravity, where)
+        _check_rigid(mesh, mass.mass if mass is not None else None, density, kappa, gravity, where, thickness)
     soft = _validate_soft_transform(body.soft_transform, transform, frames, where)
     animated = None
     if body.motion == "animated":
@@ -664,6 +732,7 @@ def _validate_body(body, index: int, frames: int, gravity: float, default_fricti
         name=body.name, mesh=mesh, transform=transform, mass_density=density, kappa=kappa, motion=body.motion,
         linear_velocity=linear_velocity, angular_velocity=angular_velocity, mass=mass, soft_transform=soft,
         animated_transforms=animated, contact=_validate_body_contact(body.contact, where, default_friction),
+        thickness=thickness,
     )
 
 

@@ -30,7 +30,7 @@ from typing import Callable, Optional
 import numpy as np
 import threadpoolctl
 
-from .affine_body import PoseInterpolation, q_from_transform, repeated_motion, transform_from_q
+from .affine_body import PoseInterpolation, nearest_rotation, q_from_transform, repeated_motion, transform_from_q
 from .compilation import compile_in_parallel, compile_tasks
 from .constitutions import DrivingRevoluteJointInput, RevoluteJointLimitInput
 from .contact import ContactSurface, ContactUnavailable
@@ -41,8 +41,13 @@ from .model import Model
 from .newton import NewtonFailure, solve_contact_step, solve_step
 from .potential import IncrementalPotential, row_selector
 from .scene import Scene
-from .scene_validation import validate_scene
+from .scene_validation import scene_notes, validate_scene
 from .trajectory import Trajectory
+
+
+#: A time step that does not converge is split in halves, and those again, at most this many
+#: times: down to 1 / 2^MAX_SPLITS of its dt (:meth:`Simulation._split_step`).
+MAX_SPLITS = 4
 
 
 class SolverError(RuntimeError):
@@ -127,9 +132,13 @@ class Simulation:
         self._converged = np.zeros(steps, dtype=bool)
         self._fast_rotation = np.zeros(steps, dtype=bool)
         self._residual = np.zeros(steps)
+        self._pieces = np.ones(steps, dtype=np.int64)
         self._contact_distance = np.full(frames + 1, np.inf)
         self._contact_count = np.zeros(frames + 1, dtype=np.int64)
+        self._strain = np.zeros((frames + 1, len(scene.bodies)))
+        self._keyed_overlap = np.full(frames + 1, "", dtype=object)
         self._record_contact(0)
+        self._record_keys(0)
         self._transforms[0] = transform_from_q(stepper.q)
         self._distance[0], self._angle[0] = stepper.joints.distance, stepper.joints.angle
         self._rotation[0] = stepper.joints.rotation(model, stepper.q)
@@ -215,11 +224,14 @@ class Simulation:
                 potential.refresh_constant_hessian(stepper.q, stepper.control)
         step = self._step
         try:
-            result, self._fast_rotation[step] = stepper.step(potential, frame, substep)
+            results, self._fast_rotation[step] = self._split_step(frame, substep)
         except (NewtonFailure, DeviceUnavailable) as error:
             raise SolverError(f"frame {frame}, step {substep}: {error}{self._culprit(error)}") from error
-        self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
-        self._converged[step], self._residual[step] = result.converged, result.residual
+        self._iterations[step] = sum(result.iterations for result in results)
+        self._line_search[step] = sum(result.line_search_iterations for result in results)
+        self._converged[step] = all(result.converged for result in results)
+        self._residual[step] = max(result.residual for result in results)
+        self._pieces[step] = len(results)
         self._step += 1
         if substep == substeps:
             if not np.all(np.isfinite(stepper.q)):
@@ -228,13 +240,51 @@ class Simulation:
             self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
             self._rotation[frame] = stepper.joints.rotation(stepper.model, stepper.q)
             self._record_contact(frame)
+            self._record_keys(frame)
             self.frames_done = frame
+
+    def _split_step(self, frame: int, substep: int) -> tuple[list, bool]:
+        """Time step ``substep`` of ``frame``, split where it does not converge: a step whose
+        Newton solve misses the tolerances within ``max_iterations`` is taken again from its start
+        as two steps of half its dt (the animated poses, targets and bounds at the halves'
+        ends), each split again where it misses them, down to 1 / 2^:data:`MAX_SPLITS` of the
+        time step. A piece that misses them at that size keeps Newton's last iterate (with
+        contact, collision-free: every iterate is, by the CCD-capped line search; it has the
+        least incremental potential of the iterates, the line search only accepting decreases).
+        Returns the pieces' :class:`solver.newton.NewtonResult`, in order, and whether a revolute
+        joint turned by more than 0.9 pi in one of them."""
+        stepper, substeps = self._stepper, self.scene.settings.substeps
+        try:
+            return stepper.advance(self._potential, frame, (substep - 1) / substeps, substep / substeps,
+                                   self.scene.settings.dt, MAX_SPLITS)
+        finally:
+            stepper.set_dt(self._potential, self.scene.settings.dt)
 
     def _record_contact(self, frame: int) -> None:
         """The contact read-outs of ``frame`` (:meth:`solver.contact.ContactSurface.minimum_distance`)."""
         contact = self._stepper.model.contact
         if contact is not None:
             self._contact_distance[frame], self._contact_count[frame] = contact.minimum_distance(self._stepper.q)
+
+    def _record_keys(self, frame: int) -> None:
+        """What the keys of ``frame`` lose of the state: each dynamic body's largest affine strain,
+        max |s_i - 1| over the singular values s_i of its A, the least taken negative where det A
+        < 0 (a body crushed through itself: a strain above 1; 0 for the other bodies), and, with
+        contact, the bodies whose rigid poses [R | p] (R the rotation nearest to A, as keyed)
+        intersect (ipctk ``has_intersections``; "" where none do)."""
+        stepper = self._stepper
+        q = stepper.q
+        matrices = q[:, 3:12].reshape(-1, 3, 3)
+        stretches = np.linalg.svd(matrices, compute_uv=False)
+        stretches[:, 2] *= np.where(np.linalg.det(matrices) < 0.0, -1.0, 1.0)  # crushed through itself
+        self._strain[frame] = np.where(stepper.model.dynamic, np.abs(stretches - 1.0).max(axis=1), 0.0)
+        contact = stepper.model.contact
+        if contact is None:
+            return
+        rigid = q.copy()
+        rigid[:, 3:12] = nearest_rotation(matrices).reshape(-1, 9)
+        pairs = contact.intersecting_pairs(rigid)
+        self._keyed_overlap[frame] = ", ".join(f"{first!r} and {second!r}" for first, second in pairs[:3])
 
     def run(self, progress: Optional[Callable[[int, int], Optional[bool]]] = None) -> Trajectory:
         """Simulate the frames not done yet and return the whole :class:`Trajectory`.
@@ -277,6 +327,10 @@ class Simulation:
             converged=self._converged,
             fast_rotation=self._fast_rotation,
             residual=self._residual,
+            step_pieces=self._pieces,
+            strain=self._strain,
+            keyed_overlap=self._keyed_overlap.astype(str),
+            notes=np.array(scene_notes(scene), dtype=str),
             contact_distance=self._contact_distance,
             contact_count=self._contact_count,
             broken_frame=self._stepper.broken_frame.copy(),
@@ -450,11 +504,52 @@ class _Stepper:
             return True
         return False
 
-    def step(self, potential: IncrementalPotential, frame: int, substep: int):
-        """One implicit Euler step; returns its :class:`solver.newton.NewtonResult` and whether a
-        revolute joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
+    def set_dt(self, potential: IncrementalPotential, dt: float) -> None:
+        """Make the steps that follow ``dt`` s long (the OrthoPotential's dt^2 and the generic
+        joints' spring and damping scales with it; a factorisation kept from a step of another dt
+        is not reused)."""
+        if dt != self.dt:
+            self.dt = dt
+            self.model.ortho.dt = dt
+            self.model.generic.dt = dt
+            potential.factorization_reusable = False
+
+    def advance(self, potential: IncrementalPotential, frame: int, begin: float, end: float, dt: float,
+                splits: int) -> tuple[list, bool]:
+        """Step from ``begin`` to ``end`` (fractions of the way from frame - 1 to ``frame``) in one
+        implicit Euler step of ``dt`` s or, where it does not converge and ``splits`` > 0, from
+        the same start in two halves, each advanced the same way with ``splits`` - 1
+        (:meth:`Simulation._split_step`). Returns the pieces' Newton results and whether a
+        revolute joint turned by more than 0.9 pi in one."""
+        saved = self._state() if splits else None
+        self.set_dt(potential, dt)
+        result, fast = self.step(potential, frame, end)
+        if result.converged or saved is None:
+            return [result], fast
+        self._restore(saved)
+        middle = 0.5 * (begin + end)
+        first, fast_first = self.advance(potential, frame, begin, middle, 0.5 * dt, splits - 1)
+        second, fast_second = self.advance(potential, frame, middle, end, 0.5 * dt, splits - 1)
+        return first + second, fast_first or fast_second
+
+    def _state(self) -> tuple:
+        """Copies of what a step changes: q, dq/dt and the committed joint coordinates."""
+        joints = self.joints
+        return tuple(array.copy() for array in (self.q, self.velocity, joints.raw_distance, joints.raw_angle,
+                                                joints.sin, joints.cos))
+
+    def _restore(self, saved: tuple) -> None:
+        """Put back a :meth:`_state` (in place: the drives hold the joint arrays)."""
+        joints = self.joints
+        for array, copy in zip((self.q, self.velocity, joints.raw_distance, joints.raw_angle, joints.sin,
+                                joints.cos), saved):
+            np.copyto(array, copy)
+
+    def step(self, potential: IncrementalPotential, frame: int, ratio: float):
+        """One implicit Euler step of :attr:`dt` ending at ``ratio`` in (0, 1] of the way from frame
+        - 1 to ``frame``; returns its :class:`solver.newton.NewtonResult` and whether a revolute
+        joint turned by more than 0.9 π in it (:meth:`JointState.commit`)."""
         model, dt = self.model, self.dt
-        ratio = substep / self.settings.substeps
         if model.contact is not None:
             return self._contact_step(potential, model.contact, frame, ratio)
         if self.kinematic is not None and self.kinematic_poses is not None:

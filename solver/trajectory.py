@@ -17,14 +17,17 @@ from .scene_validation import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
 #: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
 OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "rotation", "contact_distance", "contact_count",
-                   "broken_frame")
+                   "step_pieces", "strain", "keyed_overlap", "notes", "broken_frame")
+#: Largest affine strain of a body (max |s_i - 1| over the singular values of its A) that its
+#: keys, rigid poses, may drop without a warning (:meth:`Trajectory.warnings`).
+STRAIN_TOLERANCE = 1e-3
 
 #: How far (m, and rad of rotation) a body's first pose in a trajectory may be from the scene's
 #: for the trajectory to count as computed for that scene (the poses round-trip exactly through
 #: the scene file; the tolerance only absorbs float32 storage in Blender).
 START_POSE_TOLERANCE = 1e-5
 #: A trajectory's per-time-step arrays (frame count x substeps long).
-STEP_ARRAYS = ("newton_iterations", "line_search_iterations", "converged", "fast_rotation", "residual")
+STEP_ARRAYS = ("newton_iterations", "line_search_iterations", "converged", "fast_rotation", "residual", "step_pieces")
 #: The array each joint type's readout is reported in (the other joint types have none).
 READOUT_ARRAYS = {"prismatic": "distance", "revolute": "angle", "spherical": "rotation"}
 
@@ -70,6 +73,17 @@ class Trajectory:
             or spherical joint's body j relative to its body i since frame 0, in body i's axes
             as they were at frame 0; NaN for the other joints (all NaN when not given, and in
             files written before this field existed).
+        step_pieces: (frame_count * substeps,) how many pieces each time step was solved in: 1,
+            or more where it did not converge whole and was split in halves (down to 16 pieces,
+            :meth:`solver.simulation.Simulation._split_step`). A step still not converged then
+            (``converged`` False) kept Newton's last iterate.
+        strain: (frame_count + 1, bodies) largest affine strain of each body at each frame, max
+            |s_i - 1| over the singular values s_i of its A (0 for fixed and animated bodies):
+            what its keys, rigid poses, drop of the solver's state.
+        keyed_overlap: (frame_count + 1,) the bodies (up to three pairs, "'a' and 'b', ...")
+            whose keyed rigid poses intersect at each frame, "" where none do (or contact is off).
+        notes: (n,) sentences about the scene the run read as it was not given (a mesh turned
+            the right way round).
         broken_frame: (joints,) the frame in which each breakable generic joint broke (counting
             from frame 0), NaN for a joint that held or cannot break (all NaN when not given).
     """
@@ -90,10 +104,22 @@ class Trajectory:
     rotation: Optional[np.ndarray] = None
     contact_distance: Optional[np.ndarray] = None
     contact_count: Optional[np.ndarray] = None
+    step_pieces: Optional[np.ndarray] = None
+    strain: Optional[np.ndarray] = None
+    keyed_overlap: Optional[np.ndarray] = None
+    notes: Optional[np.ndarray] = None
     broken_frame: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
         frames = len(self.transforms)
+        if self.step_pieces is None:
+            self.step_pieces = np.ones(len(self.converged), dtype=np.int64)
+        if self.strain is None:
+            self.strain = np.zeros((frames, len(self.body_names)))
+        if self.keyed_overlap is None:
+            self.keyed_overlap = np.full(frames, "", dtype=str)
+        if self.notes is None:
+            self.notes = np.zeros(0, dtype=str)
         if self.broken_frame is None:
             self.broken_frame = np.full(len(self.joint_names), np.nan)
         if self.rotation is None:  # no fixed or spherical joint readouts given
@@ -122,6 +148,62 @@ class Trajectory:
         return (f"in {count} of {len(self.fast_rotation)} time steps a revolute joint turned by more than "
                 "0.9 pi (162 degrees): its angle readout and limit may have counted a turn the wrong way "
                 "round; raise the substeps")
+
+    def warnings(self, frame_start: int = 0, strain_tolerance: float = STRAIN_TOLERANCE) -> list[str]:
+        """Sentences on what a bake of this trajectory should not keep quiet about, frames counted
+        from ``frame_start`` (the Blender frame of frame 0): the notes, the frames whose time steps
+        did not converge even split in 16, the bodies strained by more than ``strain_tolerance``,
+        the frames whose keyed rigid poses intersect, and the revolute joints that turned too fast
+        in a step (:meth:`fast_rotation_warning`); each with its remedy."""
+        sentences = [str(note) for note in np.asarray(self.notes)]
+        problem = self.convergence_problem(frame_start)
+        if problem:
+            sentences.append(f"{problem} (each such step is kept at Newton's last iterate)")
+        sentences += self.strain_warnings(frame_start, strain_tolerance)
+        overlap = np.asarray(self.keyed_overlap, dtype=str)
+        overlapping = np.flatnonzero(overlap != "")
+        if len(overlapping):
+            first = int(overlapping[0])
+            sentences.append(
+                f"the keyed poses of {overlap[first]} intersect at {_frames(overlapping, frame_start)} (the "
+                "solver's states do not: the keys drop the bodies' strain); raise those bodies' Stiffness (kappa) "
+                "or the Substeps")
+        warning = self.fast_rotation_warning()
+        if warning:
+            sentences.append(warning)
+        return sentences
+
+    def strain_warnings(self, frame_start: int = 0, strain_tolerance: float = STRAIN_TOLERANCE) -> list[str]:
+        """One sentence per body strained by more than ``strain_tolerance`` at some frame
+        (:attr:`strain`), naming it, its largest strain and the frames, with the remedy."""
+        strain = np.asarray(self.strain)
+        sentences = []
+        for body in np.flatnonzero(strain.max(axis=0, initial=0.0) > strain_tolerance) if strain.size else []:
+            frames = np.flatnonzero(strain[:, body] > strain_tolerance)
+            worst = int(np.argmax(strain[:, body]))
+            how = ("crushed through itself (turned inside out)" if strain[worst, body] > 1.0
+                   else "squeezed or stretched, not rigid")
+            sentences.append(
+                f"body '{self.body_names[body]}' is strained by up to {strain[worst, body]:.3g} (at frame "
+                f"{frame_start + worst}; over {strain_tolerance:g} at {_frames(frames, frame_start)}): it is {how}, "
+                "and its keys show it at full size; raise its Stiffness (kappa) or the Substeps")
+        return sentences
+
+    def convergence_problem(self, frame_start: int = 0) -> Optional[str]:
+        """A sentence naming the frames (counted from ``frame_start``) whose time steps did not
+        converge even split in pieces, with their largest residual and the remedy; None when all
+        did."""
+        converged = np.asarray(self.converged, dtype=bool)
+        if converged.all():
+            return None
+        substeps = max(int(self.substeps), 1)
+        steps = np.flatnonzero(~converged)
+        frames = np.unique(steps // substeps + 1)
+        worst = float(np.nanmax(np.asarray(self.residual)[steps]))
+        pieces = int(np.asarray(self.step_pieces)[steps].max())
+        return (f"{len(steps)} of {len(converged)} time steps did not converge at {_frames(frames, frame_start)} even "
+                f"split into {pieces} pieces, down to 1/16 of a step (the worst ended {worst:.3g} times Newton's "
+                "tolerance); raise Max Iterations or Substeps, or the Stiffness (kappa) of a body that is crushed")
 
     def damage(self, scene, frame_start: int = 0) -> Optional[str]:
         """What makes this trajectory's arrays unfit to bake for ``scene`` (a
@@ -261,11 +343,17 @@ class Trajectory:
                      "distance": (joints, f"{joints} joints x {frames} frames"),
                      "angle": (joints, f"{joints} joints x {frames} frames"),
                      "rotation": (3 * joints, f"{joints} joints x {frames} frames x 3 values"),
-                     "contact_distance": (1, f"{frames} frames"), "contact_count": (1, f"{frames} frames")}
+                     "contact_distance": (1, f"{frames} frames"), "contact_count": (1, f"{frames} frames"),
+                     "strain": (bodies, f"{bodies} bodies x {frames} frames"),
+                     # up to three pairs of names a frame, as 4-byte characters
+                     "keyed_overlap": (3 * MAX_NAME_LENGTH + 30, f"{frames} frames of up to 3 pairs of names")}
             for name in names:
                 if name in stored:
                     continue
-                if name in sizes:
+                if name == "notes":  # at most one sentence per body
+                    stored[name] = data.read(name, max_size=4 * (MAX_NAME_LENGTH + 1000) * max(bodies, 1),
+                                             need=f"a note per body of {bodies}")
+                elif name in sizes:
                     per_frame, need = sizes[name]
                     stored[name] = data.read(name, max_size=8 * per_frame * frames, need=need)
                 else:  # a per-time-step array
@@ -274,11 +362,19 @@ class Trajectory:
         stored.setdefault("fast_rotation", np.zeros(steps, dtype=bool))
         stored.setdefault("residual", np.full(steps, np.nan))
         stored.setdefault("scene_digest", "")
+        stored.setdefault("step_pieces", np.ones(steps, dtype=np.int64))
         values = {f.name: stored[f.name] for f in fields(cls) if f.name in stored}  # rotation: see __post_init__
         values["frame_rate"] = float(values["frame_rate"])
         values["substeps"] = int(values["substeps"])
         values["scene_digest"] = str(values["scene_digest"])
         return cls(**values)
+
+
+def _frames(frames: np.ndarray, frame_start: int) -> str:
+    """"frame 3" or "frames 3, 4, 9" (the first ten, then how many more), from ``frame_start``."""
+    named = [str(frame_start + int(frame)) for frame in frames[:10]]
+    more = f" and {len(frames) - 10} more" if len(frames) > 10 else ""
+    return f"frame{'s' if len(frames) > 1 else ''} {', '.join(named)}{more}"
 
 
 def npz_file_name(path: Union[str, Path]) -> Path:

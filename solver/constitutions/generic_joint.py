@@ -203,7 +203,8 @@ class GenericJoint(Constitution):
         bodies: (n, 2) int, global body indices (i, j).
         anchor_i, anchor_j: (n, 3) body-local images c̄_i, c̄_j of the joint's world origin, m.
         frame_i, frame_j: (n, 3, 3) body-local images ē_k,a of the joint's world x, y, z axes (rows).
-        dt: the time step, s (the springs are dt²-scaled, the damping dt-scaled).
+        dt: the time step, s (the springs are dt²-scaled, the damping dt-scaled); the attribute
+            ``dt`` may change between steps (a step split in pieces), read at each ``bind``.
         stiffness: (n,) K = γ (m_i + m_j) of the locked coordinates, kg.
         locked: (n, 6) bool, the coordinates held at their rest value by K.
         rest: (n, 6) rest values r, m and rad.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..affine_body import direction_jacobians, point_jacobians
+from ..affine_body import direction_jacobians, nearest_rotation, point_jacobians
 from ..jit import kernel
 from . import base
 from .base import Constitution
@@ -123,8 +123,9 @@ class QuadraticJoint(Constitution):
         """(n, 3) rotation vector (axis times angle, rad, angle in [0, π]) of body j relative to
         body i since frame 0, in body i's axes as they were at frame 0 (the world axes while body
         i has not turned): the rotation X_iᵀ X_j, X_k = A_k R_k⁻¹ (columns: body k's images of
-        the frame-0 world axes), each X_k first made the nearest rotation (SciPy's
-        ``Rotation.from_matrix``). Zero at frame 0."""
+        the frame-0 world axes), each X_k first made the nearest rotation (its polar factor with
+        det +1, :func:`solver.affine_body.nearest_rotation`: a body crushed through itself, det
+        A < 0, still gives one). Zero at frame 0."""
         q = check_state(q, self.state_rows)
         n = self.bodies.shape[0]
         if n == 0:
@@ -132,7 +133,8 @@ class QuadraticJoint(Constitution):
         affine = q[:, 3:12].reshape(-1, 3, 3)
         axes_i = affine[self.bodies[:, 0]] @ np.swapaxes(self.frame_i, 1, 2)
         axes_j = affine[self.bodies[:, 1]] @ np.swapaxes(self.frame_j, 1, 2)
-        relative = Rotation.from_matrix(axes_i).inv() * Rotation.from_matrix(axes_j)
+        relative = (Rotation.from_matrix(nearest_rotation(axes_i)).inv()
+                    * Rotation.from_matrix(nearest_rotation(axes_j)))
         return relative.as_rotvec()
 
 

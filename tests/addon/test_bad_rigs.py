@@ -66,11 +66,11 @@ def _non_mesh_in_joint(base, slider, joint):
     return "Helper"
 
 
-def _open_mesh(base, slider, joint):
-    bpy.ops.mesh.primitive_monkey_add(location=(3.0, 0.0, 0.0))
+def _flat_open_mesh(base, slider, joint):
+    bpy.ops.mesh.primitive_plane_add(location=(3.0, 0.0, 0.0))  # Dynamic: a flat open mesh has no mass
     select_only(bpy.context.active_object)
     bpy.ops.abd.body_add()
-    return "Suzanne"
+    return "'Plane': thickness: the mesh is open and flat"
 
 
 def _zero_scale(base, slider, joint):
@@ -281,7 +281,7 @@ BREAKERS = {
     "joint between an object and itself": _self_joint,
     "non-mesh body": _non_mesh_body,
     "non-mesh object in a joint": _non_mesh_in_joint,
-    "open mesh (Suzanne)": _open_mesh,
+    "dynamic flat open mesh (Plane) without a Thickness": _flat_open_mesh,
     "body moved to an excluded collection": _exclude_body_collection,
     "body joined into another mesh (Ctrl+J)": _join_body,
     "zero scale": _zero_scale,
@@ -423,11 +423,11 @@ def test_bad_rig_export_raises_rig_error_before_any_solver_work(addon):
 def test_bad_rig_in_export_scene_file(tmp_path):
     slider_rig(frame_end=8)
     add_box("Loose")
-    bpy.ops.mesh.primitive_monkey_add()
+    bpy.ops.mesh.primitive_plane_add()  # Dynamic and flat: no mass without a Thickness
     select_only(bpy.context.active_object)
     bpy.ops.abd.body_add()
     path = tmp_path / "bad.json"
-    with pytest.raises(RuntimeError, match="Suzanne"):
+    with pytest.raises(RuntimeError, match="Plane"):
         bpy.ops.abd.export_scene(filepath=str(path))
     assert not path.exists()
 

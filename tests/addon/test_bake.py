@@ -38,6 +38,7 @@ def assert_body_follows(ob, export, trajectory, rigid, frames):
         np.testing.assert_allclose(rotation, rigid[f, index, :3, :3], atol=TOLERANCE, err_msg=where)
 
 
+@pytest.mark.slow
 def test_rig_built_with_operators_bakes_to_the_trajectory(addon):
     base, slider, joint = slider_rig(frame_end=24, operators=True)
     export, trajectory, rigid = reference(addon)
@@ -469,7 +470,8 @@ def test_unconverged_steps_fail_unless_accepted(addon):
     base, slider, joint = slider_rig(frame_end=6)
     _unconverging(bpy.context.scene.abd_world)
     before = scene_snapshot()
-    message = r"did not converge \(the worst ended with a Newton step [0-9.e+]+ times the tolerance"
+    message = (r"did not converge at frames 2, 3, 4, 5, 6 even split into 16 pieces, down to 1/16 of a step \(the "
+               r"worst ended [0-9.e+]+ times Newton's tolerance\); raise Max Iterations or Substeps")
     with pytest.raises(RuntimeError, match=message):
         bpy.ops.abd.bake()  # the default: a clear error, nothing changed
     assert scene_snapshot() == before
@@ -523,7 +525,9 @@ def test_rebake_names_the_objects_whose_bake_it_freed(addon):
     arm.abd_body.motion = "DYNAMIC"
     joint.abd_joint.enabled = True
     result, reports = bake_reporting(addon)
-    assert reports == [({"INFO"}, "Baked 2 object(s), frames 1-8")]
+    ((kinds, message),) = reports
+    assert kinds == {"INFO"} and message.startswith("Baked 2 object(s), frames 1-8; largest strain ")
+    assert message.endswith(" ('Arm')")
 
 
 def _second_rig(collection_name: str):
@@ -574,7 +578,8 @@ def test_rebake_keeps_the_bake_of_a_rig_outside_the_view_layer(addon, elsewhere)
     export, trajectory, rigid = reference(addon)
     assert [ob.name for ob in export.keyed_objects()] == ["Arm", joint.name]
     result, reports = bake_reporting(addon)
-    assert result == {"FINISHED"} and reports == [({"INFO"}, "Baked 2 object(s), frames 1-8")]
+    ((kinds, message),) = reports
+    assert result == {"FINISHED"} and kinds == {"INFO"} and message.startswith("Baked 2 object(s), frames 1-8; largest")
     assert_body_follows(arm, export, trajectory, rigid, (1, 4, 8))
     for ob in (other_arm, other_joint):
         assert ob.abd_bake.is_baked and ob.animation_data.action == ob.abd_bake.action == kept[ob.name]

@@ -66,17 +66,17 @@ def test_broken_blend_exits_nonzero(tmp_path):
 
 def test_bad_rig_exits_nonzero_naming_the_object(tmp_path):
     slider_rig(frame_end=8)
-    bpy.ops.mesh.primitive_monkey_add(location=(3.0, 0.0, 0.0))
+    bpy.ops.mesh.primitive_plane_add(location=(3.0, 0.0, 0.0))  # Dynamic and flat: no mass without a Thickness
     select_only(bpy.context.active_object)
     bpy.ops.abd.body_add()
     source = tmp_path / "bad.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     result = run_batch(tmp_path, source, "--out", tmp_path / "out.blend")
     assert result.returncode == 1
-    assert "Suzanne" in result.stderr and "Traceback" not in result.stderr
+    assert "'Plane'" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out.blend").exists()
     exported = run_batch(tmp_path, source, "--export-scene-dir", tmp_path / "farm")
-    assert exported.returncode == 1 and "export failed" in exported.stderr and "Suzanne" in exported.stderr
+    assert exported.returncode == 1 and "export failed" in exported.stderr and "'Plane'" in exported.stderr
     assert not (tmp_path / "farm" / "bad.json").exists()
 
 

@@ -235,6 +235,7 @@ def test_connect_that_fails_part_way_removes_the_joints_it_made_and_reports(addo
     assert all(ob.select_get() for ob in boxes.values()) and bpy.context.active_object == boxes["Hub"]
 
 
+@pytest.mark.slow
 def test_a_chain_connected_in_one_call_bakes_as_a_hanging_chain():
     # Five boxes hanging straight down from a fixed one, connected in one Connect call as a chain
     # by distance from the fixed top (selected bottom first): each joint between neighbours, so

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import benchmark_modules
@@ -46,3 +47,28 @@ def test_chains_runs_the_peers_frames_unless_told_otherwise():
     for dt in (240, 120, 24):
         assert chains.default_steps_per_frame(dt) == peers.steps_per_frame(dt)
     assert chains.default_steps_per_frame(240) == 10 and chains.default_steps_per_frame(24) == 1
+
+
+def test_pile_column_is_the_described_layout_and_its_block_is_appended_then_replaced():
+    """``benchmarks/pile.py``: 27 boxes of 0.2 m in 3 x 3 x 3, 0.25 m apart sideways and 0.3 m
+    upwards, the lowest 5 cm above the ground's top, each turned by at most 0.1 rad, seeded; the
+    keyed poses are the nearest rotations; its generated block is appended once, then replaced."""
+    pile = benchmark_modules.load("pile")
+    bodies = pile.column_layout(27)
+    assert bodies[0]["motion"] == "fixed" and len(bodies) == 28
+    centres = np.array([body["transform"][:3, 3] for body in bodies[1:]])
+    assert np.allclose(np.unique(centres[:, 0].round(9)), [-0.25, 0.0, 0.25])
+    assert np.allclose(np.unique(centres[:, 2].round(9)), [0.15, 0.45, 0.75])
+    rotations = np.array([body["transform"][:3, :3] for body in bodies[1:]])
+    angles = np.arccos(np.clip((np.trace(rotations, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0))
+    assert np.all(angles <= 0.1 + 1e-12) and np.all(angles > 0.0)
+    assert np.array_equal(centres, np.array([b["transform"][:3, 3] for b in pile.column_layout(27)[1:]]))
+    affine = np.array([body["transform"] for body in bodies])[None].copy()
+    affine[0, 1, :3, :3] *= 1.01  # a stretched state keys as its rotation
+    assert np.allclose(pile.rigid_poses(affine)[0, 1, :3, :3], rotations[0])
+
+    page = "# Latest benchmark runs\n\nother runs\n"
+    first = pile.with_docs_block(page, "table one\n")
+    assert first.startswith(page.rstrip("\n")) and "## Latest `pile.py` run" in first
+    second = pile.with_docs_block(first + "\nafter\n", "table two\n")
+    assert "table one" not in second and second.count(pile.DOCS_BEGIN) == 1 and second.endswith("after\n")

@@ -59,6 +59,41 @@ def test_a_cache_folder_others_can_write_is_refused_and_left_as_it_was(tmp_path,
     assert f"{shared} can be written by other users (mode 777)" in result.stderr, result.stderr
 
 
+def test_a_cache_folder_of_another_user_is_refused_and_one_of_root_copied(tmp_path, monkeypatch, capsys):
+    """Another user's cache folder (not writable by others, but theirs) is refused: its index files
+    are theirs to write. Root's, read-only to this user (a render-farm image warmed up ahead), is
+    trusted and copied. Without root, another user's folder is one of this user's while the solver
+    runs as another uid (``_user_id`` replaced)."""
+    cache = tmp_path / "cache"
+    theirs = cache / "numba" / f"solver-{numba_cache.source_stamp()}"
+    theirs.mkdir(parents=True)
+    (theirs / "kernel-1.py311.nbi").write_bytes(b"their pickle")
+    if os.getuid() == 0:
+        for folder in (cache, cache / "numba", theirs):
+            os.chown(folder, 65534, 65534)
+        other = 65534
+    else:
+        other = os.getuid()
+        monkeypatch.setattr(numba_cache, "_user_id", lambda: other + 1)
+    temporary = tmp_path / "temp"
+    temporary.mkdir()
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("ABD_JOINTS_CACHE_DIR", str(cache))
+    monkeypatch.setattr("tempfile.tempdir", str(temporary))
+    used = Path(numba_cache.choose_folder())
+    assert used.is_relative_to(temporary) and not (used / "kernel-1.py311.nbi").exists()
+    # (without root, the folders above it are the other uid's too: the first of them is named)
+    named = f"{cache} belongs" if os.getuid() == 0 else "belongs"
+    assert f"{named} to another user (uid {other})" in capsys.readouterr().err
+    if os.getuid() == 0:  # root's own folder, read-only as far as the run is concerned: copied
+        for folder in (cache, cache / "numba", theirs):
+            os.chown(folder, 0, 0)
+        monkeypatch.setattr(numba_cache, "_writable", lambda folder: Path(folder) != theirs)
+        used = Path(numba_cache.choose_folder())
+        assert (used / "kernel-1.py311.nbi").read_bytes() == b"their pickle"
+        assert "(a copy of it)" in capsys.readouterr().err
+
+
 def test_a_temporary_folder_another_user_planted_gets_nothing_created_in_it(tmp_path, monkeypatch):
     """The private fallback made ``numba/<name>`` inside an ``abd_joints-<uid>`` folder another user
     had planted in the temporary folder before refusing it. Nothing is created there now, and the

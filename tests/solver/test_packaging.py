@@ -21,6 +21,8 @@ import pytest
 import scenes
 
 REPO = Path(__file__).resolve().parents[2]
+#: Each test builds or installs the wheel: left to ``make test`` (docs/testing.md).
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -721,7 +721,11 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
 
 def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatch):
     """With max_iterations = 1 a lagged Hessian could not be followed by its chord steps: every
-    step factorises its own Hessian, as libuipc's single iteration does."""
+    step factorises its own Hessian, as libuipc's single iteration does (steps not split: each is
+    one Newton solve)."""
+    from solver import simulation
+
+    monkeypatch.setattr(simulation, "MAX_SPLITS", 0)
     counted = count_factorisations(monkeypatch)
     scene = prismatic_chain_scene(3, seconds=0.25)
     scene.settings.max_iterations = 1
@@ -729,10 +733,13 @@ def test_single_iteration_steps_never_start_from_an_old_factorisation(monkeypatc
     assert counted["factorisations"] == len(trajectory.newton_iterations)
 
 
-def test_each_step_reports_its_last_direction_relative_to_the_tolerance():
+def test_each_step_reports_its_last_direction_relative_to_the_tolerance(monkeypatch):
     """Trajectory.residual: in (0, 1] where a step converged; where a tolerance no step can meet
-    stops every step after one iteration, above 1 and, times that tolerance, the size of a
-    physical step's motion."""
+    stops every step after one iteration (steps not split: each is one Newton solve of the
+    scene's dt), above 1 and, times that tolerance, the size of a physical step's motion."""
+    from solver import simulation
+
+    monkeypatch.setattr(simulation, "MAX_SPLITS", 0)
     scene = prismatic_chain_scene(3, seconds=0.25)
     trajectory = simulate(scene)
     assert trajectory.all_converged
@@ -1087,13 +1094,21 @@ def test_a_dragged_revolute_chain_converges_fast_with_the_exact_shape_energy_hes
     assert np.abs(trajectory.transforms[:, :, :3, 3] - reference.transforms[:, :, :3, 3]).max() < 1e-4
 
 
-def test_a_step_out_of_iterations_is_not_reported_converged():
+def test_a_step_out_of_iterations_is_not_reported_converged(monkeypatch):
     """Five 10 cm links dragged at one step per frame: a step that used all max_iterations (100)
     ended with a direction under libuipc's tolerance but not within the strict acceptance, 1.9 cm
-    from its minimiser. It was reported converged; it is now reported as not converged (a bake
-    then says so), and with room to converge the run stays within 1e-3 m of a tight one."""
-    trajectory = simulate(dragged_chain_scene("revolute", (0.1, 0.02, 0.02)))
-    assert not trajectory.all_converged
+    from its minimiser. It was reported converged; unsplit, it is now reported as not converged
+    (a bake then says so). Split in halves (the default), it converges (a shorter step: the
+    motion is another implicit Euler discretisation, less damped); with room to converge, the
+    run stays within 1e-3 m of a tight one."""
+    from solver import simulation
+
+    with monkeypatch.context() as patch:
+        patch.setattr(simulation, "MAX_SPLITS", 0)
+        trajectory = simulate(dragged_chain_scene("revolute", (0.1, 0.02, 0.02)))
+    assert not trajectory.all_converged and np.all(trajectory.step_pieces == 1)
+    split = simulate(dragged_chain_scene("revolute", (0.1, 0.02, 0.02)))
+    assert split.all_converged and split.step_pieces.max() > 1
     roomy = dragged_chain_scene("revolute", (0.1, 0.02, 0.02))
     roomy.settings.max_iterations = 1000
     trajectory = simulate(roomy)

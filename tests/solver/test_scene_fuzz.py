@@ -257,6 +257,7 @@ def test_bases_load():
         assert check_document(copy.deepcopy(base)) == "loaded"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @settings(
     max_examples=1000, deadline=None, database=None,

@@ -69,6 +69,7 @@ json.dump({
 """
 
 
+@pytest.mark.slow
 def test_first_compilation_is_shared_with_forked_processes_and_skips_exact_hessians(tmp_path):
     """With an empty cache, the run's kernels are split between this process and a forked child:
     the child's share reaches the parent through the on-disk cache (loaded, not compiled), the
@@ -295,6 +296,7 @@ def test_a_cache_path_that_cannot_be_a_folder_falls_back_with_a_warning(tmp_path
     assert f"cannot be used ({blocked} is not a folder)" in completed.stderr
 
 
+@pytest.mark.slow
 def test_the_command_line_warm_up_fills_the_cache_that_runs_load(tmp_path):
     """``python -m solver warm-up`` compiles every kernel into this entry point's cache folder (a
     render-farm node's first ``run`` then loads them: the batch's --warm-up fills the add-on
