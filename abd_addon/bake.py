@@ -42,7 +42,7 @@ import bpy
 import numpy as np
 
 from . import warmup
-from .export import Export, export_scene, new_run
+from .export import Export, blender_words, export_scene, new_run
 from .fcurves import (KEYED_PREFIXES, action_fcurves, add_fcurve_copy, baked_slot, ensure_fcurve, fcurve_owner,
                        set_linear_keys)
 from .keys import ObjectKeys, compute_keys
@@ -286,9 +286,10 @@ class BakeJob:
 
         Raises:
             solver.scene.SceneError: bodies intersect at the first frame (naming both).
-            solver.simulation.SolverError (incl. SimulationCancelled): solver failure or cancel.
+            solver.simulation.SolverError (incl. SimulationCancelled): solver failure (naming the
+                timeline's frame) or cancel.
         """
-        from ..solver.simulation import SimulationCancelled
+        from ..solver.simulation import SimulationCancelled, SolverError
 
         if self.simulation is None:
             self.simulation = new_run(self.export)
@@ -306,7 +307,12 @@ class BakeJob:
                 pass
         self.compiling = False
         run.compile()
-        self.trajectory = run.run(progress)
+        try:
+            self.trajectory = run.run(progress)
+        except SimulationCancelled:
+            raise
+        except SolverError as error:
+            raise SolverError(blender_words(str(error), self.export.frame_start)) from error
         return self.trajectory
 
     def load_trajectory(self, path) -> object:

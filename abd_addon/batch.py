@@ -2,7 +2,7 @@ r"""Headless bake of saved .blend files, for the ``bpy`` wheel (and scripts in `
 
 Command line (from the repository root, with the ``bpy`` wheel installed)::
 
-    python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz] [--device {cpu,cupy}]
+    python -m abd_addon.batch scene.blend --out baked.blend [--trajectory result.npz] [--device {cpu,cupy,libuipc}]
     python -m abd_addon.batch shot_*.blend --out-dir baked/ [--trajectory-dir results/]
     python -m abd_addon.batch shot_*.blend --in-place
     python -m abd_addon.batch shot_*.blend --export-scene-dir farm/
@@ -110,7 +110,7 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     in which some time step did not converge is an error unless
     ``allow_unconverged``. With ``trajectory_path`` the solver's
     :class:`~solver.trajectory.Trajectory` (poses, joint readouts, per-step Newton statistics) is
-    also saved there (``.npz``). ``device`` (``"cpu"`` or ``"cupy"``) overrides the scene's ABD
+    also saved there (``.npz``). ``device`` (``"cpu"``, ``"cupy"`` or ``"libuipc"``) overrides the scene's ABD
     World device for this bake only. ``scene_name`` bakes that scene instead of the file's active
     one (which stays the active one in the saved file). ``from_trajectory`` bakes from that
     trajectory file instead of simulating (:meth:`abd_addon.bake.BakeJob.load_trajectory`: it must
@@ -444,9 +444,10 @@ def _main(argv) -> int:
     source.add_argument("--from-trajectory-dir", metavar="DIR",
                         help="bake each file from DIR/<its stem>.npz instead of simulating")
     parser.add_argument("--scene", metavar="NAME", help="bake this scene of each file instead of its active one")
-    parser.add_argument("--device", choices=("cpu", "cupy"),  # solver.scene.DEVICES (not imported here: stdlib only)
-                        help="solve on this device instead of the files' ABD World setting: cpu, or cupy "
-                             "(an NVIDIA GPU through CuPy, which must be installed)")
+    parser.add_argument("--device", choices=("cpu", "cupy", "libuipc"),  # solver.scene.DEVICES (stdlib only here)
+                        help="solve on this device instead of the files' ABD World setting: cpu; cupy (the Newton "
+                             "system on an NVIDIA GPU through CuPy, which must be installed); or libuipc (the scene "
+                             "run by libuipc on an NVIDIA GPU: pip install pyuipc==0.0.29)")
     parser.add_argument("--allow-unconverged", action="store_true",
                         help="save a bake even when some time step did not converge (default: that file fails)")
     parser.add_argument("--scheduler", metavar="ADDRESS",

@@ -239,9 +239,11 @@ def export_scene(scene: bpy.types.Scene, depsgraph=None) -> Export:
 
 def blender_words(message: str, frame_start: int) -> str:
     """A solver message in the words of Blender's panels and timeline: its frames count from 0 at
-    the bake's first frame, ``frame_start`` (``at frame 0`` is Blender's frame ``frame_start``),
-    and a body's contact switch is its *Collision* setting."""
-    message = re.sub(r"\bat frame (\d+)", lambda match: f"at frame {frame_start + int(match.group(1))}", message)
+    the bake's first frame, ``frame_start`` (``at frame 0`` is Blender's frame ``frame_start``,
+    and so is a message's leading ``frame 0,``), and a body's contact switch is its *Collision*
+    setting."""
+    message = re.sub(r"(\bat frame |^frame )(\d+)",
+                     lambda match: f"{match.group(1)}{frame_start + int(match.group(2))}", message)
     return message.replace("turn contact off for one of them", "turn Collision off on one of them")
 
 

@@ -1,6 +1,7 @@
-"""Whether the GPU path (Device: GPU) would pay for a rig, read from its settings alone (no UI).
+"""Whether a GPU device would pay for a rig, read from its settings alone (no UI).
 
-The Solver panel shows :func:`gpu_advice` under Device: GPU; the bake does not use it.
+The Solver panel shows :func:`gpu_advice` under Device: GPU (CuPy) and :func:`uipc_advice` under
+Device: GPU (libuipc); the bake does not use them.
 """
 
 from __future__ import annotations
@@ -40,4 +41,29 @@ def gpu_advice(view_layer: bpy.types.ViewLayer, min_bodies: int = GPU_MIN_BODIES
     band = band_order(len(names), np.array(rows), np.array(columns))[2]
     if band < min_band:
         return f"Its joints form a band {band} bod{'y' if band == 1 else 'ies'} wide: the CPU is faster"
+    return None
+
+
+#: Where libuipc (Device: GPU (libuipc)) pays against this solver on the CPU: contact on, and at
+#: least this many dynamic bodies that collide. On jointed rigs without contact the CPU solver is
+#: 10 to 50 times faster; with contact libuipc wins from piles of about a hundred bodies and
+#: chains of a hundred links on (docs/performance.md, "libuipc on the GPU"). Below this the panel
+#: advises the CPU.
+UIPC_MIN_COLLIDING = 50
+#: The Newton velocity tolerance (m/s) at which libuipc slides a body under friction as Coulomb's
+#: law and the CPU solver do: at the default 0.05 its Newton loop stops at the first short
+#: direction and a box on a ramp creeps (docs/performance.md, "libuipc on the GPU").
+UIPC_FRICTION_VELOCITY_TOL = 0.0005
+
+
+def uipc_advice(view_layer: bpy.types.ViewLayer, contact: bool, min_colliding: int = UIPC_MIN_COLLIDING) -> str | None:
+    """Why the CPU would bake this view layer's rig faster than libuipc, or None where libuipc may
+    pay: contact is off (``contact`` False: a jointed rig without contact), or fewer than
+    ``min_colliding`` dynamic bodies collide. Reads only the bodies' settings."""
+    if not contact:
+        return "Contact is off: this solver on the CPU is faster for jointed rigs"
+    colliding = sum(1 for ob in view_layer.objects
+                    if ob.abd_body.enabled and ob.abd_body.motion == "DYNAMIC" and ob.abd_body.use_collision)
+    if colliding < min_colliding:
+        return f"{colliding} colliding dynamic bodies: the CPU is usually faster below about {min_colliding}"
     return None

@@ -582,12 +582,15 @@ class ABDWorldProperties(PropertyGroup):
     )
     device: EnumProperty(
         override=OVERRIDABLE,
-        name="Device", description="Where the solver's equations are solved (the same result within round-off)",
+        name="Device", description="Where the scene is solved",
         items=(
-            ("CPU", "CPU", "Banded Cholesky or sparse LU on the CPU"),
-            ("CUPY", "GPU (CuPy)", "Dense Cholesky on an NVIDIA GPU through CuPy, which must be installed in "
-             "Blender's Python; for rigs of about a thousand bodies joined in many loops (a net, a grid); "
-             "on chains, trees and smaller rigs the CPU is faster"),
+            ("CPU", "CPU", "This solver on the CPU: banded Cholesky or sparse LU"),
+            ("CUPY", "GPU (CuPy)", "This solver with its equations solved on an NVIDIA GPU through CuPy, which must be "
+             "installed in Blender's Python (the same result within round-off); for rigs of about a thousand "
+             "bodies joined in many loops (a net, a grid); on chains, trees and smaller rigs the CPU is faster"),
+            ("LIBUIPC", "GPU (libuipc)", "The scene run by libuipc on an NVIDIA GPU (the pyuipc package must be "
+             "installed in Blender's Python; Linux and Windows); for piles and heaps of colliding bodies; "
+             "jointed rigs without much contact run faster on the CPU"),
         ),
         default="CPU", options=STATIC,
     )

@@ -13,7 +13,7 @@ from bpy.types import Panel
 
 from . import preview
 from .export import mesh_is_open
-from .gpu_advice import gpu_advice
+from .gpu_advice import UIPC_FRICTION_VELOCITY_TOL, gpu_advice, uipc_advice
 from .properties import AXIS_JOINT_TYPES
 from .rig_rules import playback_override
 from .snapshot import baked_objects
@@ -453,6 +453,15 @@ def draw_solver(layout, context) -> None:
         advice = gpu_advice(context.view_layer)
         if advice is not None:
             layout.label(text=advice, icon="INFO")
+    elif world.device == "LIBUIPC":
+        if importlib.util.find_spec("uipc") is None:
+            layout.label(text="pyuipc is not installed in Blender's Python: bakes will stop", icon="ERROR")
+        advice = uipc_advice(context.view_layer, world.use_contact)
+        if advice is not None:
+            layout.label(text=advice, icon="INFO")
+        if world.use_contact and world.velocity_tol > UIPC_FRICTION_VELOCITY_TOL * (1.0 + 1e-6):  # a float32 property
+            layout.label(text=f"libuipc slides bodies under friction as the CPU does at a Velocity Tolerance of "
+                              f"{UIPC_FRICTION_VELOCITY_TOL} m/s or less", icon="INFO")
 
 
 def draw_contact(layout, scene) -> None:

@@ -28,9 +28,10 @@ Printed per run: wall and CPU seconds per simulated second; for ours also Newton
 step (mean, max), unconverged steps, contacts (the barrier's primitive pairs, largest over the
 frames), the smallest distance of the solver's states, and the deepest penetration of the keyed
 poses (each affine state's nearest rotation, as the add-on keys it: the deepest vertex of one
-body inside another's convex hull over the frames, where ipctk finds the keyed surfaces
-intersecting); for Bullet the same penetration measure. ``--profile`` adds where one step's time
-goes (:class:`StepProfile`) over ``--profile-frames`` frames from the landing of the lowest layer.
+body inside another's convex hull over the frames where ipctk finds the keyed surfaces
+intersecting, and how many those are; the hull overstates the depth where a body is not convex);
+for Bullet the same measure. ``--profile-frames`` (0: none) adds where one step's time goes
+(:class:`StepProfile`) over that many frames from the landing of the lowest layer.
 
     python benchmarks/pile.py                               # column N = 125 and the mixed pile
     python benchmarks/pile.py --update-docs                 # into docs/benchmark_runs.md
@@ -182,7 +183,8 @@ def _hull_planes(vertices: np.ndarray, hull_type) -> np.ndarray:
 def keyed_penetration(bodies: list[dict], transforms: np.ndarray) -> tuple[float, int]:
     """(deepest penetration, m, frames whose surfaces intersect) of poses (frames, bodies, 4, 4):
     per frame where ipctk finds two surfaces intersecting, the deepest vertex of a body inside
-    another's convex hull (exact for convex bodies, a bound from below on its hull otherwise)."""
+    another's convex hull: exact between convex bodies, at most the hull's depth where the other
+    is not convex (a torus, Suzanne: a vertex in a cavity of its hull counts as inside)."""
     import ipctk  # noqa: PLC0415
     from scipy.spatial import ConvexHull  # noqa: PLC0415
     offsets = np.cumsum([0] + [len(b["vertices"]) for b in bodies])

@@ -2,7 +2,7 @@
 
 Commands:
 
-``run SCENE.json [--out RESULT.npz|DIR] [--device {cpu,cupy}] [--quiet]``
+``run SCENE.json [--out RESULT.npz|DIR] [--device {cpu,cupy,libuipc}] [--quiet]``
     Load and validate a scene file, simulate it and save the trajectory (``.npz``, see
     :class:`solver.trajectory.Trajectory`) to ``--out`` (``.npz`` appended when missing; an
     existing directory gets ``<scene stem>.npz``), by default beside the scene file with the suffix
@@ -232,8 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run.add_argument(
         "--device", choices=DEVICES,
-        help="where to solve the Newton system, overriding the scene's settings.device: "
-             "cpu, or cupy (an NVIDIA GPU through CuPy, which must be installed)",
+        help="where to solve the scene, overriding the scene's settings.device: cpu; cupy (the Newton "
+             "system on an NVIDIA GPU through CuPy, which must be installed); or libuipc (the scene run by "
+             "libuipc on an NVIDIA GPU: pip install pyuipc==0.0.29)",
     )
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     run.set_defaults(handler=_run)

@@ -609,9 +609,10 @@ def solve_contact_step(potential: IncrementalPotential, contact: ContactSurface,
     barrier and lagged friction, J^T H J), the step capped by CCD at the largest collision-free
     fraction, then halved until the incremental potential (with the barrier and friction)
     decreases. A direction passing the convergence test of :func:`solve_step` ends the step where
-    the gradient there passes it too, measured as the motion it would give the free bodies,
-    M^-1 g (a residual test), except that where the state moved by more than the tolerance since
-    the friction was lagged, the friction is re-lagged there, at most
+    the gradient there passes it too, measured as the motion it would give each body alone
+    against its mass and its barrier block, (M_b + H_b)^-1 g_b (a residual test,
+    :meth:`ContactNewtonStep.force_size`), except that where the state moved by more than the
+    tolerance since the friction was lagged, the friction is re-lagged there, at most
     :data:`FRICTION_RELAGS_MAX` times, and Newton goes on from there.
 
     Args:

@@ -37,8 +37,9 @@ JOINT_TYPES = ("prismatic", "revolute", "fixed", "spherical", "generic")
 AXIS_JOINT_TYPES = ("prismatic", "revolute")
 #: The aim of a drive in position mode, per joint type.
 AIM_KEYS = {"prismatic": "aim_distance", "revolute": "aim_angle"}
-#: Where the Newton system is solved (``Settings.device``): the CPU, or an NVIDIA GPU through CuPy.
-DEVICES = ("cpu", "cupy")
+#: Where the scene is solved (``Settings.device``): this solver on the CPU, this solver with its
+#: Newton system on an NVIDIA GPU through CuPy, or libuipc on an NVIDIA GPU (:mod:`solver.uipc_backend`).
+DEVICES = ("cpu", "cupy", "libuipc")
 
 
 class SceneError(ValueError):
@@ -107,9 +108,11 @@ class Settings:
         transrate_tol: convergence tolerance on the affine part of a Newton direction, in 1/s
             (multiplied by dt; libuipc ``newton/transrate_tol``, 0.1).
         line_search_max_iterations: halvings of the backtracking line search (libuipc 8).
-        device: where the Newton system is solved, one of :data:`DEVICES`: ``"cpu"`` (banded
-            Cholesky or sparse LU) or ``"cupy"`` (dense Cholesky on an NVIDIA GPU through CuPy,
-            optional, :mod:`solver.device_solver`); the same trajectory within round-off.
+        device: where the scene is solved, one of :data:`DEVICES`: ``"cpu"`` (banded Cholesky or
+            sparse LU) or ``"cupy"`` (dense Cholesky on an NVIDIA GPU through CuPy, optional,
+            :mod:`solver.device_solver`), the same trajectory within round-off; or ``"libuipc"``
+            (the scene translated to libuipc and run there on an NVIDIA GPU, optional,
+            :mod:`solver.uipc_backend`).
         contact: :class:`ContactSettings` (off by default).
     """
 

@@ -24,6 +24,7 @@ readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable, Optional
 
@@ -40,7 +41,7 @@ from .joint_state import JointState
 from .model import Model
 from .newton import NewtonFailure, solve_contact_step, solve_step
 from .potential import IncrementalPotential, row_selector
-from .scene import Scene
+from .scene import ContactSettings, Scene
 from .scene_validation import scene_notes, validate_scene
 from .trajectory import Trajectory
 
@@ -107,18 +108,31 @@ class Simulation:
     def __init__(self, scene: Scene, compile_now: bool = True, validated: bool = False):
         self.scene = scene = scene if validated else validate_scene(scene)
         settings = scene.settings
-        try:
-            model = Model(scene)
-        except ContactUnavailable as error:
-            raise SolverError(str(error)) from error
-        try:
-            pull = [model.animated_pull] if model.animated_pull is not None else []
-            self._potential = IncrementalPotential(model.terms + pull, model.unknown_slot, settings.device,
-                                                   model.term_inputs + [("animated_pull",)] * len(pull))
-        except DeviceUnavailable as error:
-            raise SolverError(str(error)) from error
-        control = Control.for_model(model)
-        self._compile_tasks = compile_tasks(model, self._potential, model.q0, control)
+        self._uipc = None
+        if settings.device == "libuipc":
+            # libuipc solves the steps and handles contact; the model serves the joint readouts.
+            model = Model(dataclasses.replace(scene, settings=dataclasses.replace(settings, contact=ContactSettings())))
+            control = Control.for_model(model)
+            from .uipc_backend import UipcRefused, UipcRun, UipcUnavailable
+
+            try:
+                self._uipc = UipcRun(scene, model)
+            except (UipcUnavailable, UipcRefused) as error:
+                raise SolverError(str(error)) from error
+            self._compile_tasks: list = []
+        else:
+            try:
+                model = Model(scene)
+            except ContactUnavailable as error:
+                raise SolverError(str(error)) from error
+            try:
+                pull = [model.animated_pull] if model.animated_pull is not None else []
+                self._potential = IncrementalPotential(model.terms + pull, model.unknown_slot, settings.device,
+                                                       model.term_inputs + [("animated_pull",)] * len(pull))
+            except DeviceUnavailable as error:
+                raise SolverError(str(error)) from error
+            control = Control.for_model(model)
+            self._compile_tasks = compile_tasks(model, self._potential, model.q0, control)
         if compile_now:
             self.compile()
         self._stepper = stepper = _Stepper(scene, model, control)
@@ -215,9 +229,12 @@ class Simulation:
     def _step_once(self) -> None:
         """One time step (the next of the current frame; finishing the frame after its last)."""
         substeps = self.scene.settings.substeps
-        stepper, potential = self._stepper, self._potential
         frame = self.frames_done + 1
         substep = self._step - self.frames_done * substeps + 1
+        if self._uipc is not None:
+            self._uipc_step(frame, substep)
+            return
+        stepper, potential = self._stepper, self._potential
         if substep == 1:
             stepper.begin_frame(frame)
             if stepper.constant_hessian_changes(frame):
@@ -234,14 +251,39 @@ class Simulation:
         self._pieces[step] = len(results)
         self._step += 1
         if substep == substeps:
-            if not np.all(np.isfinite(stepper.q)):
-                raise SolverError(f"frame {frame}: the state is not finite")
-            self._transforms[frame] = transform_from_q(stepper.q)
-            self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
-            self._rotation[frame] = stepper.joints.rotation(stepper.model, stepper.q)
-            self._record_contact(frame)
-            self._record_keys(frame)
-            self.frames_done = frame
+            self._finish_frame(frame)
+
+    def _uipc_step(self, frame: int, substep: int) -> None:
+        """One time step in libuipc (:class:`solver.uipc_backend.UipcRun`): the bodies' states read
+        back, the joint readouts committed from them as after a step of this solver's own."""
+        from .uipc_backend import UipcRefused
+
+        stepper, step, uipc = self._stepper, self._step, self._uipc
+        assert uipc is not None
+        try:
+            q, (iterations, line_search, converged) = uipc.step(frame, substep)
+        except UipcRefused as error:
+            raise SolverError(f"frame {frame}, step {substep}: {error}") from error
+        stepper.q[:] = q
+        self._fast_rotation[step] = stepper.joints.commit(stepper.model, stepper.q)
+        self._iterations[step], self._line_search[step] = iterations, line_search
+        self._converged[step], self._residual[step] = converged, np.nan
+        self._pieces[step] = 1
+        self._step += 1
+        if substep == self.scene.settings.substeps:
+            self._finish_frame(frame)
+
+    def _finish_frame(self, frame: int) -> None:
+        """Record the state at the end of ``frame`` (its last time step done)."""
+        stepper = self._stepper
+        if not np.all(np.isfinite(stepper.q)):
+            raise SolverError(f"frame {frame}: the state is not finite")
+        self._transforms[frame] = transform_from_q(stepper.q)
+        self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
+        self._rotation[frame] = stepper.joints.rotation(stepper.model, stepper.q)
+        self._record_contact(frame)
+        self._record_keys(frame)
+        self.frames_done = frame
 
     def _split_step(self, frame: int, substep: int) -> tuple[list, bool]:
         """Time step ``substep`` of ``frame``, split where it does not converge: a step whose

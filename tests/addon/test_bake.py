@@ -228,6 +228,29 @@ def test_gpu_device_without_cupy_fails_clearly_and_keeps_the_previous_bake(addon
     assert bpy.ops.abd.bake() == {"FINISHED"}
 
 
+@pytest.mark.skipif(importlib.util.find_spec("uipc") is None, reason="pyuipc is not installed")
+def test_libuipc_device_bakes_through_the_same_pipeline_and_refuses_clearly_without_pyuipc(addon, monkeypatch):
+    """Device GPU (libuipc) on libuipc's none backend (no GPU: its checks run, nothing moves) bakes
+    keys through the same bake; with pyuipc missing, the bake stops before any step with the pip
+    line, and the earlier bake is kept."""
+    import sys
+
+    monkeypatch.setenv("ABD_UIPC_BACKEND", "none")
+    base, slider, joint = slider_rig(frame_end=4)
+    start = slider.matrix_world.copy()
+    bpy.context.scene.abd_world.device = "LIBUIPC"
+    assert bpy.ops.abd.bake() == {"FINISHED"}
+    assert slider.abd_bake.is_baked
+    for frame in (1, 4):
+        bpy.context.scene.frame_set(frame)
+        assert np.allclose(np.array(slider.matrix_world), np.array(start), atol=1e-6)
+    baked = scene_snapshot()
+    monkeypatch.setitem(sys.modules, "uipc", None)
+    with pytest.raises(RuntimeError, match=r"libuipc is not available .*pip install pyuipc==0\.0\.29"):
+        bpy.ops.abd.bake()
+    assert scene_snapshot() == baked
+
+
 def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
     base, slider, joint = slider_rig(frame_end=12)
     before = scene_snapshot()
@@ -700,3 +723,20 @@ def test_a_bake_validates_its_scene_once(addon, monkeypatch):
     monkeypatch.setattr(simulation, "validate_scene", counting)
     job = addon.bake.BakeJob(bpy.context.scene).run()
     assert len(calls) == 1 and job.trajectory.all_converged
+
+
+def test_a_solver_failure_names_the_timelines_frame(addon, monkeypatch):
+    """The solver counts frames from 0 at the bake's first frame; the bake's message names the
+    frame as the timeline shows it (the scene here starts at frame 10)."""
+    slider_rig(frame_end=24)
+    bpy.context.scene.frame_start = 10
+    simulation = import_module(addon.__name__.rpartition(".")[0] + ".solver.simulation")
+
+    def failing(run, progress=None):
+        raise simulation.SolverError("frame 2, step 3: the Newton system is singular")
+
+    monkeypatch.setattr(simulation.Simulation, "run", failing)
+    before = scene_snapshot()
+    with pytest.raises(simulation.SolverError, match=r"^frame 12, step 3: the Newton system is singular$"):
+        addon.bake.BakeJob(bpy.context.scene).run()
+    assert scene_snapshot() == before

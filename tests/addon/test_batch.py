@@ -131,6 +131,20 @@ def test_device_option_overrides_the_files_device_for_this_bake_only(tmp_path):
     assert bpy.context.scene.abd_world.device == "CUPY"
 
 
+@pytest.mark.skipif(importlib.util.find_spec("uipc") is None, reason="pyuipc is not installed")
+def test_device_option_libuipc_bakes_through_libuipc(tmp_path):
+    """``--device libuipc`` on libuipc's none backend (no GPU: its checks run, nothing moves): the
+    file is baked, and the saved file keeps its own device."""
+    slider_rig(frame_end=4)
+    source, out = tmp_path / "rig.blend", tmp_path / "out.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    result = run_batch(tmp_path, source, "--out", out, "--device", "libuipc", ABD_UIPC_BACKEND="none")
+    assert result.returncode == 0, result.stderr
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    assert bpy.data.objects["Slider"].abd_bake.is_baked
+    assert bpy.context.scene.abd_world.device == "CPU"
+
+
 def test_batch_bakes_several_files_in_one_process_and_goes_on_past_a_failure(addon, tmp_path):
     """Three files, the middle one broken: the other two are baked into --out-dir with their
     trajectories in --trajectory-dir (the same as bakes of each alone), the broken one is named on

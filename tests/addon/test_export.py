@@ -154,6 +154,8 @@ def test_settings(addon):
     assert settings.device == "cpu"
     world_.device = "CUPY"
     assert _export(addon).scene.settings.device == "cupy"
+    world_.device = "LIBUIPC"
+    assert _export(addon).scene.settings.device == "libuipc"
 
 
 def test_explicit_mass(addon, solver):

@@ -170,6 +170,37 @@ def test_solver_panel_says_when_the_cpu_would_bake_faster_than_the_gpu(addon):
     assert six in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
 
 
+def test_solver_panel_says_when_the_cpu_would_bake_faster_than_libuipc(addon):
+    """libuipc pays on contact-heavy scenes only (gpu_advice.uipc_advice); under Device: GPU
+    (libuipc) the Solver panel says when the CPU is faster, and when pyuipc is missing."""
+    clear_objects()
+    cubes = [add_box(f"Cube{i}", 0.2, (0.5 * i, 0.0, 0.0)) for i in range(4)]
+    select_only(*cubes)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    world, view_layer = bpy.context.scene.abd_world, bpy.context.view_layer
+    contact_off = ("label", "Contact is off: this solver on the CPU is faster for jointed rigs")
+    assert contact_off not in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    world.device = "LIBUIPC"
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    assert contact_off in calls
+    missing = ("label", "pyuipc is not installed in Blender's Python: bakes will stop")
+    assert (missing in calls) == (importlib.util.find_spec("uipc") is None)
+    world.use_contact = True
+    assert ("label", "4 colliding dynamic bodies: the CPU is usually faster below about 50") in draw_panel(
+        addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    advice = addon.gpu_advice.uipc_advice
+    assert advice(view_layer, True, min_colliding=4) is None
+    cubes[0].abd_body.use_collision = False
+    cubes[1].abd_body.motion = "FIXED"
+    assert advice(view_layer, True, min_colliding=3) == (
+        "2 colliding dynamic bodies: the CPU is usually faster below about 3")
+    friction = ("label", "libuipc slides bodies under friction as the CPU does at a Velocity Tolerance of "
+                         "0.0005 m/s or less")
+    assert friction in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+    world.velocity_tol = 0.0005
+    assert friction not in draw_panel(addon.ui.PHYSICS_PT_abd_world_solver, bpy.context)
+
+
 def test_panels_warn_about_what_would_override_the_bake(addon):
     base, slider, joint = slider_rig(frame_end=8)
     warning = ("label", "Its active Blender rigid body would override the bake")

@@ -272,7 +272,7 @@ def test_device_setting_is_validated_and_saved():
     assert scene_to_dict(scene_from_dict(every_feature_example()))["settings"]["device"] == "cpu"
     for wrong in ("gpu", "CUDA", 1, None):
         scene.settings.device = wrong
-        with pytest.raises(SceneError, match=r"settings: device: must be one of \['cpu', 'cupy'\]"):
+        with pytest.raises(SceneError, match=r"settings: device: must be one of \['cpu', 'cupy', 'libuipc'\]"):
             validate_scene(scene)
 
 

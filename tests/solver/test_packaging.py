@@ -53,6 +53,9 @@ def test_the_wheel_holds_the_solver_alone_with_its_version_and_dependencies(whee
     assert metadata["Name"] == "abd-joints-solver" and metadata["Version"] == manifest["version"]
     required = {requirement.split(">")[0].split(";")[0].strip() for requirement in metadata.get_all("Requires-Dist")}
     assert {"numpy", "scipy", "numba", "threadpoolctl"} <= required
+    assert "solver/uipc_backend.py" in names
+    assert metadata.get_all("Provides-Extra") and "uipc" in metadata.get_all("Provides-Extra")
+    assert 'pyuipc==0.0.29; extra == "uipc"' in metadata.get_all("Requires-Dist")
     (entry_points,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
     assert "abd-solver = solver.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
