@@ -223,7 +223,7 @@ class BakeJob:
     Args:
         scene: the Blender scene.
         depsgraph: the evaluated depsgraph of the view layer to bake; default the context's.
-        device: ``"cpu"`` or ``"cupy"`` to solve there instead of the ABD World's setting (the
+        device: ``"cpu"``, ``"cupy"`` or ``"libuipc"`` to solve there instead of the ABD World's setting (the
             setting itself is not changed).
 
     Attributes:

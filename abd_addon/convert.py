@@ -409,6 +409,14 @@ def _new_joint(context, ob, plan: JointPlan):
     return empty
 
 
+def _frame_rate(ob) -> float:
+    """Frames per second of the (first) scene ``ob`` is in, 24 when in none."""
+    if not ob.users_scene:
+        return 24.0
+    render = ob.users_scene[0].render
+    return render.fps / render.fps_base
+
+
 def _add_motor(ob, joints: list) -> Optional[str]:
     """Put the MOTOR constraint ``ob``'s target velocity on the new joint between its two objects,
     as a velocity drive; or say why it cannot be (the report's words)."""
@@ -431,6 +439,13 @@ def _add_motor(ob, joints: list) -> Optional[str]:
         sign = -np.sign(alignment) * (1.0 if motor.object1 == joint.l_body else -1.0)
         joint.drive.is_constrained, joint.drive.mode = True, "VELOCITY"
         joint.drive.aim_velocity = float(sign * speed)
+        # Blender's motor gives at most motor_ang_max_impulse (motor_lin_max_impulse) per substep of
+        # its rigid-body world (time_scale / (fps substeps_per_frame) long): as an effort, that
+        # impulse over the substep's length (docs/constitutions/drive_effort.md).
+        world = ob.users_scene[0].rigidbody_world if ob.users_scene else None
+        substep = (world.time_scale / world.substeps_per_frame if world is not None else 0.1) / _frame_rate(ob)
+        effort = float(motor.motor_ang_max_impulse if angular else motor.motor_lin_max_impulse) / substep
+        setattr(joint.drive, "max_torque" if angular else "max_force", effort)
         return None
     return "a motor needs a hinge or slider joint between the same two objects along its X axis"
 

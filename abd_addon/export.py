@@ -472,6 +472,10 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
         driving = Driving(strength_ratio=values["drive.strength_ratio"].copy(),
                           is_constrained=values["drive.is_constrained"].copy(),
                           is_passive=values["drive.is_passive"].copy(), **{aim_key: values["drive." + aim_key].copy()})
+        drive = props.drive
+        effort = drive.max_force if prismatic else drive.max_torque
+        setattr(driving, "max_force" if prismatic else "max_torque", effort if effort > 0.0 else None)
+        driving.max_speed = drive.max_speed if drive.max_speed > 0.0 else None
     return Joint(
         name=name,
         type=SOLVER_JOINT_TYPES[props.type],
@@ -485,6 +489,7 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
         limit=limit,
         driving=driving,
         collide_connected=not props.disable_collisions,
+        damping=props.damping,
     )
 
 

@@ -363,12 +363,34 @@ class ABDDriveProperties(PropertyGroup):
                      "two bodies"),
         default=100.0, min=0.0, soft_max=1000.0,
     )
+    max_force: FloatProperty(
+        override=OVERRIDABLE,
+        name="Max Force",
+        description=("Largest force the drive of a prismatic joint exerts, in newtons (the scene file's "
+                     "driving.max_force); 0: no limit. A drive at its limit stalls against a larger load"),
+        default=0.0, min=0.0, soft_max=1.0e4, options=STATIC,
+    )
+    max_torque: FloatProperty(
+        override=OVERRIDABLE,
+        name="Max Torque",
+        description=("Largest torque the drive of a revolute joint exerts, in newton metres (τ_max, the scene "
+                     "file's driving.max_torque); 0: no limit. A drive at its limit stalls against a larger load"),
+        default=0.0, min=0.0, soft_max=1.0e4, options=STATIC,
+    )
+    max_speed: FloatProperty(
+        override=OVERRIDABLE,
+        name="Max Speed",
+        description=("Fastest the drive moves the joint towards its aim: m/s along a prismatic joint, rad/s "
+                     "about a revolute one (the scene file's driving.max_speed); 0: no limit"),
+        default=0.0, min=0.0, soft_max=100.0, options=STATIC,
+    )
 
 
 class ABDGenericProperties(PropertyGroup):
-    """A Generic joint's axes (#1001): per local axis, a limit on sliding along it and on turning
-    about it (lower = upper locks it there), a spring with stiffness and damping, and a break
-    force. As Blender's Generic Spring constraint's settings; read once (not animatable)."""
+    """A Generic joint's axes (docs/constitutions/generic_joint.md): per local axis, a limit on
+    sliding along it and on turning about it (lower = upper locks it there), a spring with
+    stiffness and damping, a swing cone and twist limit, and a break force. As Blender's Generic
+    Spring constraint's settings; read once (not animatable)."""
 
     use_limit_linear: BoolVectorProperty(
         override=OVERRIDABLE, name="Limit Linear", size=3, default=(True, True, True), options=STATIC,
@@ -490,6 +512,13 @@ class ABDJointProperties(PropertyGroup):
         override=OVERRIDABLE,
         name="Init Angle", description="The angle the joint reports at the first frame",
         default=0.0, subtype="ANGLE", unit="ROTATION", options=STATIC,
+    )
+    damping: FloatProperty(
+        override=OVERRIDABLE,
+        name="Damping",
+        description=("Viscous damping of the joint's motion (c): N s/m along a prismatic joint, N m s/rad "
+                     "about a revolute one; 0: none"),
+        default=0.0, min=0.0, soft_max=100.0, options=STATIC,
     )
     limit: PointerProperty(override=OVERRIDABLE, type=ABDLimitProperties)
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)

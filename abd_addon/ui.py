@@ -211,6 +211,8 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         layout.prop(joint, "strength_ratio")
         if joint.type in AXIS_JOINT_TYPES:
             layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
+            unit = "N·s/m" if joint.type == "PRISMATIC" else "N·m·s/rad"
+            layout.prop(joint, "damping", text=f"Damping ({unit})")
         layout.prop(joint, "disable_collisions")
         ob = context.object
         labels = {"abd_distance": "Baked Distance", "abd_angle": "Baked Angle", "abd_rotation": "Baked Rotation",
@@ -273,7 +275,7 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
 
 
 class PHYSICS_PT_abd_joint_generic(_PhysicsPanel, Panel):
-    """A Generic joint's limits, springs and break threshold (#1001), in Blender's Generic Spring words."""
+    """A Generic joint's limits, springs and break threshold (docs/constitutions/generic_joint.md), in Blender's Generic Spring words."""
 
     bl_label = "Limits and Springs"
     bl_parent_id = "PHYSICS_PT_abd_joint"
@@ -357,6 +359,12 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
         else:
             col.prop(drive, "aim_distance" if joint.type == "PRISMATIC" else "aim_angle")
         layout.prop(drive, "strength_ratio")
+        if joint.type == "PRISMATIC":
+            layout.prop(drive, "max_force", text="Max Force (N)")
+            layout.prop(drive, "max_speed", text="Max Speed (m/s)")
+        else:
+            layout.prop(drive, "max_torque", text="Max Torque (N·m)")
+            layout.prop(drive, "max_speed", text="Max Speed (rad/s)")
 
 
 class PHYSICS_PT_abd_world(_PhysicsPanel, Panel):

@@ -252,6 +252,12 @@ class Driving:
         aim_angle: revolute target in the reported frame (raw + ``init_angle``), rad; any number
             of turns (10 pi is five turns).
         aim_velocity: target rate of the coordinate, m/s (prismatic) or rad/s (revolute).
+
+    Effort and speed limits (constants; None: unlimited):
+        max_force: the largest force a prismatic drive exerts, N, > 0.
+        max_torque: the largest torque a revolute drive exerts, N m, > 0.
+        max_speed: the fastest a drive moves its target, m/s or rad/s, > 0: a position aim is
+            approached at most this fast, an aim_velocity is clamped to it.
     """
 
     strength_ratio: Series = 100.0
@@ -260,15 +266,18 @@ class Driving:
     aim_distance: Optional[Series] = None
     aim_angle: Optional[Series] = None
     aim_velocity: Optional[Series] = None
+    max_force: Optional[float] = None
+    max_torque: Optional[float] = None
+    max_speed: Optional[float] = None
 
 
-#: The six coordinates of a generic joint, in order (docs/constitutions/1001_generic_joint.md).
+#: The six coordinates of a generic joint, in order (docs/constitutions/generic_joint.md).
 GENERIC_COORDINATES = ("x", "y", "z", "angle_x", "angle_y", "angle_z")
 
 
 @dataclass
 class Generic:
-    """Generic joint #1001 (docs/constitutions/1001_generic_joint.md): six coordinates, body j's
+    """Generic joint (docs/constitutions/generic_joint.md): six coordinates, body j's
     anchor along body i's joint axes (m) and the XYZ Euler angles of body j's joint axes relative
     to body i's (rad), as Bullet's generic constraints; each may be locked, sprung, damped and
     limited. Per-coordinate fields are 6 values in :data:`GENERIC_COORDINATES` order.
@@ -310,7 +319,7 @@ class Generic:
 @dataclass
 class Joint:
     """A joint between a left (parent, i) and right (child, j) body: revolute (#18), prismatic
-    (#20), fixed (#25), spherical (#26) or generic (#1001).
+    (#20), fixed (#25), spherical (#26) or generic (ours, docs/constitutions/generic_joint.md).
 
     Attributes:
         name: unique name.
@@ -330,6 +339,8 @@ class Joint:
             generic joint for one with every coordinate free).
         collide_connected: whether the two bodies touch each other when contact is on (default
             False, as Blender's rigid-body constraints' *Disable Collisions*).
+        damping: viscous damping of a prismatic (N s/m) or revolute (N m s/rad) joint's
+            coordinate, >= 0; 0 on a fixed or spherical joint.
     """
 
     name: str
@@ -345,6 +356,7 @@ class Joint:
     driving: Optional[Driving] = None
     position: Optional[np.ndarray] = None
     collide_connected: bool = False
+    damping: float = 0.0
     generic: Optional[Generic] = None
 
 

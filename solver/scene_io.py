@@ -62,18 +62,19 @@ _MASS_KEYS = ("mass", "mass_center", "inertia")
 _SOFT_KEYS = ("strength_ratio", "aim_transform", "is_constrained")
 _JOINT_KEYS = (
     "name", "type", "l_body", "r_body", "position0", "position1", "position", "strength_ratio", "init_distance",
-    "init_angle", "limit", "driving", "collide_connected", "generic",
+    "init_angle", "limit", "driving", "collide_connected", "damping", "generic",
 )
 #: Keys that only some joint types take (each with those types).
 _JOINT_ONLY = {
     "init_angle": ("revolute",), "init_distance": ("prismatic",), "driving": ("prismatic", "revolute"),
     "limit": ("prismatic", "revolute"), "position0": ("prismatic", "revolute"), "position1": ("prismatic", "revolute"),
-    "position": ("fixed", "spherical", "generic"), "generic": ("generic",),
+    "position": ("fixed", "spherical", "generic"), "damping": ("prismatic", "revolute"), "generic": ("generic",),
 }
 _GENERIC_KEYS = ("axes", "locked", "rest", "stiffness", "damping", "limited", "lower", "upper", "limit_strength",
                  "swing_limit", "twist_limit", "cone_axes", "break_force")
 _LIMIT_KEYS = ("lower", "upper", "strength")
-_DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity")
+_DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity",
+                 "max_force", "max_torque", "max_speed")
 
 
 def _object(value: Any, where: str, field_name: str) -> dict:
@@ -187,7 +188,7 @@ def _joint_from_dict(data: Any, index: int) -> Joint:
         if key not in data:
             raise SceneError(f"{where}: {key}: missing required field")
     kwargs: dict = {key: data[key] for key in ("name", "type", "l_body", "r_body") + positions}
-    for key in ("strength_ratio", "init_distance", "init_angle", "collide_connected"):
+    for key in ("strength_ratio", "init_distance", "init_angle", "collide_connected", "damping"):
         kwargs.update(_optional(data, key))
     if data.get("limit") is not None:
         limit = _object(data["limit"], where, "limit")
@@ -448,6 +449,8 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
                 entry["generic"]["break_force"] = float(generic.break_force)
         if joint.collide_connected:
             entry["collide_connected"] = True
+        if joint.damping:
+            entry["damping"] = joint.damping
         if joint.driving is not None:
             entry["driving"] = {
                 "strength_ratio": _series_value(joint.driving.strength_ratio),
@@ -457,6 +460,9 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             for key in ("aim_distance", "aim_angle", "aim_velocity"):
                 if getattr(joint.driving, key) is not None:
                     entry["driving"][key] = _series_value(getattr(joint.driving, key))
+            for key in ("max_force", "max_torque", "max_speed"):
+                if getattr(joint.driving, key) is not None:
+                    entry["driving"][key] = float(getattr(joint.driving, key))
         document["joints"].append(entry)
     return document
 

@@ -778,7 +778,23 @@ def _validate_driving(driving, kind: str, frames: int, where: str) -> Optional[D
     else:
         aim = getattr(driving, aim_key)
         aims[aim_key] = _series(0.0 if aim is None else aim, (), frames, where, f"driving.{aim_key}")
-    return Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive, **aims)
+    effort_key = "max_force" if kind == "prismatic" else "max_torque"
+    other_key = "max_torque" if kind == "prismatic" else "max_force"
+    if getattr(driving, other_key) is not None:
+        raise _fail(where, f"driving.{other_key}", f"is for {'revolute' if kind == 'prismatic' else 'prismatic'} "
+                    f"joints; a {kind} joint's drive is limited with {effort_key}")
+    caps = {}
+    for key in (effort_key, "max_speed"):
+        value = getattr(driving, key)
+        if value is not None:
+            value = _number(value, where, f"driving.{key}")
+            if not value > 0.0:
+                raise _fail(where, f"driving.{key}", f"must be > 0 (or null for no limit), got {value}")
+            caps[key] = value
+    validated = Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive)
+    for key, value in {**aims, **caps}.items():
+        setattr(validated, key, value)
+    return validated
 
 
 def _flags(value, where: str, field_name: str) -> tuple:
@@ -881,6 +897,11 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         for key, present in given.items():
             if present:
                 raise _fail(where, key, f"is for prismatic and revolute joints, not for a {joint.type} joint")
+    damping = _number(joint.damping, where, "damping")
+    if damping < 0.0:
+        raise _fail(where, "damping", f"must be >= 0, got {damping}")
+    if damping and joint.type not in AXIS_JOINT_TYPES:
+        raise _fail(where, "damping", f"is for prismatic and revolute joints, not for a {joint.type} joint")
     if joint.generic is not None and joint.type != "generic":
         raise _fail(where, "generic", f"is for generic joints, not for a {joint.type} joint")
     generic = _validate_generic(joint.generic, where) if joint.type == "generic" else None
@@ -890,7 +911,8 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         name=joint.name, type=joint.type, l_body=joint.l_body, r_body=joint.r_body,
         position0=position0, position1=position1, strength_ratio=strength,
         init_distance=init_distance, init_angle=init_angle, limit=limit, driving=driving, position=position,
-        collide_connected=_flag(joint.collide_connected, where, "collide_connected"), generic=generic,
+        collide_connected=_flag(joint.collide_connected, where, "collide_connected"), damping=damping,
+        generic=generic,
     )
 
 

@@ -41,7 +41,7 @@ from .joint_state import JointState
 from .model import Model
 from .newton import NewtonFailure, solve_contact_step, solve_step
 from .potential import IncrementalPotential, row_selector
-from .scene import ContactSettings, Scene
+from .scene import ContactSettings, Driving, Scene
 from .scene_validation import scene_notes, validate_scene
 from .trajectory import Trajectory
 
@@ -436,6 +436,16 @@ class _Stepper:
                 (model.revolute_driving, control.revolute_driving, "aim_angle", self.joints.init_angle,
                  self.joints.raw_angle))
         )
+        # Effort caps and damping in the incremental potential's units (docs/constitutions/drive_effort.md):
+        # a revolute drive's one coordinate takes the whole torque, each of a prismatic drive's two
+        # sides half the force.
+        for (term, inputs, _, _, _), effort_key, share in zip(self.drives, ("max_force", "max_torque"), (0.5, 1.0)):
+            drivings = [joints[k].driving for k in term.joint_indices]
+            effort = np.array([np.inf if d is None or getattr(d, effort_key) is None else getattr(d, effort_key)
+                               for d in drivings], dtype=np.float64)
+            inputs.cap = share * effort * self.dt * self.dt
+            inputs.damping = share * self.dt * np.array([joints[k].damping for k in term.joint_indices],
+                                                        dtype=np.float64)
         self.limit_series = {}
         for key, extra in (("prismatic", model.prismatic_limit), ("revolute", model.revolute_limit)):
             limits = [joints[k].limit for k in extra.joint_indices]
@@ -631,6 +641,8 @@ class _Stepper:
         for term, inputs, drive, init, raw in self.drives:
             if len(term.joint_indices):
                 inputs.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
+        if len(model.driving.joint_indices):  # the step start of the prismatic damping
+            control.driving.start = self.joints.raw_distance[model.driving.joint_indices].copy()
         # The step start of the unwrapped angle.
         self._lag_angle(model.revolute_limit.joint_indices, control.revolute_limit)
         self._lag_angle(model.revolute_driving.joint_indices, control.revolute_driving)
@@ -681,12 +693,14 @@ class _DriveSeries:
     frames) each, and the current step's aims.
 
     Args:
-        drivings: the validated :class:`solver.scene.Driving` of each drive, in the order of its term.
+        drivings: the validated :class:`solver.scene.Driving` of each drive, in the order of its
+            term; None for a joint that has the term only for its damping (disabled drive).
         aim_key: ``"aim_distance"`` or ``"aim_angle"``, the position aim of this kind.
         frames: frame_count + 1.
 
     Attributes:
         strength_ratio, is_constrained, is_passive: (drives, frames).
+        max_speed: (drives,) the speed limit, m/s or rad/s (inf: none).
         aim: (drives, frames) the position aim in the reported frame (zeros in velocity mode), m or rad.
         velocity: (drives, frames) aim_velocity (zeros in position mode), m/s or rad/s.
         by_velocity: (drives,) bool, whether each drive is in velocity mode.
@@ -696,6 +710,9 @@ class _DriveSeries:
 
     def __init__(self, drivings: list, aim_key: str, frames: int):
         count, zeros = len(drivings), np.zeros(frames)
+        drivings = [Driving(strength_ratio=zeros, is_constrained=zeros, is_passive=zeros, aim_velocity=zeros)
+                    if d is None else d for d in drivings]
+        self.max_speed = np.array([np.inf if d.max_speed is None else d.max_speed for d in drivings], dtype=float)
 
         def series(values: list) -> np.ndarray:
             return np.array(values, dtype=np.float64).reshape(count, frames)
@@ -714,8 +731,12 @@ class _DriveSeries:
         and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
         coordinate (docs/constitutions/21_driving_prismatic_joint.md, 19_driving_revolute_joint.md); a velocity drive
         aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
-        the offset."""
-        moved = np.where(self.by_velocity, committed + dt * self.step_velocity, self.step_aim - init)
+        the offset. A speed limit keeps the target within dt times ``max_speed`` of the committed
+        coordinate."""
+        step = dt * self.max_speed
+        velocity = np.clip(self.step_velocity, -self.max_speed, self.max_speed)
+        moved = np.where(self.by_velocity, committed + dt * velocity,
+                         np.clip(self.step_aim - init, committed - step, committed + step))
         return np.where(self.passive, committed, moved)
 
 

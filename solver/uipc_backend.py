@@ -179,6 +179,9 @@ def import_uipc():
         import uipc
     except Exception as error:  # ImportError, or a broken install (a missing shared library)
         raise UipcUnavailable(f"libuipc is not available ({type(error).__name__}: {error}); {UIPC_HINT}") from error
+    if not hasattr(uipc, "Engine"):  # another module named uipc first on the path (a folder named so)
+        raise UipcUnavailable(f"the module 'uipc' found at {getattr(uipc, '__file__', '?')!r} is not libuipc's; "
+                              f"{UIPC_HINT}")
     return uipc
 
 

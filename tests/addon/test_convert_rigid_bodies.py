@@ -142,7 +142,7 @@ def test_a_motor_becomes_a_velocity_drive_on_the_joint_of_its_two_objects(addon)
     wheel = rigid_box("Wheel", (0.5, 0.0, 0.0))
     hinge = connect(base, wheel, "HINGE", rotation=(math.pi / 2, 0.0, 0.0))  # axis along world -Y
     motor = connect(base, wheel, "MOTOR", rotation=(0.0, 0.0, math.pi / 2),  # X along world +Y: reversed
-                    use_motor_ang=True, motor_ang_target_velocity=3.0)
+                    use_motor_ang=True, motor_ang_target_velocity=3.0, motor_ang_max_impulse=0.05)
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}
     joints = sorted(ob.name for ob in bpy.data.objects if ob.abd_joint.enabled)
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}  # again: nothing changes
@@ -151,6 +151,10 @@ def test_a_motor_becomes_a_velocity_drive_on_the_joint_of_its_two_objects(addon)
     drive = converted(hinge).abd_joint.drive
     assert (drive.is_constrained, drive.mode) == (True, "VELOCITY")
     assert drive.aim_velocity == pytest.approx(3.0)  # Bullet turns object 2 at −3 rad/s about the motor's X
+    # 0.05 N m s per Bullet substep of 1 / (24 fps x 10 substeps) s: 12 N m.
+    world = bpy.context.scene.rigidbody_world
+    substep = world.time_scale / (bpy.context.scene.render.fps * world.substeps_per_frame)
+    assert drive.max_torque == pytest.approx(0.05 / substep)
     assert not motor.rigid_body_constraint.enabled and f"ABD_{motor.name}" not in bpy.data.objects
 
 

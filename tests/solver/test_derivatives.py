@@ -252,7 +252,12 @@ def make_driving(rng):
                                   random_unit(rng, (n, 3)), random_unit(rng, (n, 3)))
     stiffness = rng.uniform(1e2, 1e3, n)
     stiffness[-1] = 0.0  # one disabled element
-    return joint, DrivingPrismaticJointInput(stiffness, rng.uniform(-1.0, 1.0, n))
+    # Effort caps: none, one far below the slopes (capped: linear), one far above (quadratic); damping on some.
+    cap = np.array([np.inf, 1.0, 1e6] * n)[:n]
+    damping = np.where(np.arange(n) % 2 == 0, rng.uniform(10.0, 100.0, n), 0.0)
+    damping[-1] = 0.0
+    return joint, DrivingPrismaticJointInput(stiffness, rng.uniform(-1.0, 1.0, n), cap, damping,
+                                             rng.uniform(-1.0, 1.0, n))
 
 
 def limit_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -305,7 +310,11 @@ def make_driving_revolute(rng, q):
     target = angle_t + rng.uniform(-1.0, 1.0, n)
     stiffness = rng.uniform(1e2, 1e3, n)
     stiffness[-1] = 0.0  # one disabled element
-    return driving, DrivingRevoluteJointInput(stiffness, target, angle_t, sine, cosine)
+    # Effort caps: none, one far below the slopes (capped: linear), one far above (quadratic); damping on some.
+    cap = np.array([np.inf, 1.0, 1e6] * n)[:n]
+    damping = np.where(np.arange(n) % 2 == 0, rng.uniform(10.0, 100.0, n), 0.0)
+    damping[-1] = 0.0
+    return driving, DrivingRevoluteJointInput(stiffness, target, angle_t, sine, cosine, cap, damping)
 
 
 def make_anchored(constitution, rng):
@@ -518,7 +527,9 @@ def make_prismatic_group(rng, q):
     driving_rows, limit_rows = np.array([3, 0, 4]), np.array([1, 4, 2])
     driving = DrivingPrismaticJoint(PAIRS[driving_rows], anchor_i[driving_rows], anchor_j[driving_rows],
                                     tangent_i[driving_rows], tangent_j[driving_rows])
-    driving_inputs = DrivingPrismaticJointInput(np.array([300.0, 700.0, 0.0]), rng.uniform(-1.0, 1.0, 3))
+    driving_inputs = DrivingPrismaticJointInput(np.array([300.0, 700.0, 0.0]), rng.uniform(-1.0, 1.0, 3),
+                                                np.full(3, np.inf), np.array([0.0, 40.0, 0.0]),
+                                                rng.uniform(-1.0, 1.0, 3))
     limit = PrismaticJointLimit(PAIRS[limit_rows], anchor_i[limit_rows], anchor_j[limit_rows],
                                 tangent_i[limit_rows], tangent_j[limit_rows])
     x = limit.distance(q)
@@ -781,7 +792,8 @@ def all_joints_at_rest(q: np.ndarray, rng: np.random.Generator):
     revolute_limit = RevoluteJointLimit(PAIRS, basis_i, basis_j)
     for joint in (revolute, prismatic):
         joint.stiffness = np.full(n, 1e4)
-    driving_inputs = DrivingPrismaticJointInput(np.full(n, 1e4), np.zeros(n))
+    driving_inputs = DrivingPrismaticJointInput.default(n)
+    driving_inputs.stiffness = np.full(n, 1e4)
     prismatic_limit_inputs = PrismaticJointLimitInput(np.zeros(n), np.zeros(n), np.full(n, 50.0))
     revolute_limit_inputs = RevoluteJointLimitInput.default(n)
     revolute_limit_inputs.strength = np.full(n, 50.0)
@@ -960,7 +972,8 @@ def test_driving_target_nonzero():
     pairs = np.array([[0, 1]])
     points_i, points_j, _, _, frame_i, frame_j = rest_joint_data(q0, rng, pairs)
     driving = DrivingPrismaticJoint(pairs, points_i[:, 0], points_j[:, 0], frame_i[:, 0], frame_j[:, 0])
-    inputs = DrivingPrismaticJointInput(np.array([200.0]), np.array([0.4]))
+    inputs = DrivingPrismaticJointInput.default(1)
+    inputs.stiffness, inputs.target = np.array([200.0]), np.array([0.4])
     axis = q0[0, 3:12].reshape(3, 3) @ frame_i[0, 0]
     assert driving.energy(q0, inputs) == pytest.approx(200.0 * 0.4**2)
     q = q0.copy()

@@ -1,4 +1,4 @@
-"""Scene tests of the generic joint (#1001) whose answers are known from physics: a mass on a
+"""Scene tests of the generic joint whose answers are known from physics: a mass on a
 spring oscillates with period 2π√(m/k) and its damping adds c/(2m) to the decay rate; a joint
 locked at an angle holds its offset; a cylindrical joint slides and turns; a breakable joint
 releases at its break force."""

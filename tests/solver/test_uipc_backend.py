@@ -339,9 +339,16 @@ def test_without_pyuipc_the_device_is_refused_with_the_install_line(monkeypatch)
         Simulation(rig())
 
 
+def test_another_module_named_uipc_is_not_taken_for_libuipc(monkeypatch):
+    monkeypatch.setitem(sys.modules, "uipc", dataclasses)  # any module without libuipc's Engine
+    with pytest.raises(SolverError, match=r"the module 'uipc' found at .* is not libuipc's; .*pip install pyuipc"):
+        Simulation(rig())
+
+
 def test_without_a_gpu_the_cuda_backend_is_refused(monkeypatch):
     if not HAVE_UIPC:
-        monkeypatch.setitem(sys.modules, "uipc", sys)  # any module: the GPU check comes after the import
+        monkeypatch.setitem(sys.modules, "uipc", type(sys)("uipc"))  # the GPU check comes after the import
+        sys.modules["uipc"].Engine = object
     monkeypatch.setenv(uipc_backend.BACKEND_VARIABLE, "cuda")
     monkeypatch.setattr(uipc_backend, "nvidia_gpu_count", lambda: 0)
     with pytest.raises(SolverError, match="libuipc needs an NVIDIA GPU and its driver, and none is found"):
