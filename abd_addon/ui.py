@@ -275,7 +275,7 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
 
 
 class PHYSICS_PT_abd_joint_generic(_PhysicsPanel, Panel):
-    """A Generic joint's limits, springs and break threshold (docs/constitutions/generic_joint.md), in Blender's Generic Spring words."""
+    """A Generic joint's limits, springs, cone and break threshold, in Blender's Generic Spring words."""
 
     bl_label = "Limits and Springs"
     bl_parent_id = "PHYSICS_PT_abd_joint"
