@@ -366,22 +366,22 @@ class ABDDriveProperties(PropertyGroup):
     max_force: FloatProperty(
         override=OVERRIDABLE,
         name="Max Force",
-        description=("Largest force the drive of a prismatic joint exerts, in newtons (the scene file's "
-                     "driving.max_force); 0: no limit. A drive at its limit stalls against a larger load"),
+        description=("Largest force the drive of a prismatic joint exerts, in newtons; 0: no limit. A drive "
+                     "at its limit stalls against a larger load"),
         default=0.0, min=0.0, soft_max=1.0e4, options=STATIC,
     )
     max_torque: FloatProperty(
         override=OVERRIDABLE,
         name="Max Torque",
-        description=("Largest torque the drive of a revolute joint exerts, in newton metres (τ_max, the scene "
-                     "file's driving.max_torque); 0: no limit. A drive at its limit stalls against a larger load"),
+        description=("Largest torque the drive of a revolute joint exerts, in newton metres (τ_max); 0: no "
+                     "limit. A drive at its limit stalls against a larger load"),
         default=0.0, min=0.0, soft_max=1.0e4, options=STATIC,
     )
     max_speed: FloatProperty(
         override=OVERRIDABLE,
         name="Max Speed",
         description=("Fastest the drive moves the joint towards its aim: m/s along a prismatic joint, rad/s "
-                     "about a revolute one (the scene file's driving.max_speed); 0: no limit"),
+                     "about a revolute one; 0: no limit"),
         default=0.0, min=0.0, soft_max=100.0, options=STATIC,
     )
 
