@@ -134,7 +134,10 @@ def untranslated(part: Any, where: str) -> list[str]:
             default = None
         value = getattr(part, field.name)
         try:
-            same = bool(np.array_equal(np.asarray(value), np.asarray(default))) if default is not None else False
+            if default is None:
+                same = value is None
+            else:
+                same = bool(np.array_equal(np.asarray(value), np.asarray(default)))
         except (TypeError, ValueError):
             same = value == default
         if not same:
