@@ -11,7 +11,7 @@ Command line (from the repository root, with the ``bpy`` wheel installed)::
     python -m abd_addon.batch shot_*.blend --out-dir baked/ --scheduler tcp://host:8786
 
 It opens each file, bakes it through the same phases as the Bake operator
-(:class:`abd_addon.bake.BakeJob`), and saves the result to ``--out`` (one file), to
+(:class:`abd_addon.bake.bake.BakeJob`), and saves the result to ``--out`` (one file), to
 ``--out-dir``/<file name> (any number) or over the input (``--in-place``); ``--trajectory`` /
 ``--trajectory-dir``/<file stem>.npz also save the solver's trajectory; ``--from-trajectory`` /
 ``--from-trajectory-dir``/<file stem>.npz bake from a trajectory computed elsewhere instead of
@@ -106,14 +106,14 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
     """Open ``blend_path``, bake its scene, save to ``out_path``; return a summary dict.
 
     Runs inside a Blender process where this add-on is registered (the bpy module or
-    ``blender -b``), in the phases of the Bake operator (:class:`abd_addon.bake.BakeJob`); a run
+    ``blender -b``), in the phases of the Bake operator (:class:`abd_addon.bake.bake.BakeJob`); a run
     in which some time step did not converge is an error unless
     ``allow_unconverged``. With ``trajectory_path`` the solver's
     :class:`~solver.trajectory.Trajectory` (poses, joint readouts, per-step Newton statistics) is
     also saved there (``.npz``). ``device`` (``"cpu"``, ``"cupy"`` or ``"libuipc"``) overrides the scene's ABD
     World device for this bake only. ``scene_name`` bakes that scene instead of the file's active
     one (which stays the active one in the saved file). ``from_trajectory`` bakes from that
-    trajectory file instead of simulating (:meth:`abd_addon.bake.BakeJob.load_trajectory`: it must
+    trajectory file instead of simulating (:meth:`abd_addon.bake.bake.BakeJob.load_trajectory`: it must
     have been computed for this rig). Raises :class:`BatchError` on any failure (a missing scene
     names the file's scenes; a trajectory file for another rig says how it differs); nothing is
     saved then (but for a trajectory that cannot take its name once the .blend is saved, which
@@ -125,7 +125,8 @@ def bake_file(blend_path: str, out_path: str, progress: bool = False, allow_unco
 
     from ..solver.output_files import leftovers, move_into_place
     from ..solver.trajectory import npz_file_name
-    from . import bake, blend_files
+    from . import blend_files
+    from .bake import bake
     from .operators import solver_errors
 
     # What an interrupted run left beside the outputs goes first (it may hold the space needed).
@@ -280,7 +281,7 @@ def export_file(blend_path: str, scene_path: str, scene_name: str | None = None)
     """
     import bpy
 
-    from . import bake
+    from .bake import bake
     from ..solver.scene_io import save_scene
     from .operators import solver_errors
 

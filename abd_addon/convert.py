@@ -67,7 +67,7 @@ from bpy.types import Operator
 from mathutils import Matrix
 
 from .rig import EMPTY_DISPLAY, new_object_collection
-from .rig_rules import viewport_enabled
+from .bake.rig_rules import viewport_enabled
 from .properties import store_groups
 
 #: Limits narrower than this (m or rad) lock an axis.

@@ -19,11 +19,11 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Vector
 
 from ..solver.scene import SceneError
-from . import bake as bake_module
+from .bake import bake as bake_module
 from . import preview, rig, warmup
 from .extension import extension_package, extension_root
 from .properties import JOINT_TYPE_ITEMS
-from .rig_rules import RigError
+from .bake.rig_rules import RigError
 
 #: Exceptions that mean "the user's rig, settings or files are wrong" (reported without a traceback).
 USER_ERRORS = (RigError, SceneError, bake_module.TrajectoryFileError)

@@ -20,10 +20,10 @@ import math
 import bpy
 import numpy as np
 
-from .export import export_frame
+from .bake.export import export_frame
 from .names import READOUT_PROPERTIES
 from .properties import OVERLAY_SETTING_CHANGED
-from .rig_rules import RigError
+from .bake.rig_rules import RigError
 
 #: Colours (RGBA) of the axis, the anchor and the limit range.
 AXIS_COLOR = (0.25, 0.6, 1.0, 1.0)

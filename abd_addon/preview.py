@@ -43,12 +43,12 @@ from bpy.types import ID, PropertyGroup
 from mathutils import Matrix
 
 from . import warmup
-from .export import Export, export_scene, frame_range, new_run, rigid_transforms
-from .fcurves import action_fcurves, fcurve_keys, slot_identifier
-from .keys import local_matrices
+from .bake.export import Export, export_scene, frame_range, new_run, rigid_transforms
+from .bake.fcurves import action_fcurves, fcurve_keys, slot_identifier
+from .bake.keys import local_matrices
 from .names import TRANSFORM_PATHS, TRANSFORM_PROPERTIES
 from .properties import PREVIEW_TOGGLED
-from .rig_rules import RigError, collect_rig
+from .bake.rig_rules import RigError, collect_rig
 
 #: ABD World properties that do not change the simulation (left out of :func:`fingerprint`).
 NOT_SIMULATED = ("use_preview",)
@@ -324,7 +324,7 @@ def fingerprint(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer, own: di
     another pose), parents, animation and mesh. Equal fingerprints export equal scenes.
 
     Raises:
-        RigError: the rig is invalid (:func:`abd_addon.rig_rules.collect_rig`).
+        RigError: the rig is invalid (:func:`abd_addon.bake.rig_rules.collect_rig`).
     """
     bodies, joints = collect_rig(view_layer)
     targets = [ob.abd_body.soft_transform.target_object for ob in bodies

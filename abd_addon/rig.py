@@ -17,7 +17,7 @@ from mathutils import Matrix, Vector
 from mathutils.kdtree import KDTree
 
 from .properties import JOINT_TYPE_ITEMS, MOTION_ITEMS, store_groups
-from .rig_rules import RigError
+from .bake.rig_rules import RigError
 
 #: How a new joint Empty of each type is drawn: an arrow along a prismatic or revolute joint's axis.
 EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE",

@@ -12,11 +12,11 @@ import math
 from bpy.types import Panel
 
 from . import preview
-from .export import mesh_is_open
+from .bake.export import mesh_is_open
 from .gpu_advice import UIPC_FRICTION_VELOCITY_TOL, gpu_advice, uipc_advice
 from .properties import AXIS_JOINT_TYPES
-from .rig_rules import playback_override
-from .snapshot import baked_objects
+from .bake.rig_rules import playback_override
+from .bake.snapshot import baked_objects
 
 
 class _PhysicsPanel:
@@ -39,7 +39,7 @@ def _joint(context):
 
 def _override_warning(layout, context, keyed: bool) -> None:
     """An error line when something would override the context object's bake on playback
-    (:func:`abd_addon.rig_rules.playback_override`; the bake refuses it)."""
+    (:func:`abd_addon.bake.rig_rules.playback_override`; the bake refuses it)."""
     override = playback_override(context.object, context.scene, keyed)
     if override is not None:
         layout.label(text=f"Its {override[0]} would override the bake", icon="ERROR")

@@ -68,11 +68,13 @@ def extension():
 
 @pytest.fixture(scope="session")
 def addon(extension):
-    """The extension's ``abd_addon`` package (``export``, ``rig_rules``, ``bake``, ``batch``, ... submodules)."""
+    """The extension's ``abd_addon`` package (``bake.export``, ``bake.rig_rules``, ``bake.bake``, ``batch``, ...
+    submodules)."""
     import importlib
 
     package = importlib.import_module(PACKAGE + ".abd_addon")
-    for name in ("export", "rig_rules", "gpu_advice", "bake", "operators", "overlay", "batch", "properties", "rig"):
+    for name in ("bake.export", "bake.rig_rules", "gpu_advice", "bake.bake", "operators", "overlay", "batch",
+                 "properties", "rig"):
         importlib.import_module(f"{PACKAGE}.abd_addon.{name}")
     return package
 

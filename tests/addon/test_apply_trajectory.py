@@ -171,7 +171,7 @@ def test_a_damaged_result_is_refused_naming_the_array_and_nothing_changes(addon,
     nothing changed (such values were keyed and a short per-step array taken; the others failed
     with an 'unexpected' LinAlgError, ValueError or IndexError)."""
     slider_rig(frame_end=12)
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()
     trajectory = job.simulate()
     changes, expected = damage(trajectory)
@@ -189,7 +189,7 @@ def test_a_ball_joints_damaged_rotation_is_refused_and_nothing_changes(addon, tm
     """A NaN in the rotation vector a ball joint's ``abd_rotation`` would key is refused, naming
     the array, the joint and the frame; nothing changes."""
     base, bob, joint = _ball_pendulum()
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()
     trajectory = job.simulate()
     rotation = trajectory.rotation.copy()

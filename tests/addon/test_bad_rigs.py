@@ -416,8 +416,8 @@ def test_what_does_not_override_the_bake_is_allowed(harmless):
 def test_bad_rig_export_raises_rig_error_before_any_solver_work(addon):
     base, slider, joint = slider_rig(frame_end=8)
     _zero_scale(base, slider, joint)
-    with pytest.raises(addon.rig_rules.RigError, match="'Slider' has zero scale"):
-        addon.export.export_scene(bpy.context.scene)
+    with pytest.raises(addon.bake.rig_rules.RigError, match="'Slider' has zero scale"):
+        addon.bake.export.export_scene(bpy.context.scene)
 
 
 def test_bad_rig_in_export_scene_file(tmp_path):
@@ -439,7 +439,7 @@ def test_unexpected_error_is_reported_without_traceback(addon, monkeypatch, caps
     def broken(export, trajectory):
         raise ZeroDivisionError("division by zero in a helper")
 
-    monkeypatch.setattr(addon.bake, "compute_keys", broken)
+    monkeypatch.setattr(addon.bake.bake, "compute_keys", broken)
     with pytest.raises(RuntimeError) as caught:
         bpy.ops.abd.bake()
     message = str(caught.value)

@@ -18,10 +18,10 @@ TOLERANCE = 1e-5  # m (and rad-scale entries of rotation matrices)
 
 def reference(addon):
     """Export and simulate the current scene without writing anything: (export, trajectory, rigid)."""
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()
     trajectory = job.simulate()
-    return job.export, trajectory, addon.export.rigid_transforms(trajectory.transforms)
+    return job.export, trajectory, addon.bake.export.rigid_transforms(trajectory.transforms)
 
 
 def assert_body_follows(ob, export, trajectory, rigid, frames):
@@ -110,11 +110,11 @@ def test_quaternion_sign_and_euler_continuity(addon):
     bpy.context.scene.abd_world.gravity = (0.0, 0.0, 0.0)
     export, trajectory, rigid = reference(addon)
     assert abs(trajectory.angle[-1, 0]) > 2 * math.pi  # more than a full turn
-    matrices = addon.keys.world_matrices(export, trajectory)["Arm"]
-    quaternion = addon.keys.object_keys(arm, matrices).rotation
+    matrices = addon.bake.keys.world_matrices(export, trajectory)["Arm"]
+    quaternion = addon.bake.keys.object_keys(arm, matrices).rotation
     assert np.all(np.einsum("ij,ij->i", quaternion[1:], quaternion[:-1]) > 0.0)
     arm.rotation_mode = "XYZ"
-    euler = addon.keys.object_keys(arm, matrices).rotation
+    euler = addon.bake.keys.object_keys(arm, matrices).rotation
     assert np.abs(np.diff(euler, axis=0)).max() < math.pi / 2
 
 
@@ -195,7 +195,7 @@ def test_cancelled_bake_changes_nothing(addon, solver):
         return done < 4
 
     with pytest.raises(solver.simulation.SimulationCancelled):
-        addon.bake.BakeJob(bpy.context.scene).run(progress)
+        addon.bake.bake.BakeJob(bpy.context.scene).run(progress)
     assert calls == [1, 2, 3, 4]
     assert scene_snapshot() == before
 
@@ -209,7 +209,7 @@ def test_solver_failure_midway_changes_nothing(addon):
             raise RuntimeError("solver blew up at frame 3")
 
     with pytest.raises(RuntimeError, match="frame 3"):
-        addon.bake.BakeJob(bpy.context.scene).run(progress)
+        addon.bake.bake.BakeJob(bpy.context.scene).run(progress)
     assert scene_snapshot() == before
 
 
@@ -254,7 +254,7 @@ def test_libuipc_device_bakes_through_the_same_pipeline_and_refuses_clearly_with
 def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
     base, slider, joint = slider_rig(frame_end=12)
     before = scene_snapshot()
-    original = addon.bake.set_linear_keys
+    original = addon.bake.bake.set_linear_keys
     calls = []
 
     def failing(fcurve, frames, values):
@@ -263,9 +263,9 @@ def test_failure_while_writing_keys_rolls_back(addon, monkeypatch):
             raise MemoryError("out of memory while writing keys")
         original(fcurve, frames, values)
 
-    monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
+    monkeypatch.setattr(addon.bake.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.BakeJob(bpy.context.scene).run()
+        addon.bake.bake.BakeJob(bpy.context.scene).run()
     assert len(calls) == 12
     assert scene_snapshot() == before
 
@@ -277,7 +277,7 @@ def test_rollback_puts_back_every_object_when_one_cannot_be(addon):
     actions (it stopped at the first failure, leaving the slider baked and the actions behind),
     then raises the first error, the second noted on it."""
     base, slider, joint = slider_rig(frame_end=8)
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()
     job.simulate()
     ad = joint.animation_data
@@ -300,7 +300,7 @@ def test_failed_or_cancelled_rebake_keeps_the_previous_bake(addon, solver):
     assert bpy.ops.abd.bake() == {"FINISHED"}
     baked = scene_snapshot()
     with pytest.raises(solver.simulation.SimulationCancelled):
-        addon.bake.BakeJob(bpy.context.scene).run(lambda done, total: done < 2)
+        addon.bake.bake.BakeJob(bpy.context.scene).run(lambda done, total: done < 2)
     assert scene_snapshot() == baked
     joint.abd_joint.r_body = base
     with pytest.raises(RuntimeError, match="same object 'Base'"):
@@ -530,7 +530,7 @@ def bake_reporting(addon) -> tuple:
     a stand-in operator: (result, [(report kinds, message), ...])."""
     reports = []
     operator = type("Operator", (), {"report": lambda self, kind, message: reports.append((set(kind), message))})()
-    job = addon.bake.BakeJob(bpy.context.scene, bpy.context.evaluated_depsgraph_get())
+    job = addon.bake.bake.BakeJob(bpy.context.scene, bpy.context.evaluated_depsgraph_get())
     job.prepare()
     job.simulate()
     return addon.operators.write_keys(operator, job, True), reports
@@ -623,16 +623,16 @@ def test_joint_type_change_replaces_its_readout_property(addon, monkeypatch):
     assert "abd_angle" in joint.keys()
     joint.abd_joint.type = "PRISMATIC"
     baked = scene_snapshot()
-    original = addon.bake.set_linear_keys
+    original = addon.bake.bake.set_linear_keys
 
     def failing(fcurve, frames, values):
         if fcurve.data_path == '["abd_distance"]':
             raise MemoryError("out of memory while writing keys")
         original(fcurve, frames, values)
 
-    monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
+    monkeypatch.setattr(addon.bake.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.BakeJob(bpy.context.scene).run()
+        addon.bake.bake.BakeJob(bpy.context.scene).run()
     assert scene_snapshot() == baked and "abd_angle" in joint.keys()
     monkeypatch.undo()
 
@@ -660,7 +660,7 @@ def test_euler_keys_near_gimbal_lock_reproduce_the_poses(addon):
     angles = np.stack([np.full(frames, 1.5708), 1.5707 + 1e-5 * np.arange(frames), 2e-3 * np.arange(frames)], axis=1)
     matrices = np.tile(np.eye(4), (frames, 1, 1))
     matrices[:, :3, :3] = Rotation.from_euler("xyz", angles).as_matrix()
-    keys = addon.keys.object_keys(arm, matrices)
+    keys = addon.bake.keys.object_keys(arm, matrices)
     keyed = Rotation.from_euler("xyz", keys.rotation.astype(np.float32)).as_matrix()
     assert np.abs(keyed - matrices[:, :3, :3]).max() < 1e-6
     assert np.abs(np.diff(keys.rotation, axis=0)).max() < 0.05  # no jumps between equivalent triples
@@ -680,7 +680,7 @@ def test_euler_keys_at_gimbal_lock_warn_nothing(addon):
                                                        [0.0, np.pi / 2, 0.0]]).as_matrix()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        keys = addon.keys.object_keys(wheel, matrices)
+        keys = addon.bake.keys.object_keys(wheel, matrices)
     assert [str(warning.message) for warning in caught] == []
     keyed = Rotation.from_euler("xyz", keys.rotation.astype(np.float32)).as_matrix()
     assert np.abs(keyed - matrices[:, :3, :3]).max() < 1e-6
@@ -713,15 +713,15 @@ def test_a_bake_validates_its_scene_once(addon, monkeypatch):
     slider_rig(frame_end=4)
     simulation = import_module(addon.__name__.rpartition(".")[0] + ".solver.simulation")
     calls = []
-    original = addon.export.validate_scene
+    original = addon.bake.export.validate_scene
 
     def counting(scene):
         calls.append(scene)
         return original(scene)
 
-    monkeypatch.setattr(addon.export, "validate_scene", counting)
+    monkeypatch.setattr(addon.bake.export, "validate_scene", counting)
     monkeypatch.setattr(simulation, "validate_scene", counting)
-    job = addon.bake.BakeJob(bpy.context.scene).run()
+    job = addon.bake.bake.BakeJob(bpy.context.scene).run()
     assert len(calls) == 1 and job.trajectory.all_converged
 
 
@@ -738,5 +738,5 @@ def test_a_solver_failure_names_the_timelines_frame(addon, monkeypatch):
     monkeypatch.setattr(simulation.Simulation, "run", failing)
     before = scene_snapshot()
     with pytest.raises(simulation.SolverError, match=r"^frame 12, step 3: the Newton system is singular$"):
-        addon.bake.BakeJob(bpy.context.scene).run()
+        addon.bake.bake.BakeJob(bpy.context.scene).run()
     assert scene_snapshot() == before

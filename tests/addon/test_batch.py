@@ -30,7 +30,7 @@ def test_batch_bakes_a_saved_file(addon, tmp_path):
     source, baked = tmp_path / "rig.blend", tmp_path / "baked.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(source))
     # The same bake in this process, for comparison.
-    job = addon.bake.BakeJob(bpy.context.scene).run()
+    job = addon.bake.bake.BakeJob(bpy.context.scene).run()
     expected = {}
     for frame in (1, 8, 16):
         bpy.context.scene.frame_set(frame)
@@ -38,8 +38,8 @@ def test_batch_bakes_a_saved_file(addon, tmp_path):
 
     result = run_batch(tmp_path, source, "--out", baked, "--trajectory", tmp_path / "result.npz")
     assert result.returncode == 0, result.stderr
-    saved = addon.export.rigid_transforms(np.load(tmp_path / "result.npz")["transforms"])
-    np.testing.assert_allclose(saved, addon.export.rigid_transforms(job.trajectory.transforms), atol=1e-12)
+    saved = addon.bake.export.rigid_transforms(np.load(tmp_path / "result.npz")["transforms"])
+    np.testing.assert_allclose(saved, addon.bake.export.rigid_transforms(job.trajectory.transforms), atol=1e-12)
     assert "keyed_objects=2 freed_objects=0" in result.stdout and "all_converged=" in result.stdout
     assert baked.is_file()
 
@@ -153,8 +153,8 @@ def test_batch_bakes_several_files_in_one_process_and_goes_on_past_a_failure(add
     for name, build in (("slider", lambda: slider_rig(frame_end=8)), ("hinge", lambda: hinge_rig(frame_end=8))):
         build()
         bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / f"{name}.blend"))
-        trajectory = addon.bake.BakeJob(bpy.context.scene).run().trajectory
-        expected[name] = addon.export.rigid_transforms(trajectory.transforms)
+        trajectory = addon.bake.bake.BakeJob(bpy.context.scene).run().trajectory
+        expected[name] = addon.bake.export.rigid_transforms(trajectory.transforms)
     (tmp_path / "broken.blend").write_bytes(b"BLENDER-v405 this is not a blend file" * 10)
     out, trajectories = tmp_path / "baked", tmp_path / "trajectories"
     inputs = [tmp_path / name for name in ("slider.blend", "broken.blend", "hinge.blend")]
@@ -168,7 +168,7 @@ def test_batch_bakes_several_files_in_one_process_and_goes_on_past_a_failure(add
     assert sorted(path.name for path in out.iterdir()) == ["hinge.blend", "slider.blend"]
     assert sorted(path.name for path in trajectories.iterdir()) == ["hinge.npz", "slider.npz"]
     for name, transforms in expected.items():
-        saved = addon.export.rigid_transforms(np.load(trajectories / f"{name}.npz")["transforms"])
+        saved = addon.bake.export.rigid_transforms(np.load(trajectories / f"{name}.npz")["transforms"])
         np.testing.assert_allclose(saved, transforms, atol=1e-12)
     bpy.ops.wm.open_mainfile(filepath=str(out / "hinge.blend"))
     assert any(ob.abd_bake.is_baked for ob in bpy.data.objects)

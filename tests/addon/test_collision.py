@@ -53,7 +53,7 @@ def test_collision_collections_and_shape_reach_the_scene(addon):
     floor, box, joint = _contact_rig(frame_end=4)
     box.abd_body.collision_collections[0], box.abd_body.collision_collections[5] = False, True
     box.abd_body.collision_shape = "CONVEX_HULL"
-    scene = addon.export.export_scene(bpy.context.scene).scene
+    scene = addon.bake.export.export_scene(bpy.context.scene).scene
     contact = {body.name: body.contact for body in scene.bodies}
     assert contact["Box"].collections == (5,) and contact["Box"].shape == "convex_hull"
     assert contact["Floor"].collections == (0,) and contact["Floor"].shape == "mesh"

@@ -63,7 +63,7 @@ def bake_with_reports(addon) -> tuple[set, list, object]:
     stand-in operator: (result, [(report kinds, message), ...], the job)."""
     reports = []
     operator = type("Operator", (), {"report": lambda self, kind, message: reports.append((set(kind), message))})()
-    job = addon.bake.BakeJob(bpy.context.scene, bpy.context.evaluated_depsgraph_get())
+    job = addon.bake.bake.BakeJob(bpy.context.scene, bpy.context.evaluated_depsgraph_get())
     job.prepare()
     job.simulate()
     return addon.operators.write_keys(operator, job, True), reports, job
@@ -110,7 +110,7 @@ def test_suzanne_falls_onto_the_default_plane(addon):
     assert bpy.ops.abd.body_add() == {"FINISHED"}
     plane.abd_body.motion = "FIXED"
     scene.abd_world.use_contact = True
-    assert addon.export.mesh_is_open(suzanne.data) and addon.export.mesh_is_open(plane.data)
+    assert addon.bake.export.mesh_is_open(suzanne.data) and addon.bake.export.mesh_is_open(plane.data)
     result, reports, job = bake_with_reports(addon)
     assert result == {"FINISHED"}, reports
     vertices, _ = surface(suzanne)
@@ -184,7 +184,7 @@ def test_a_hand_crushed_through_itself_by_its_torso_bakes_naming_it(addon):
     before = scene_snapshot()
     reports = []
     operator = type("Operator", (), {"report": lambda self, kind, message: reports.append((set(kind), message))})()
-    job = addon.bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
+    job = addon.bake.bake.BakeJob(scene, bpy.context.evaluated_depsgraph_get())
     job.prepare()
     job.simulate()
     crushed = "body 'Hand' is strained by up to 2 "

@@ -129,7 +129,7 @@ def test_every_constraint_type_converts_to_its_joint_axis_and_limit(addon):
     assert bpy.context.scene.abd_world.use_contact  # Bullet's bodies collide
     assert converted(pairs[0][2]).abd_joint.disable_collisions
     assert not converted(pairs[1][2]).abd_joint.disable_collisions
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()  # the converted rig exports: no active rigid body left in Bullet's way
     types = sorted(joint.type for joint in job.export.scene.joints)
     assert types == sorted({"FIXED": "fixed", "BALL": "spherical", "REVOLUTE": "revolute",
@@ -202,7 +202,7 @@ def test_springs_pistons_breakable_and_limited_constraints_become_generic_joints
     assert tuple(offset.limit_angular_lower)[0] == pytest.approx(-0.1745)  # a lock at −10°
     # Spring Type 1: a fraction 0.5 of critical damping 2 √(k m), m = 2 kg (the base is passive).
     assert offset.spring_damping_angular[1] == pytest.approx(0.5 * 2.0 * math.sqrt(8.0 * 2.0))
-    job = addon.bake.BakeJob(scene)
+    job = addon.bake.bake.BakeJob(scene)
     job.prepare()
     exported_of = {joint.name: joint.generic for joint in job.export.scene.joints}
     exported = exported_of[converted(made["offset"]).name_full]

@@ -11,7 +11,7 @@ from abd_rigs import add_box, clear_objects, fcurves, key_property, select_only,
 
 
 def _export(addon):
-    return addon.export.export_scene(bpy.context.scene)
+    return addon.bake.export.export_scene(bpy.context.scene)
 
 
 def _bodies(*objects):
@@ -116,14 +116,14 @@ def test_frame_is_restored_even_when_export_fails(addon):
     clear_objects()
     scene = bpy.context.scene
     scene.frame_set(5)
-    with pytest.raises(addon.rig_rules.RigError):
+    with pytest.raises(addon.bake.rig_rules.RigError):
         _export(addon)  # no bodies at all
     box = add_box("Box")
     _bodies(box)
     monkey = bpy.data.objects.new("Not a mesh", None)
     bpy.context.collection.objects.link(monkey)
     monkey.abd_body.enabled = True
-    with pytest.raises(addon.rig_rules.RigError, match="Not a mesh"):
+    with pytest.raises(addon.bake.rig_rules.RigError, match="Not a mesh"):
         _export(addon)
     assert scene.frame_current == 5
 

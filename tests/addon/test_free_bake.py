@@ -88,7 +88,7 @@ def test_aim_edits_after_a_bake_drive_the_rebake_and_survive_free_bake(addon):
     first_slide = float(joint["abd_distance"])
     _rekey_aim(joint, 12, -0.2)  # goes into the baked action, the one the Empty plays
 
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()
     assert job.export.scene.joints[0].driving.aim_distance[-1] == pytest.approx(-0.2)
     assert bpy.ops.abd.bake() == {"FINISHED"}
@@ -145,17 +145,17 @@ def test_curve_modifiers_are_copied_into_the_bake_and_kept_with_edits(addon):
     curve.modifiers.new("CYCLES")
     noise = curve.modifiers.new("NOISE")
     noise.strength, noise.scale = 0.02, 3.0
-    settings = [(m.type, addon.fcurves.modifier_settings(m)) for m in curve.modifiers]
+    settings = [(m.type, addon.bake.fcurves.modifier_settings(m)) for m in curve.modifiers]
     aims = [_aim_at(joint, frame) for frame in range(1, 13)]
     assert bpy.ops.abd.bake() == {"FINISHED"}
     baked = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
-    assert [(m.type, addon.fcurves.modifier_settings(m)) for m in baked.modifiers] == settings
+    assert [(m.type, addon.bake.fcurves.modifier_settings(m)) for m in baked.modifiers] == settings
     assert [_aim_at(joint, frame) for frame in range(1, 13)] == pytest.approx(aims)
     baked.keyframe_points[1].co.y = -0.4
     baked.update()
     assert bpy.ops.abd.bake_free() == {"FINISHED"}
     restored = next(fc for fc in fcurves(joint) if fc.data_path.endswith("aim_distance"))
-    assert [(m.type, addon.fcurves.modifier_settings(m)) for m in restored.modifiers] == settings
+    assert [(m.type, addon.bake.fcurves.modifier_settings(m)) for m in restored.modifiers] == settings
     assert restored.keyframe_points[1].co.y == pytest.approx(-0.4)
 
 
@@ -184,8 +184,8 @@ def test_a_body_duplicated_after_the_bake_gets_its_own_action_back(addon, first,
     red.update()
 
     freed = {"original": [arm], "copy": [copy], "both": [arm, copy]}[first]
-    assert addon.bake.free_bake(bpy.context.scene, freed) == len(freed)
-    addon.bake.free_bake(bpy.context.scene, [arm, copy])
+    assert addon.bake.bake.free_bake(bpy.context.scene, freed) == len(freed)
+    addon.bake.bake.free_bake(bpy.context.scene, [arm, copy])
     assert arm.animation_data.action == user_action
     assert copy.animation_data.action not in (None, user_action)
     after = scene_snapshot()
@@ -290,12 +290,12 @@ def test_an_aim_curve_without_handle_smoothing_plays_the_same_and_free_bake_leav
     base, slider, joint = _smoothing_none_rig()
     curves = _user_curves(joint)
     aims = [_aim_at(joint, frame) for frame in range(1, 25)]
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     simulated = job.prepare().scene.joints[0].driving.aim_distance
     assert bpy.ops.abd.bake() == {"FINISHED"}
     assert _user_curves(joint) == curves  # the baked action's copies
     assert [_aim_at(joint, frame) for frame in range(1, 25)] == pytest.approx(aims, abs=1e-7)
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     assert job.prepare().scene.joints[0].driving.aim_distance == pytest.approx(simulated, abs=1e-7)
     assert bpy.ops.abd.bake_free() == {"FINISHED"}
     assert _user_curves(joint) == curves

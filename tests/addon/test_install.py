@@ -118,7 +118,7 @@ def built_zip(tmp_path_factory):
 def test_zip_contents(built_zip):
     names = zipfile.ZipFile(built_zip).namelist()
     assert "blender_manifest.toml" in names and "__init__.py" in names
-    assert "abd_addon/bake.py" in names and "solver/simulation.py" in names
+    assert "abd_addon/bake/bake.py" in names and "solver/simulation.py" in names
     wheels = [n for n in names if n.startswith("wheels/")]
     assert sorted(n.split("/")[1].split("-")[0] for n in wheels) == [
         "ipctk", "llvmlite", "lxml", "numba", "pycollada", "python_dateutil", "scipy", "six", "threadpoolctl",

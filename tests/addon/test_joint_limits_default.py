@@ -31,7 +31,7 @@ def falling_arm(init_angle: float = 0.0):
 
 def baked_angles(addon) -> np.ndarray:
     """The reported angle of the rig's one joint at every frame, from a bake of the scene."""
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()
     trajectory = job.simulate()
     assert trajectory.all_converged

@@ -13,7 +13,7 @@ from abd_rigs import fcurves, hanging_pair, hinge_rig, key_property, scene_snaps
 
 def prepared(addon):
     """A prepared bake job of the current scene (its export), not run."""
-    job = addon.bake.BakeJob(bpy.context.scene)
+    job = addon.bake.bake.BakeJob(bpy.context.scene)
     job.prepare()
     return job
 
@@ -67,16 +67,16 @@ def test_a_ball_joint_bakes_its_rotation_vector_and_free_bake_removes_it(addon, 
     assert "abd_angle" not in joint.keys() and "abd_distance" not in joint.keys()
 
     baked = scene_snapshot()
-    original = addon.bake.set_linear_keys
+    original = addon.bake.bake.set_linear_keys
 
     def failing(fcurve, frames, values):
         if fcurve.data_path == '["abd_rotation"]' and fcurve.array_index == 2:
             raise MemoryError("out of memory while writing keys")
         original(fcurve, frames, values)
 
-    monkeypatch.setattr(addon.bake, "set_linear_keys", failing)
+    monkeypatch.setattr(addon.bake.bake, "set_linear_keys", failing)
     with pytest.raises(MemoryError):
-        addon.bake.BakeJob(bpy.context.scene).run()
+        addon.bake.bake.BakeJob(bpy.context.scene).run()
     monkeypatch.undo()
     assert scene_snapshot() == baked
 

@@ -29,7 +29,7 @@ def test_hopper_imports_as_a_rig_that_exports_and_names_what_it_leaves_out(addon
     assert bodies == ["foot", "leg", "thigh", "torso"]
     assert joints == ["foot_joint", "leg_joint", "thigh_joint"]
     assert bpy.data.objects["thigh_joint"].abd_joint.damping == pytest.approx(1.0)
-    export = addon.export.export_scene(bpy.context.scene)
+    export = addon.bake.export.export_scene(bpy.context.scene)
     assert len(export.scene.joints) == 3
     assert "several joints" in capfd.readouterr().out  # the operator's warning reports
 
@@ -46,7 +46,7 @@ def test_humanoid_urdf_ball_joints_become_ball_joints(addon):
     collection = _import(bpy.ops.import_scene.abd_urdf, DATA / "humanoid" / "humanoid.urdf")
     types = [ob.abd_joint.type for ob in collection.objects if ob.abd_joint.enabled]
     assert types.count("BALL") == 8 and types.count("REVOLUTE") == 4
-    export = addon.export.export_scene(bpy.context.scene)
+    export = addon.bake.export.export_scene(bpy.context.scene)
     assert sorted(j.type for j in export.scene.joints).count("spherical") == 8
 
 

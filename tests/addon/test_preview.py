@@ -65,7 +65,7 @@ def test_a_jump_back_shows_the_cached_frame_and_the_bake_goes_on_from_the_cache(
     # The bake takes the run (11 of 11 frames): nothing is simulated again.
     from importlib import import_module
 
-    bake = import_module(preview.__name__.rpartition(".")[0] + ".bake")
+    bake = import_module(preview.__name__.rpartition(".")[0] + ".bake.bake")
     simulated = []
     original = bake.BakeJob.simulate
 
@@ -89,7 +89,7 @@ def test_a_bake_that_goes_on_from_the_preview_equals_one_from_scratch(preview, a
     assert run.frames_done == 7
     from importlib import import_module
 
-    bake = import_module(addon.__name__ + ".bake")
+    bake = import_module(addon.__name__ + ".bake.bake")
     with preview.suspended(scene):
         job = bake.BakeJob(scene)
         job.prepare()

@@ -35,7 +35,7 @@ def test_loaded_as_an_extension(extension, addon, solver):
     assert addon.__name__ == PACKAGE + ".abd_addon"
     # The solver is reached by relative import, inside the extension's package.
     assert solver.__name__ == PACKAGE + ".solver"
-    assert addon.export.validate_scene.__module__ == PACKAGE + ".solver.scene_validation"
+    assert addon.bake.export.validate_scene.__module__ == PACKAGE + ".solver.scene_validation"
 
 
 def test_everything_registered():

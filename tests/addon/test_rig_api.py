@@ -54,16 +54,16 @@ def test_bad_input_names_the_object_and_creates_nothing(addon):
     rig.add_body(body)
     empty = bpy.data.objects.new("Handle", None)
     bpy.context.collection.objects.link(empty)
-    with pytest.raises(addon.rig_rules.RigError, match="'Handle' is not a mesh"):
+    with pytest.raises(addon.bake.rig_rules.RigError, match="'Handle' is not a mesh"):
         rig.add_body(empty)
-    with pytest.raises(addon.rig_rules.RigError, match="'Body': unknown motion 'STATIC'"):
+    with pytest.raises(addon.bake.rig_rules.RigError, match="'Body': unknown motion 'STATIC'"):
         rig.add_body(body, motion="STATIC")
     names = sorted(ob.name for ob in bpy.data.objects)
-    with pytest.raises(addon.rig_rules.RigError, match="'Loose' is not an affine body"):
+    with pytest.raises(addon.bake.rig_rules.RigError, match="'Loose' is not an affine body"):
         rig.connect(body, loose, "FIXED")
-    with pytest.raises(addon.rig_rules.RigError, match="'Loose' is not an affine body"):
+    with pytest.raises(addon.bake.rig_rules.RigError, match="'Loose' is not an affine body"):
         rig.connect_objects([body, loose], body)
-    with pytest.raises(addon.rig_rules.RigError, match="unknown type 'HINGE'"):
+    with pytest.raises(addon.bake.rig_rules.RigError, match="unknown type 'HINGE'"):
         rig.add_body(loose) or rig.connect(body, loose, "HINGE")
     assert sorted(ob.name for ob in bpy.data.objects) == names
     rig.remove_body(loose)

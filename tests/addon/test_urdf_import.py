@@ -175,7 +175,7 @@ def test_a_visual_without_volume_is_skipped_with_a_warning(addon, capfd):
 def test_export_round_trip_gives_the_urdf_scene(addon, solver):
     _import(PANDA)
     reference = _reference(solver, PANDA)
-    export = addon.export.export_scene(bpy.context.scene)
+    export = addon.bake.export.export_scene(bpy.context.scene)
     exported = {body.name: body for body in export.scene.bodies}
     assert len(exported) == len(reference.bodies) == 10
     for body in reference.bodies:
@@ -207,7 +207,7 @@ def test_export_round_trip_gives_the_urdf_scene(addon, solver):
 def test_massless_root_keeps_the_importer_mass(addon, solver):
     collection = _import(CARTPOLE)
     reference = {body.name: body for body in _reference(solver, CARTPOLE).bodies}
-    exported = {body.name: body for body in addon.export.export_scene(bpy.context.scene).scene.bodies}
+    exported = {body.name: body for body in addon.bake.export.export_scene(bpy.context.scene).scene.bodies}
     assert exported["slideBar"].mass is None and exported["slideBar"].motion == "fixed"
     assert exported["slideBar"].mass_density == pytest.approx(reference["slideBar"].mass_density, rel=1e-6)
     assert exported["cart"].mass.mass == reference["cart"].mass.mass == 1.0
@@ -218,7 +218,7 @@ def test_exact_masses_survive_save_and_reload(addon, tmp_blend):
     _import(PANDA)
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_blend), compress=True)
     bpy.ops.wm.open_mainfile(filepath=str(tmp_blend))
-    exported = {body.name: body for body in addon.export.export_scene(bpy.context.scene).scene.bodies}
+    exported = {body.name: body for body in addon.bake.export.export_scene(bpy.context.scene).scene.bodies}
     assert exported["panda_link3"].mass.mass == 2.04  # the URDF's value, not its float32 rounding
     assert exported["panda_link7"].mass.mass == pytest.approx(1.01, rel=1e-12)
 
@@ -330,19 +330,19 @@ def test_explicit_inertia_is_exported_as_mass_override(addon, solver):
     mass = 7.0
     evaluated = box.evaluated_get(bpy.context.evaluated_depsgraph_get())
     # density = mass / 1 m^3 for the unit cube
-    unit = solver.mass.mesh_mass_properties(*addon.export.mesh_arrays(evaluated), mass)
+    unit = solver.mass.mesh_mass_properties(*addon.bake.export.mesh_arrays(evaluated), mass)
     inertia = unit.inertia
     props.mass_mode, props.use_inertia, props.mass = "MASS", True, mass
     props.mass_center = (0.0, 0.0, 0.0)
     props.inertia = (inertia[0, 0], inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2], inertia[2, 2])
-    body = addon.export.export_scene(bpy.context.scene).scene.bodies[0]
+    body = addon.bake.export.export_scene(bpy.context.scene).scene.bodies[0]
     assert body.mass is not None and body.mass.mass == pytest.approx(mass, rel=1e-6)
     expected = solver.mass.mesh_mass_properties(body.mesh.vertices, body.mesh.triangles, mass / 24.0)
     np.testing.assert_allclose(body.mass.inertia, expected.inertia, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(body.mass.mass_center, expected.mass_center, atol=1e-6)
     # Without use_inertia the mass is spread over the mesh: no override.
     props.use_inertia = False
-    assert addon.export.export_scene(bpy.context.scene).scene.bodies[0].mass is None
+    assert addon.bake.export.export_scene(bpy.context.scene).scene.bodies[0].mass is None
 
 
 def test_precise_values_give_way_to_edits(addon):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bpy
 
-from .names import TRANSFORM_PATHS
+from ..names import TRANSFORM_PATHS
 
 
 class RigError(ValueError):

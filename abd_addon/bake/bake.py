@@ -41,12 +41,12 @@ from typing import Callable, Optional
 import bpy
 import numpy as np
 
-from . import warmup
+from .. import warmup
 from .export import Export, blender_words, export_scene, new_run
 from .fcurves import (KEYED_PREFIXES, action_fcurves, add_fcurve_copy, baked_slot, ensure_fcurve, fcurve_owner,
                        set_linear_keys)
 from .keys import ObjectKeys, compute_keys
-from .names import READOUT_PROPERTIES
+from ..names import READOUT_PROPERTIES
 from .rig_rules import refuse_tweak_mode
 from .snapshot import (Snapshot, apply_previous, baked_objects, keep_animation_edits, original_animation,
                        record_previous, unshare_previous_actions)
@@ -289,7 +289,7 @@ class BakeJob:
             solver.simulation.SolverError (incl. SimulationCancelled): solver failure (naming the
                 timeline's frame) or cancel.
         """
-        from ..solver.simulation import SimulationCancelled, SolverError
+        from ...solver.simulation import SimulationCancelled, SolverError
 
         if self.simulation is None:
             self.simulation = new_run(self.export)
@@ -326,7 +326,7 @@ class BakeJob:
                 not this export's, or a body's first pose is not where the rig has it (nothing is
                 changed).
         """
-        from ..solver.trajectory import Trajectory
+        from ...solver.trajectory import Trajectory
 
         try:
             trajectory = Trajectory.load(path, self.export.scene)  # no array beyond what the rig needs

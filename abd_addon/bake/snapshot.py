@@ -13,7 +13,7 @@ import bpy
 
 from .fcurves import (add_fcurve_copy, assign_action, baked_slot, fcurve_owner, same_fcurve, slot_identifier,
                       user_fcurves)
-from .names import READOUT_PROPERTIES, TRANSFORM_PROPERTIES
+from ..names import READOUT_PROPERTIES, TRANSFORM_PROPERTIES
 from .rig_rules import refuse_tweak_mode
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from .names import READOUT_PROPERTIES
+from ..names import READOUT_PROPERTIES
 
 #: F-curve data paths the bake owns (never copied from the previous action).
 KEYED_PREFIXES = ("location", "rotation_", "scale", "delta_") + tuple(

@@ -18,9 +18,9 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
-from ..solver.trajectory import READOUT_ARRAYS
+from ...solver.trajectory import READOUT_ARRAYS
 from .export import Export, rigid_transforms
-from .names import READOUT_PROPERTIES
+from ..names import READOUT_PROPERTIES
 from .rig_rules import RigError
 
 

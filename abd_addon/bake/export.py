@@ -32,14 +32,14 @@ import bpy
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..solver.affine_body import nearest_rotation
-from ..solver.primitives import box_mesh
-from ..solver.scene import (
+from ...solver.affine_body import nearest_rotation
+from ...solver.primitives import box_mesh
+from ...solver.scene import (
     Body, BodyContact, ContactSettings, Driving, Generic, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
     SoftTransform,
 )
-from ..solver.scene_validation import unit_mass_properties, validate_scene
-from .properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
+from ...solver.scene_validation import unit_mass_properties, validate_scene
+from ..properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 from .rig_rules import RigError, collect_rig, refuse_invalid_drivers, refuse_unbakeable
 from .sampling import Sampler, sample_frames
 
@@ -256,7 +256,7 @@ def new_run(export: Export):
             at its first frame), in Blender's words (:func:`blender_words`).
         solver.simulation.SolverError: the settings' device cannot be used.
     """
-    from ..solver.simulation import Simulation
+    from ...solver.simulation import Simulation
 
     try:
         return Simulation(export.scene, compile_now=False, validated=True)
