@@ -41,7 +41,7 @@ from .constitutions import (
 from .constitutions.base import JointFrames
 from .mass import DyadicMass, override_mass_properties
 from .scene import AXIS_JOINT_TYPES, Scene, SceneError
-from .scene_validation import unit_mass_properties
+from .body_validation import unit_mass_properties
 
 
 def orthonormal_basis(tangent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

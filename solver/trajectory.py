@@ -9,7 +9,8 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .array_files import ArrayFile, save_npz
-from .scene_validation import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
+from .scene_validation import MAX_TRAJECTORY_VALUES
+from .settings_validation import MAX_TIME_STEPS
 
 #: The most bytes :meth:`Trajectory.load` reads from a file: the largest trajectory a scene
 #: within the solver's size limits gives, its values as float64 and up to four 8-byte records
@@ -315,7 +316,7 @@ class Trajectory:
             solver.array_files.ArrayFileError: not a regular file or not an ``.npz`` archive, a
                 damaged field, or one beyond the limits (a ValueError; the message names the file).
         """
-        from .scene_validation import MAX_NAME_LENGTH
+        from .validation_fields import MAX_NAME_LENGTH
 
         wanted = [f.name for f in fields(cls)]
         with ArrayFile(path, MAX_FILE_BYTES) as data:

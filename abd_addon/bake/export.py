@@ -38,7 +38,8 @@ from ...solver.scene import (
     Body, BodyContact, ContactSettings, Driving, Generic, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
     SoftTransform,
 )
-from ...solver.scene_validation import unit_mass_properties, validate_scene
+from ...solver.body_validation import unit_mass_properties
+from ...solver.scene_validation import validate_scene
 from ..properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 from .rig_rules import RigError, collect_rig, refuse_invalid_drivers, refuse_unbakeable
 from .sampling import Sampler, sample_frames

@@ -10,7 +10,8 @@ shapes, joints and limits are mapped, and what is not supported: docs/urdf.md.
 - :mod:`.results`: what they return (:class:`UrdfImport`) and raise (:class:`UrdfError`, a
   :class:`~solver.scene.SceneError` whose message starts with the file name and names the
   element; warnings are :class:`UrdfWarning`, also listed in :attr:`UrdfImport.warnings`);
-- :mod:`.limits`, :mod:`.geometry`: the joint limits and the shapes it writes;
+- :mod:`.limits`, :mod:`.drives`, :mod:`.geometry`: the joint limits, damping and drives, and the shapes
+  it writes; :mod:`.meshes`: the meshes of a link's elements, read and made closed;
 - :mod:`.command`: ``python -m solver import-urdf``.
 """
 

@@ -10,7 +10,6 @@ import math
 import os
 import re
 import sys
-import urllib.parse
 import warnings
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,21 +19,17 @@ from typing import Optional, Union
 import numpy as np
 
 from ..mass import mesh_mass_properties, mesh_volume
-from ..mesh_checks import mesh_closure_problem, mesh_inside_out_problem
-from ..scene import Body, Driving, Joint, MassOverride, Mesh, Scene, SceneError, Settings
-from ..scene_validation import MAX_MAGNITUDE, validate_scene
-from .geometry import (
-    CYLINDER_SECTIONS, PLACEHOLDER_SIZE, SPHERE_SUBDIVISIONS, box_trimesh, inertia_box, inertia_ok, joint_motion,
-    shape_properties,
-)
-from .limits import DEFAULT_LIMIT_STRENGTH, UNLIMITED_BOUND, prismatic_limit, revolute_limit, scaled_limit_strength
+from ..scene import Body, Joint, MassOverride, Mesh, Scene, SceneError, Settings
+from ..scene_validation import validate_scene
+from .drives import add_drive
+from .geometry import PLACEHOLDER_SIZE, box_trimesh, inertia_box, inertia_ok, joint_motion, shape_properties
+from .limits import DEFAULT_LIMIT_STRENGTH, limit_bounds, prismatic_limit, revolute_limit, scaled_limit_strength
+from .meshes import ElementMeshes
 from .results import UrdfBody, UrdfError, UrdfImport, UrdfJoint, UrdfWarning, VisualPart
 
 
 #: Joint strength ratio gamma (K = gamma (m_i + m_j)) written to every joint unless given.
 DEFAULT_STRENGTH_RATIO = 100.0
-#: Drive strength ratio of the (disabled) drive that carries a joint's effort and speed limits.
-DEFAULT_DRIVE_STRENGTH_RATIO = 100.0
 #: Mass of a massless non-root group as a fraction of the lightest massive group.
 MASSLESS_FRACTION = 1.0e-3
 #: Mass (kg) of a massless non-root group when no group has mass.
@@ -143,6 +138,7 @@ class _Importer:
         self.limit_strength = limit_strength
         self.load_visuals = load_visuals
         self.warnings: list[str] = []
+        self.meshes = ElementMeshes(path, self.error, self.warn)
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -154,9 +150,9 @@ class _Importer:
         if text in self.warnings:  # a <visual> is read twice: as the body's shape and for display
             return
         self.warnings.append(text)
-        # Attribute the warning to the first caller outside this module.
+        # Attribute the warning to the first caller outside this package (its importer and meshes).
         level, frame = 1, sys._getframe(0)
-        while frame.f_code.co_filename == __file__ and frame.f_back is not None:
+        while os.path.dirname(frame.f_code.co_filename) == os.path.dirname(__file__) and frame.f_back is not None:
             level, frame = level + 1, frame.f_back
         warnings.warn(text, UrdfWarning, stacklevel=level)
 
@@ -253,7 +249,7 @@ class _Importer:
                     except ValueError:
                         values = None
                     counts = count if isinstance(count, tuple) else (count,)
-                    # <mesh scale> with more than 3 numbers: PyBullet uses the first 3, as does _element_mesh.
+                    # <mesh scale> with more than 3 numbers: PyBullet uses the first 3, as ElementMeshes does.
                     if values is None or not (len(values) in counts or attribute == "scale" and len(values) > 3):
                         raise self.error(
                             f"{where}: <{item.tag} {attribute}=\"{text}\"> at line {item.sourceline}: expected "
@@ -398,59 +394,12 @@ class _Importer:
             if joint.type == "continuous":
                 self.limit_of[joint.name] = (None, None)
             elif joint.type in MOVABLE_TYPES:
-                lower, upper = self.limit_of[joint.name] = self._limits(joint)
+                lower, upper = self.limit_of[joint.name] = limit_bounds(joint, self.limit_strength, self.error,
+                                                                        self.warn)
                 q = self.q[joint.name]
                 if lower is not None and not lower - 1e-9 <= q <= upper + 1e-9:
                     self.warn(f"joint {joint.name!r}: initial position {q:g} is outside its limits "
                               f"[{lower:g}, {upper:g}]; the limit will push it back")
-
-    def _limits(self, joint) -> tuple:
-        """(lower, upper) of a revolute/prismatic joint, or (None, None) when unlimited (warned)."""
-        limit = joint.limit
-        if limit is None:
-            self.warn(f"joint {joint.name!r}: {joint.type} joint without <limit>; imported without a limit")
-            return None, None
-        # URDF: lower and upper default to 0.
-        lower = 0.0 if limit.lower is None else float(limit.lower)
-        upper = 0.0 if limit.upper is None else float(limit.upper)
-        if not (math.isfinite(lower) and math.isfinite(upper)):
-            raise self.error(f"joint {joint.name!r}: <limit> lower/upper must be finite, got {lower}, {upper}")
-        if lower > upper:
-            self.warn(f"joint {joint.name!r}: <limit> lower {lower:g} > upper {upper:g}; imported without a limit "
-                      "(as PyBullet does)")
-            return None, None
-        if max(abs(lower), abs(upper)) > UNLIMITED_BOUND:
-            self.warn(f"joint {joint.name!r}: <limit> [{lower:g}, {upper:g}] reaches beyond +-{UNLIMITED_BOUND:g}, "
-                      "which means no limit (Gazebo writes +-1e16); imported without a limit")
-            return None, None
-        width = upper - lower
-        if scaled_limit_strength(self.limit_strength, lower, upper) < self.limit_strength * width**3:
-            self.warn(f"joint {joint.name!r}: <limit> window [{lower:g}, {upper:g}] is {width:g} wide: its strength "
-                      f"is capped at {MAX_MAGNITUDE:g} J, so the joint stops more softly at its bounds than in a "
-                      f"window narrower than {(MAX_MAGNITUDE / self.limit_strength) ** (1.0 / 3.0):.3g}")
-        return lower, upper
-
-    def _motor(self, joint, scene_joint: Joint) -> None:
-        """``<dynamics damping>`` as the joint's damping; ``<limit effort velocity>`` as the effort
-        and speed limits of a drive that is off (is_constrained 0) until a user enables it. Dry
-        ``<dynamics friction>`` has no counterpart (warned)."""
-        dynamics = joint.dynamics
-        if dynamics is not None:
-            if dynamics.damping is not None and float(dynamics.damping) > 0.0:
-                scene_joint.damping = float(dynamics.damping)
-            if dynamics.friction is not None and float(dynamics.friction) > 0.0:
-                self.warn(f"joint {joint.name!r}: <dynamics friction={float(dynamics.friction):g}> (dry joint "
-                          "friction) is not supported; imported without it")
-        limit = joint.limit
-        effort = None if limit is None or limit.effort is None else float(limit.effort)
-        speed = None if limit is None or limit.velocity is None else float(limit.velocity)
-        effort = effort if effort is not None and math.isfinite(effort) and effort > 0.0 else None
-        speed = speed if speed is not None and math.isfinite(speed) and speed > 0.0 else None
-        if effort is not None or speed is not None:
-            key = "max_force" if joint.type == "prismatic" else "max_torque"
-            scene_joint.driving = Driving(strength_ratio=DEFAULT_DRIVE_STRENGTH_RATIO, is_constrained=0,
-                                          max_speed=speed)
-            setattr(scene_joint.driving, key, effort)
 
     # -- groups, mass and shape -----------------------------------------------------------------
 
@@ -536,7 +485,7 @@ class _Importer:
                 link = self.links[name]
                 elements, kind = (link.collisions, "collision") if link.collisions else (link.visuals, "visual")
                 for index, element in enumerate(elements):
-                    mesh = self._element_mesh(name, kind, index, element, closed=True)
+                    mesh = self.meshes.element_mesh(name, kind, index, element, closed=True)
                     if mesh is None:
                         continue
                     sources.add(kind)
@@ -571,145 +520,11 @@ class _Importer:
                         unit_inertia[name] = shape.inertia / shape.mass
                 group.inertia = self._combine_inertia(group, unit_inertia)
 
-    def _element_mesh(self, link: str, kind: str, index: int, element, *, closed: bool):
-        """A trimesh of one <visual>/<collision> element in the link frame (closed if asked), or
-        None for a degenerate <visual> (see :meth:`_degenerate`)."""
-        import trimesh
-
-        geometry = element.geometry
-        origin = np.eye(4) if element.origin is None else np.asarray(element.origin, dtype=np.float64)
-        where = f"link {link!r}: <{kind}> #{index + 1}"
-        label = where
-        if geometry.box is not None:
-            size = np.asarray(geometry.box.size, dtype=np.float64)
-            if size.shape != (3,) or not np.all(size > 0.0):
-                return self._degenerate(kind, f"{where}: <box size> must be 3 positive numbers, got "
-                                              f"{geometry.box.size!r}")
-            mesh = trimesh.creation.box(extents=size)
-        elif geometry.sphere is not None:
-            radius = float(geometry.sphere.radius)
-            if not radius > 0.0:
-                return self._degenerate(kind, f"{where}: <sphere radius> must be > 0, got {radius}")
-            mesh = trimesh.creation.icosphere(subdivisions=SPHERE_SUBDIVISIONS, radius=radius)
-        elif geometry.cylinder is not None:
-            radius, length = float(geometry.cylinder.radius), float(geometry.cylinder.length)
-            if not (radius > 0.0 and length > 0.0):
-                return self._degenerate(kind, f"{where}: <cylinder> radius and length must be > 0, got {radius}, "
-                                              f"{length}")
-            mesh = trimesh.creation.cylinder(radius=radius, height=length, sections=CYLINDER_SECTIONS)
-        else:
-            filename = geometry.mesh.filename
-            label = f"{where}: mesh {filename!r}"
-            resolved = self._resolve(filename)
-            if resolved is None:
-                raise self.error(f"{label}: file not found (relative to {str(self.path.parent)!r})")
-            try:
-                scene = trimesh.load_scene(resolved, skip_materials=True)
-                # Texture coordinates (an OBJ's vt) give a part a textured material whose default
-                # image needs Pillow, which Blender does not ship; only the geometry is used here.
-                for part in scene.geometry.values():
-                    if isinstance(part, trimesh.Trimesh):
-                        part.visual = trimesh.visual.ColorVisuals()
-                loaded = scene.to_mesh()
-                # The file's own unit (COLLADA <asset><unit meter>, recorded by trimesh as e.g.
-                # "0.001 * meters") to metres, before <mesh scale>; a file without one is in metres.
-                if scene.units is not None:
-                    loaded.apply_scale(trimesh.units.unit_conversion(scene.units, "meters"))
-            except Exception as error:  # trimesh raises many types for unreadable files
-                raise self.error(f"{label}: cannot read {resolved!r}: {type(error).__name__}: {error}") from None
-            if len(loaded.faces) == 0:
-                return self._degenerate(kind, f"{label}: {resolved!r} contains no triangles (with finite vertices)")
-            mesh = trimesh.Trimesh(vertices=loaded.vertices, faces=loaded.faces, process=True)
-            mesh.merge_vertices(merge_tex=True, merge_norm=True)
-            scale = geometry.mesh.scale
-            if scale is not None:
-                factors = np.atleast_1d(np.asarray(scale, dtype=np.float64))
-                if factors.size > 3:  # PyBullet's racecar_differential.urdf has scale="1 1 1 1"
-                    self.warn(f"{label}: <mesh scale> has {factors.size} numbers; using the first 3")
-                    factors = factors[:3]
-                factors = np.broadcast_to(factors, (3,))
-                if not np.all(np.isfinite(factors)) or np.any(factors == 0.0):
-                    return self._degenerate(kind, f"{label}: <mesh scale> must be finite and non-zero, got {scale!r}")
-                matrix = np.eye(4)
-                matrix[:3, :3] = np.diag(factors)
-                mesh.apply_transform(matrix)  # trimesh flips the winding of a mirroring scale
-        if closed:
-            mesh = self._closed_mesh(mesh, label)
-        mesh.apply_transform(origin)
-        return mesh
-
-    def _degenerate(self, kind: str, message: str) -> None:
-        """A <collision> element without volume (zero size, no triangles) is an error; a <visual>
-        one is skipped with a warning, as PyBullet loads it (pybullet_data's laikago_toes*.urdf
-        mark the toes with <visual><sphere radius="0">): visuals are shown, and make the body's
-        shape only where a link has no <collision>."""
-        if kind == "collision":
-            raise self.error(message)
-        self.warn(f"{message}; this <visual> is skipped")
-
-    def _resolve(self, filename: str) -> Optional[str]:
-        """The existing file a URDF mesh ``filename`` refers to, or None.
-
-        Tried in order: an absolute path or ``file://`` URI (percent-decoded, as ROS's
-        resource_retriever reads it); a relative path against the URDF's directory;
-        ``package://PKG/REST``: ``PKG/REST`` against the URDF's directory and each of its parents,
-        and ``REST`` in a directory named ``PKG`` among them (ROS packages: the package folder is a
-        parent of the URDF or beside one), and only then ``REST`` against the URDF's own directory
-        (PyBullet's data files use ``package://`` relative to the URDF itself): a nearer folder's
-        file of the same name from another package must not win over the package's own.
-        """
-        if filename.startswith("file://"):
-            filename = urllib.parse.unquote(urllib.parse.urlparse(filename).path)
-        candidates: list[Path] = []
-        if filename.startswith("package://"):
-            rest = filename[len("package://"):].lstrip("/")
-            parts = Path(rest).parts
-            directories = [self.path.parent, *self.path.parent.parents]
-            candidates.extend(directory / rest for directory in directories)
-            if len(parts) > 1:
-                inside = Path(*parts[1:])
-                candidates.extend(directory / inside for directory in directories if directory.name == parts[0])
-                candidates.append(self.path.parent / inside)
-        elif os.path.isabs(filename):
-            candidates.append(Path(filename))
-        else:
-            candidates.append(self.path.parent / filename)
-        for candidate in candidates:
-            if candidate.is_file():
-                return str(candidate)
-        return None
-
-    def _closed_mesh(self, mesh, label: str):
-        """``mesh`` itself if it is closed with positive volume (flipped if inside out) and has no
-        inside-out part outside the others, else its hull."""
-        import trimesh
-
-        faces = np.asarray(mesh.faces, dtype=np.int64)
-        if mesh_closure_problem(faces) is None:
-            volume = mesh_volume(mesh.vertices, faces)
-            if volume < -1e-15:
-                mesh.invert()
-            if abs(volume) > 1e-15 and mesh_inside_out_problem(mesh.vertices, mesh.faces) is None:
-                return mesh
-        try:
-            hull = mesh.convex_hull
-            volume = mesh_volume(hull.vertices, hull.faces) if len(hull.faces) else 0.0
-        except Exception:  # qhull fails on flat or degenerate input
-            hull, volume = None, 0.0
-        if hull is not None and volume > 1e-12 and mesh_closure_problem(hull.faces) is None:
-            self.warn(f"{label}: mesh is not closed (open, non-manifold or inconsistently wound) or has an "
-                      "inside-out part; "
-                      "using its convex hull as the body shape")
-            return hull
-        low, high = mesh.bounds
-        self.warn(f"{label}: mesh is flat or degenerate; using its bounding box as the body shape")
-        return box_trimesh(high - low, trimesh.transformations.translation_matrix((low + high) / 2.0))
-
     def visuals(self, group: _Group) -> list:
         parts = []
         for name in group.links:
             for index, element in enumerate(self.links[name].visuals):
-                mesh = self._element_mesh(name, "visual", index, element, closed=False)
+                mesh = self.meshes.element_mesh(name, "visual", index, element, closed=False)
                 if mesh is None:
                     continue
                 mesh.apply_transform(group.local[name])
@@ -806,7 +621,7 @@ class _Importer:
                 if lower is not None:
                     strength = scaled_limit_strength(self.limit_strength, lower, upper)
                     scene_joint.limit = revolute_limit(lower, upper, q, strength)
-            self._motor(joint, scene_joint)
+            add_drive(joint, scene_joint, self.warn)
             joints.append(scene_joint)
 
         scene = Scene(settings=settings, bodies=bodies, joints=joints)

@@ -10,7 +10,8 @@ import pytest
 
 from solver import Body, ContactSettings, MassOverride, Scene, SceneError, Settings
 from solver.primitives import box_mesh
-from solver.scene_validation import MIN_D_HAT, barrier_force_per_kappa, validate_scene
+from solver.contact_limits import MIN_D_HAT, barrier_force_per_kappa
+from solver.scene_validation import validate_scene
 
 
 def two_boxes(size=0.2, apart=0.4, mass=None, **contact) -> Scene:

@@ -15,7 +15,8 @@ from solver.model import Model  # noqa: E402
 from solver.primitives import box_mesh  # noqa: E402
 from solver.scene import Mesh  # noqa: E402
 from solver.scene_io import scene_from_dict, scene_to_dict  # noqa: E402
-from solver.scene_validation import mass_source, scene_notes, validate_scene  # noqa: E402
+from solver.body_validation import mass_source  # noqa: E402
+from solver.scene_validation import scene_notes, validate_scene  # noqa: E402
 from solver.trajectory import Trajectory  # noqa: E402
 
 D_HAT = 1e-3

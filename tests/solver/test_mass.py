@@ -226,7 +226,8 @@ def test_a_validated_meshs_mass_properties_are_computed_once_and_scaled_exactly(
     from solver import mass as mass_module
     from solver.model import body_mass
     from solver.scene import Body, Scene, Settings
-    from solver.scene_validation import unit_mass_properties, validate_scene
+    from solver.body_validation import unit_mass_properties
+    from solver.scene_validation import validate_scene
 
     mesh = box_mesh(np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]))
     scene = validate_scene(Scene(settings=Settings(frame_count=1), joints=[],

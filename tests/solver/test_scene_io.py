@@ -810,7 +810,8 @@ def test_closed_mesh_with_a_zero_area_triangle_is_allowed():
 def test_open_and_inside_out_meshes_load(change, closed, turned):
     """A mesh with a hole or an inconsistent winding loads as an open surface (its mass from its
     convex hull); one wound inside out is turned the right way, with a note."""
-    from solver.scene_validation import mass_source, scene_notes
+    from solver.body_validation import mass_source
+    from solver.scene_validation import scene_notes
 
     document = prismatic()
     change(document)
@@ -864,15 +865,15 @@ def test_many_cavities_are_checked_near_linearly_and_once_per_run(tmp_path, monk
     a run checked its meshes three times (loading, digest, simulation). The winding number is now
     summed over the parts whose bounding box holds the point only (here the outer box's 12
     triangles per cavity), and a mesh validated once is not checked again."""
-    from solver import mesh_checks, scene_validation
+    from solver import body_validation, mesh_checks
 
     counted = []
     solid_angles = mesh_checks._solid_angles
     monkeypatch.setattr(mesh_checks, "_solid_angles",
                         lambda points, corners: counted.append(len(corners)) or solid_angles(points, corners))
     checks = []
-    inside_out = scene_validation.mesh_inside_out_problem
-    monkeypatch.setattr(scene_validation, "mesh_inside_out_problem",
+    inside_out = body_validation.mesh_inside_out_problem
+    monkeypatch.setattr(body_validation, "mesh_inside_out_problem",
                         lambda *arguments: checks.append(1) or inside_out(*arguments))
     cavities = 300
     scene = Scene(settings=Settings(frame_count=1), joints=[], bodies=[Body(name="hollow", mesh=_hollow_box(cavities))])
@@ -908,21 +909,21 @@ def test_the_cavity_check_is_bounded(monkeypatch, limit, value, expected):
 
 
 def test_size_limits_are_inclusive_and_checked_before_the_bodies(monkeypatch):
-    from solver import scene_validation
+    from solver import scene_validation, settings_validation
 
     frame_count = 1_000_000
     box = scenes.box_mesh(0.1)
     bodies = [Body(f"box{k}", Mesh(box["vertices"], box["triangles"]),
                    transform=np.array(scenes.translation((k, 0, 0))))
               for k in range(63)]
-    assert scene_validation.MAX_TIME_STEPS == 100 * frame_count
+    assert settings_validation.MAX_TIME_STEPS == 100 * frame_count
     validate_scene(Scene(Settings(frame_count=frame_count, substeps=100), bodies[:1]))
     # 62 bodies over 1_000_001 frames hold 992_000_992 values, within the limit; 63 do not.
     assert 62 * 16 * (frame_count + 1) <= scene_validation.MAX_TRAJECTORY_VALUES < 63 * 16 * (frame_count + 1)
     validate_scene(Scene(Settings(frame_count=frame_count, substeps=1), bodies[:62]))
     # Refused before any body is validated (which broadcasts per-frame series: soft transform aims
     # of 16 values per frame, animated transforms).
-    monkeypatch.setattr(scene_validation, "_validate_body", lambda *args: pytest.fail("a body was validated"))
+    monkeypatch.setattr(scene_validation, "validate_body", lambda *args: pytest.fail("a body was validated"))
     with pytest.raises(SceneError, match="the trajectory of 63 bodies and 0 joints"):
         validate_scene(Scene(Settings(frame_count=frame_count, substeps=1), bodies))
 

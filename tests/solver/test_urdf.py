@@ -487,7 +487,7 @@ def test_limits_meaning_no_limit_and_very_wide_windows_import_with_warnings(tmp_
     window too wide for the width-scaled strength (+-10000 m rails) gets the scene format's cap
     on the strength; both with a warning naming the joint. Before, both refused the whole file:
     a bound or a strength above 1e12."""
-    from solver.scene_validation import MAX_MAGNITUDE
+    from solver.validation_fields import MAX_MAGNITUDE
 
     with pytest.warns(UrdfWarning) as caught:
         result = import_urdf(write(tmp_path, WIDE.format(bound="1e16"), "unlimited.urdf"))
