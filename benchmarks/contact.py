@@ -236,7 +236,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--substeps", type=int, default=1, help="our time steps a frame")
     parser.add_argument("--blender-timeout", type=int, default=1800)
-    parser.add_argument("--update-docs", type=Path, nargs="?", const=BENCHMARKS.parent / "docs" / "performance.md")
+    parser.add_argument("--update-docs", type=Path, nargs="?", const=BENCHMARKS.parent / "docs" / "benchmark_runs.md")
     parser.add_argument("--blender-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scene", help=argparse.SUPPRESS)
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)

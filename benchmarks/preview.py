@@ -11,7 +11,7 @@ each frame (the first playback), replaying the frames it holds (the second), and
 
 In a session a frame change simulates for at most one frame's time (1 / fps) and a timer
 simulates the rest; here (no event loop) each frame change simulates its frame whole. Figures in
-docs/performance.md, "Preview on Playback".
+docs/benchmark_runs.md, "Preview on Playback".
 """
 
 from __future__ import annotations

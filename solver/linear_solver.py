@@ -301,8 +301,8 @@ class LinearSolver:
         # LAPACK pbtrf (banded Cholesky) directly: scipy.linalg.cholesky_banded's checks cost
         # more than the factorisation itself on small systems. The band is in Fortran order,
         # so LAPACK works on it in place. SciPy's OpenBLAS factorises faster in the lower variant
-        # and solves faster in the upper one (docs/performance.md, "Where a small chain's step
-        # goes"), and a factorisation serves about ten solves: the factor L is kept as
+        # and solves faster in the upper one (docs/benchmark_runs.md, "Where a small chain's
+        # step goes"), and a factorisation serves about ten solves: the factor L is kept as
         # U = L^T in upper storage for the solves.
         # The move costs as much as the upper solves save over two solves or so; where the last
         # factor served a single solve (one step per frame: every Newton iteration factorises

@@ -341,7 +341,7 @@ def _short(scene, frames=1):
 # The joint penalties (K = 100 (m_i + m_j), acting as K/dt^2) open by ~ g dt^2 / 100 ~ 4e-7 m,
 # far below these tolerances. Newton tolerances are tightened to 1e-3 so that the solve is not
 # the limiting error. The tolerances below are about 3x the errors measured at dt = 1/480 s
-# (docs/performance.md, "URDF robots against PyBullet"): tight enough that a wrong inertia, centre
+# (docs/benchmark_runs.md, "URDF robots against PyBullet"): tight enough that a wrong inertia, centre
 # of mass or sign fails them by far.
 
 FRAME_RATE = 48.0
@@ -1029,7 +1029,7 @@ def test_panda_falling_limp_stays_near_a_tightly_converged_run():
     upper limit: over 12 frames (120 steps) its joint angles stay within 3e-4 rad of a run at
     tolerances 1e-7 (starting each step's Newton solve from the explicit prediction would carry the
     resting joint across the cubic penalty, where Newton closes an overshoot only linearly;
-    docs/performance.md, "URDF robots against PyBullet", gives the errors)."""
+    docs/benchmark_runs.md, "URDF robots against PyBullet", gives the errors)."""
     def panda(tolerance=None):
         scene = quiet_import(PANDA, fixed_base=True).scene
         scene.settings.frame_count = 12
