@@ -136,7 +136,7 @@ class IncrementalPotential:
     def term_inputs(self, control) -> list[tuple]:
         """Per term, its parts of ``control`` (a :class:`solver.control.Control`), in the order its
         methods take them after q."""
-        return [tuple(getattr(control, name) for name in names) for names in self.inputs]
+        return [tuple([getattr(control, name) for name in names]) for names in self.inputs]
 
     def refresh_constant_hessian(self, q: np.ndarray, control) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
@@ -187,6 +187,10 @@ class IncrementalPotential:
             None if term is None else _derivatives_call(term, gradient, constant, out)
             for term, gradient, constant, out in zip(bound, self._gradients, self.constant, self._outputs)
         ]
+        # The gradient calls of the terms with elements, with their bodies, in the terms' order
+        # (what gradient calls several times a step, without the per-call filtering).
+        self._gradient_calls = [(gradient, bodies) for gradient, bodies in zip(self._gradients, self.element_bodies)
+                                if gradient is not None and len(bodies)]
 
     def _require_bound(self) -> list:
         """The bound terms' energy calls.
@@ -206,8 +210,7 @@ class IncrementalPotential:
         """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has a gradient
         kernel; terms as bound by :meth:`bind`."""
         self._require_bound()
-        derivatives = [None if gradient is None else (gradient(q), None) for gradient in self._gradients]
-        return self.assembly.assemble_gradient(derivatives, self.element_bodies)
+        return self.assembly.sum_gradients(self._gradient_calls, q)
 
     def gradient_hessian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient (12 x dynamic,) and Hessian block values (blocks, 12, 12) at q (bodies, 12),
