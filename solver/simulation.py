@@ -603,7 +603,7 @@ class _Stepper:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         start = self._set_step_inputs(frame, ratio)
         limited = self.start_newton(start)
-        turning = float(np.max(np.abs(self.velocity[self.dynamic][:, 3:]), initial=0.0)) * dt  # about rad per step
+        turning = float(np.abs(self.velocity[self.dynamic][:, 3:]).max(initial=0.0)) * dt  # about rad per step
         potential.bind(self.q, self.control)
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
                             turning=turning)
