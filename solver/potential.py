@@ -170,9 +170,12 @@ class IncrementalPotential:
         """
         check_state(q, self.state_rows)
         bound = []
-        for term, names, inputs in zip(self.terms, self.inputs, self.term_inputs(control)):
+        for term, names in zip(self.terms, self.inputs):
+            if not len(term.bodies):
+                bound.append(None)
+                continue
             try:
-                bound.append(term.bind(*inputs) if len(term.bodies) else None)
+                bound.append(term.bind(*[getattr(control, name) for name in names]))
             except ValueError as error:
                 if not names:
                     raise
