@@ -169,7 +169,7 @@ class IncrementalPotential:
             ValueError: on a wrong q, or inputs a term rejects (naming the Control part).
         """
         check_state(q, self.state_rows)
-        bound = []
+        bound: list[BoundTerm | None] = []
         for term, names in zip(self.terms, self.inputs):
             if not len(term.bodies):
                 bound.append(None)
