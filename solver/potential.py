@@ -169,31 +169,31 @@ class IncrementalPotential:
             ValueError: on a wrong q, or inputs a term rejects (naming the Control part).
         """
         check_state(q, self.state_rows)
-        bound: list[BoundTerm | None] = []
-        for term, names in zip(self.terms, self.inputs):
+        count = len(self.terms)
+        energies, gradient_calls = [], []
+        # Per term: its derivatives for the assembly (the gradient alone where the Hessian is
+        # constant: that comes from refresh_constant_hessian), None if it has no elements.
+        derivatives: list = [None] * count
+        for index in range(count):
+            term, names = self.terms[index], self.inputs[index]
             if not len(term.bodies):
-                bound.append(None)
                 continue
             try:
-                bound.append(term.bind(*[getattr(control, name) for name in names]))
+                bound = term.bind(*[getattr(control, name) for name in names])
             except ValueError as error:
                 if not names:
                     raise
                 raise ValueError(f"control.{' or control.'.join(names)}: {error}") from error
+            out = self._outputs[index]
+            gradient = _gradient_call(bound, out)
+            derivatives[index] = _derivatives_call(bound, gradient, self.constant[index], out)
+            energies.append(bound.energy)
+            gradient_calls.append((gradient, self.element_bodies[index]))
         self._control = control
-        self._energies = [term.energy for term in bound if term is not None]
-        # Per term: its gradient alone, and its derivatives for the assembly (the gradient alone
-        # where the Hessian is constant: that comes from refresh_constant_hessian), None if empty.
-        self._gradients = [None if term is None else _gradient_call(term, out)
-                           for term, out in zip(bound, self._outputs)]
-        self._derivatives = [
-            None if term is None else _derivatives_call(term, gradient, constant, out)
-            for term, gradient, constant, out in zip(bound, self._gradients, self.constant, self._outputs)
-        ]
-        # The gradient calls of the terms with elements, with their bodies, in the terms' order
-        # (what gradient calls several times a step, without the per-call filtering).
-        self._gradient_calls = [(gradient, bodies) for gradient, bodies in zip(self._gradients, self.element_bodies)
-                                if gradient is not None and len(bodies)]
+        self._energies = energies
+        self._derivatives = derivatives
+        # The gradient calls of the terms with elements, with their bodies, in the terms' order.
+        self._gradient_calls = gradient_calls
 
     def _require_bound(self) -> list:
         """The bound terms' energy calls.
