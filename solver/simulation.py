@@ -375,6 +375,7 @@ class Simulation:
             notes=np.array(scene_notes(scene), dtype=str),
             contact_distance=self._contact_distance,
             contact_count=self._contact_count,
+            broken_frame=self._stepper.broken_frame.copy(),
             frame_rate=float(scene.settings.frame_rate),
             substeps=int(scene.settings.substeps),
         )
@@ -416,6 +417,8 @@ class _Stepper:
             np.array([joint.init_angle for joint in joints], dtype=np.float64),
         )
         self.joints.reset(model, self.q)
+        #: (joints,) the frame in which each breakable joint broke (NaN: not broken, or unbreakable).
+        self.broken_frame = np.full(len(joints), np.nan)
         self.has_limits = bool(len(model.revolute_limit.joint_indices) or len(model.prismatic_limit.joint_indices))
         self.dynamic = row_selector(np.flatnonzero(model.dynamic))
         # The prescribed bodies whose q changes over the run (animated ones); fixed bodies keep
@@ -554,11 +557,13 @@ class _Stepper:
         return False
 
     def set_dt(self, potential: IncrementalPotential, dt: float) -> None:
-        """Make the steps that follow ``dt`` s long (the OrthoPotential's dt^2 scale with it; a
-        factorisation kept from a step of another dt is not reused)."""
+        """Make the steps that follow ``dt`` s long (the OrthoPotential's dt^2 and the generic
+        joints' spring and damping scales with it; a factorisation kept from a step of another dt
+        is not reused)."""
         if dt != self.dt:
             self.dt = dt
             self.model.ortho.dt = dt
+            self.model.generic.dt = dt
             potential.factorization_reusable = False
 
     def advance(self, potential: IncrementalPotential, frame: int, begin: float, end: float, dt: float,
@@ -608,7 +613,22 @@ class _Stepper:
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
                             turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
+        self._break_joints(frame)
         return result, self.joints.commit(model, self.q)
+
+    def _break_joints(self, frame: int) -> None:
+        """Release for good the generic joints whose locked linear coordinates carry more than
+        their break force at the step's end (:meth:`GenericJoint.constraint_force`), as Bullet
+        disables a constraint whose impulse passes its threshold; record the frame."""
+        generic = self.model.generic
+        if not np.isfinite(generic.break_force).any():
+            return
+        active = self.control.generic.active
+        force = generic.constraint_force(self.q)
+        broken = (active > 0.0) & (force > generic.break_force)
+        if broken.any():
+            active[broken] = 0.0
+            self.broken_frame[generic.joint_indices[broken]] = frame
 
     def _set_step_inputs(self, frame: int, ratio: float) -> np.ndarray:
         """Put the step's targets, prediction q_tilde and lagged joint values into the control;
@@ -626,6 +646,8 @@ class _Stepper:
         # The step start of the unwrapped angle.
         self._lag_angle(model.revolute_limit.joint_indices, control.revolute_limit)
         self._lag_angle(model.revolute_driving.joint_indices, control.revolute_driving)
+        if len(model.generic.joint_indices):  # the step start of the generic joints' damping
+            control.generic.x_t = model.generic.coordinates(self.q)
         return start
 
     def _lag_angle(self, joint_indices: np.ndarray,
@@ -660,6 +682,7 @@ class _Stepper:
             if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
                 self.q[self.pulled] = poses
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
+        self._break_joints(frame)
         return result, self.joints.commit(model, self.q)
 
 

@@ -357,16 +357,21 @@ def words_problem(name: str, description: str) -> str | None:
 
 
 def every_branch(addon):
-    """Rigs and settings that make the panels draw every property they can: each joint type, a
-    drive in either mode, a soft transform aiming at an object, an explicit mass and inertia,
-    contact with its own resistance, the world's own gravity and frame range, an open mesh."""
+    """Rigs and settings that make the panels draw every property they can: each joint type (a
+    Generic one with its cone, springs and break threshold on), a drive in either mode, a soft
+    transform aiming at an object, an explicit mass and inertia, contact with its own resistance,
+    the world's own gravity and frame range, an open mesh."""
     scene = bpy.context.scene
     world = scene.abd_world
     world.use_contact, world.use_auto_resistance = True, False
     world.use_scene_gravity, world.use_scene_frame_range = False, False
-    for index, rig in enumerate((slider_rig, hinge_rig, lambda: hanging_pair("BALL", frame_end=4),
-                                 lambda: hanging_pair("FIXED", frame_end=4))):
+    rigs = (slider_rig, hinge_rig, *(lambda kind=kind: hanging_pair(kind, frame_end=4)
+                                     for kind in ("BALL", "FIXED", "GENERIC")))
+    for index, rig in enumerate(rigs):
         base, body, joint = rig()
+        generic = joint.abd_joint.generic
+        generic.use_cone = generic.use_breaking = True
+        generic.use_spring_linear = generic.use_spring_angular = (True, True, True)
         body.abd_body.mass_mode, body.abd_body.use_inertia = ("MASS", True) if index % 2 else ("DENSITY", False)
         soft = body.abd_body.soft_transform
         soft.is_constrained, soft.target, soft.target_object = True, "OBJECT", base

@@ -322,6 +322,7 @@ def test_bodies_touching_at_the_start_are_refused_by_libuipc_in_our_words():
         scene.joints[2].driving, "aim_distance", None), "joint 'rail': a drive by velocity"),
     (lambda scene: setattr(scene.settings, "contact", ContactSettings(enable=True, resistance=1e10)),
      "an explicit resistance"),
+    (lambda scene: setattr(scene.joints[2].driving, "max_force", 50.0), "joint 'rail': driving: max_force"),
 ])
 def test_what_libuipc_cannot_do_is_refused_before_anything_is_built(change, message, monkeypatch):
     scene = rig()
