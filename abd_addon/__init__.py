@@ -27,18 +27,19 @@ def register() -> None:
     import bpy
 
     configure_numba_cache()
-    from . import convert, operators, overlay, preview, properties, ui, urdf_import, warmup
+    from . import convert, mjcf_import, operators, overlay, preview, properties, ui, urdf_import, warmup
 
     if not bpy.app.background:  # an artist's session: compile the solver before the first Bake
         warmup.start(extension_package(), extension_root())
 
-    for module in (properties, operators, urdf_import, convert, ui):
+    for module in (properties, operators, urdf_import, mjcf_import, convert, ui):
         for cls in module.CLASSES:
             bpy.utils.register_class(cls)
             _registered.append(cls)
     for owner, name, group in properties.POINTERS:
         setattr(owner, name, bpy.props.PointerProperty(type=group, override=properties.OVERRIDABLE))
     urdf_import.register_menu()
+    mjcf_import.register_menu()
     convert.register_menu()
     overlay.register()
     if not bpy.app.background:  # no playback without an event loop; tests install it themselves
@@ -49,11 +50,12 @@ def unregister() -> None:
     """Undo :func:`register`, in reverse order."""
     import bpy
 
-    from . import convert, overlay, preview, properties, urdf_import
+    from . import convert, mjcf_import, overlay, preview, properties, urdf_import
 
     preview.unregister()
     overlay.unregister()
     convert.unregister_menu()
+    mjcf_import.unregister_menu()
     urdf_import.unregister_menu()
     for owner, name, _group in reversed(properties.POINTERS):
         if hasattr(owner, name):

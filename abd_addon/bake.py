@@ -19,8 +19,9 @@ Writing keyframes:
 - The key values (location, rotation in the object's rotation mode, scale) come from
   :mod:`abd_addon.keys`; Actions and F-curves are handled by :mod:`abd_addon.fcurves`.
 - Joint readouts are animated custom properties ``abd_distance`` (prismatic, m),
-  ``abd_angle`` (revolute, rad) and ``abd_rotation`` (ball, a rotation vector in rad: three
-  F-curves, array index 0..2) on the joint Empty.
+  ``abd_angle`` (revolute, rad), ``abd_rotation`` (ball, a rotation vector in rad: three
+  F-curves, array index 0..2) and ``abd_broken`` (generic, 1 from the frame it broke in) on the
+  joint Empty.
 
 Atomicity: nothing is written before the simulation has finished and every key has been
 computed; if writing fails part way, every object is put back as it was. The state needed by
@@ -222,7 +223,7 @@ class BakeJob:
     Args:
         scene: the Blender scene.
         depsgraph: the evaluated depsgraph of the view layer to bake; default the context's.
-        device: ``"cpu"`` or ``"cupy"`` to solve there instead of the ABD World's setting (the
+        device: ``"cpu"``, ``"cupy"`` or ``"libuipc"`` to solve there instead of the ABD World's setting (the
             setting itself is not changed).
 
     Attributes:

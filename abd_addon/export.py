@@ -30,10 +30,12 @@ from dataclasses import dataclass, field, replace
 
 import bpy
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from ..solver.affine_body import nearest_rotation
+from ..solver.primitives import box_mesh
 from ..solver.scene import (
-    Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
+    Body, BodyContact, ContactSettings, Driving, Generic, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
     SoftTransform,
 )
 from ..solver.scene_validation import unit_mass_properties, validate_scene
@@ -41,6 +43,11 @@ from .properties import AXIS_JOINT_TYPES, SOLVER_JOINT_TYPES, get_precise
 from .rig_rules import RigError, collect_rig, refuse_invalid_drivers, refuse_unbakeable
 from .sampling import Sampler, sample_frames
 
+#: Edge of the box, m, that stands in for a Fixed or Animated body without faces (a joint anchor).
+#: With contact on, an animated body is an unknown held to its pose by a multiple of its mass
+#: matrix (:data:`solver.model.ANIMATED_PULL`): a box of a few centimetres would hold its axes so
+#: loosely that a spring measured along them could turn or shrink them.
+ANCHOR_SIZE = 0.1
 #: |det| of an object's 3x3 world matrix below which its scale counts as zero.
 ZERO_SCALE = 1e-12
 
@@ -344,8 +351,13 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
     rigid, stretch = split_rigid(matrices[0])
     result.stretch[name] = stretch
     vertices, triangles = mesh
-    if len(triangles) == 0:
-        raise RigError(f"Object '{ob.name}' has no faces: an affine body needs a mesh with faces")
+    anchor = len(triangles) == 0 and props.motion != "DYNAMIC"
+    if anchor:  # a Fixed or Animated body without faces: a joint anchor, a small box that touches nothing
+        box = box_mesh((ANCHOR_SIZE,) * 3)
+        vertices, triangles = box.vertices, box.triangles
+    elif len(triangles) == 0:
+        raise RigError(f"Object '{ob.name}' has no faces: a Dynamic affine body needs a mesh with faces (a body "
+                       "without faces can only be a Fixed or Animated anchor of joints)")
     vertices = vertices @ stretch.T
     if np.linalg.det(stretch) < 0.0:  # mirrored object: keep the triangles outward-facing
         triangles = triangles[:, [0, 2, 1]]
@@ -393,7 +405,8 @@ def _body(ob: bpy.types.Object, sampler: Sampler, mesh: tuple, result: Export) -
         angular_velocity=np.array(props.angular_velocity, dtype=np.float64),
         soft_transform=soft,
         animated_transforms=rigid_transforms(matrices) if motion == "animated" else None,
-        contact=BodyContact(enable=props.use_collision, friction=props.friction if props.use_friction else None,
+        contact=BodyContact(enable=props.use_collision and not anchor,
+                            friction=props.friction if props.use_friction else None,
                             shape=props.collision_shape.lower(),
                             collections=tuple(i for i, member in enumerate(props.collision_collections) if member)),
         thickness=thickness,
@@ -433,9 +446,14 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
     if collapses(world):  # the bake could not key its pose
         raise RigError(f"Joint '{ob.name}' has zero scale (its own or a parent's): set a non-zero scale on every axis "
                        "(a joint's scale does not change the joint; its local Z axis is the joint axis)")
+    if props.type == "GENERIC":
+        return Joint(name=name, type="generic", l_body=props.l_body.name_full, r_body=props.r_body.name_full,
+                     position=world[:3, 3].copy(), strength_ratio=props.strength_ratio,
+                     collide_connected=not props.disable_collisions, generic=generic_settings(world, props.generic))
     if props.type not in AXIS_JOINT_TYPES:  # fixed or ball: one anchor, no limit, drive or offsets
         return Joint(name=name, type=SOLVER_JOINT_TYPES[props.type], l_body=props.l_body.name_full,
-                     r_body=props.r_body.name_full, position=world[:3, 3].copy(), strength_ratio=props.strength_ratio)
+                     r_body=props.r_body.name_full, position=world[:3, 3].copy(), strength_ratio=props.strength_ratio,
+                     collide_connected=not props.disable_collisions)
     position0 = world[:3, 3].copy()
     position1 = position0 + world[:3, 2] / np.linalg.norm(world[:3, 2])
     prismatic = props.type == "PRISMATIC"
@@ -454,6 +472,10 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
         driving = Driving(strength_ratio=values["drive.strength_ratio"].copy(),
                           is_constrained=values["drive.is_constrained"].copy(),
                           is_passive=values["drive.is_passive"].copy(), **{aim_key: values["drive." + aim_key].copy()})
+        drive = props.drive
+        effort = drive.max_force if prismatic else drive.max_torque
+        setattr(driving, "max_force" if prismatic else "max_torque", effort if effort > 0.0 else None)
+        driving.max_speed = drive.max_speed if drive.max_speed > 0.0 else None
     return Joint(
         name=name,
         type=SOLVER_JOINT_TYPES[props.type],
@@ -467,4 +489,41 @@ def _joint(ob: bpy.types.Object, sampler: Sampler, result: Export) -> Joint:
         limit=limit,
         driving=driving,
         collide_connected=not props.disable_collisions,
+        damping=props.damping,
     )
+
+
+#: A limit narrower than this (m or rad) locks its axis at its lower bound.
+LOCKED_WIDTH = 1e-9
+
+
+def generic_settings(world: np.ndarray, generic) -> Generic:
+    """The solver's :class:`Generic` of a Generic joint Empty at ``world`` (4, 4) from its
+    ``abd_joint.generic`` settings: the Empty's local axes (normalised) are the joint's; a limit
+    with lower = upper locks its coordinate at that value, a wider one limits it, and one with
+    lower above upper leaves it free (as Bullet)."""
+    axes = world[:3, :3] / np.linalg.norm(world[:3, :3], axis=0)
+    use_limit = list(generic.use_limit_linear) + list(generic.use_limit_angular)
+    lower = np.array(list(generic.limit_linear_lower) + list(generic.limit_angular_lower))
+    upper = np.array(list(generic.limit_linear_upper) + list(generic.limit_angular_upper))
+    locked = tuple(bool(use and abs(high - low) <= LOCKED_WIDTH) for use, low, high in zip(use_limit, lower, upper))
+    limited = tuple(bool(use and not lock and low <= high) for use, lock, low, high in zip(use_limit, locked, lower,
+                                                                                               upper))
+    springs = np.array(list(generic.use_spring_linear) + list(generic.use_spring_angular), dtype=float)
+    stiffness = springs * np.array(list(generic.spring_stiffness_linear) + list(generic.spring_stiffness_angular))
+    damping = springs * np.array(list(generic.spring_damping_linear) + list(generic.spring_damping_angular))
+    cone = {}
+    if generic.use_cone:  # in place of the angular limits
+        limited = limited[:3] + (False,) * 3
+        cone = dict(swing_limit=tuple(generic.swing_limit), twist_limit=generic.twist_limit,
+                    cone_axes=euler_xyz_matrix(generic.cone_rotation))
+    return Generic(axes=nearest_rotation(axes[None])[0], locked=locked, rest=tuple(np.where(locked, lower, 0.0)),
+                   stiffness=tuple(stiffness), damping=tuple(damping), limited=limited, lower=tuple(lower),
+                   upper=tuple(upper), limit_strength=generic.limit_strength,
+                   break_force=generic.breaking_threshold if generic.use_breaking else None, **cone)
+
+
+def euler_xyz_matrix(angles) -> np.ndarray:
+    """Rx(a) Ry(b) Rz(c) (3, 3) of XYZ Euler angles (a, b, c), rad, as Bullet's generic constraints
+    compose them (SciPy's intrinsic "XYZ"; Blender's own Euler XYZ is the reverse product Rz Ry Rx)."""
+    return Rotation.from_euler("XYZ", list(angles)).as_matrix()

@@ -186,6 +186,8 @@ def compute_keys(export: Export, trajectory) -> list:
     local = local_matrices(export, worlds)
     joint_index = {str(name): k for k, name in enumerate(trajectory.joint_names)}
     joint_types = {joint.name: joint.type for joint in export.scene.joints}
+    breakable = {joint.name for joint in export.scene.joints
+                 if joint.generic is not None and joint.generic.break_force is not None}
     keys = []
     for ob in export.keyed_objects():
         sheared = np.flatnonzero(shear(local[ob.name_full]) > SHEAR_TOLERANCE) if ob.parent is not None else ()
@@ -200,7 +202,12 @@ def compute_keys(export: Export, trajectory) -> list:
         if ob in export.joints:
             column = joint_index[ob.name_full]
             joint_type = joint_types[ob.name_full]
-            if joint_type in READOUT_PROPERTIES:  # fixed joints have no readout
+            if joint_type == "generic":  # a breakable one: 1 from the frame it broke in (never where it held: NaN)
+                if ob.name_full in breakable:
+                    frames = np.arange(len(trajectory.transforms))
+                    object_key.custom[READOUT_PROPERTIES[joint_type]] = (
+                        frames >= trajectory.broken_frame[column]).astype(np.float64)
+            elif joint_type in READOUT_PROPERTIES:  # fixed joints have no readout
                 readout = getattr(trajectory, READOUT_ARRAYS[joint_type])
                 object_key.custom[READOUT_PROPERTIES[joint_type]] = np.asarray(readout[:, column], dtype=np.float64)
         keys.append(object_key)

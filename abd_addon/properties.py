@@ -60,9 +60,12 @@ JOINT_TYPE_ITEMS = (
     ("REVOLUTE", "Revolute", "Rotates about the joint's local Z axis"),
     ("FIXED", "Fixed", "Welds the two bodies together at the joint's origin"),
     ("BALL", "Ball", "Holds the two bodies together at the joint's origin, free to turn about it"),
+    ("GENERIC", "Generic", "Each of the joint's local axes locked, limited or free, for sliding along it and "
+     "turning about it, with optional springs (as Blender's Generic Spring constraint)"),
 )
 #: The solver's joint type of each of :data:`JOINT_TYPE_ITEMS` (:data:`solver.scene.JOINT_TYPES`).
-SOLVER_JOINT_TYPES = {"PRISMATIC": "prismatic", "REVOLUTE": "revolute", "FIXED": "fixed", "BALL": "spherical"}
+SOLVER_JOINT_TYPES = {"PRISMATIC": "prismatic", "REVOLUTE": "revolute", "FIXED": "fixed", "BALL": "spherical",
+                      "GENERIC": "generic"}
 #: The joint types with an axis, a limit and a drive (the others have one anchor point).
 AXIS_JOINT_TYPES = ("PRISMATIC", "REVOLUTE")
 
@@ -360,6 +363,118 @@ class ABDDriveProperties(PropertyGroup):
                      "two bodies"),
         default=100.0, min=0.0, soft_max=1000.0,
     )
+    max_force: FloatProperty(
+        override=OVERRIDABLE,
+        name="Max Force",
+        description=("Largest force the drive of a prismatic joint exerts, in newtons; 0: no limit. A drive "
+                     "at its limit stalls against a larger load"),
+        default=0.0, min=0.0, soft_max=1.0e4, options=STATIC,
+    )
+    max_torque: FloatProperty(
+        override=OVERRIDABLE,
+        name="Max Torque",
+        description=("Largest torque the drive of a revolute joint exerts, in newton metres (τ_max); 0: no "
+                     "limit. A drive at its limit stalls against a larger load"),
+        default=0.0, min=0.0, soft_max=1.0e4, options=STATIC,
+    )
+    max_speed: FloatProperty(
+        override=OVERRIDABLE,
+        name="Max Speed",
+        description=("Fastest the drive moves the joint towards its aim: m/s along a prismatic joint, rad/s "
+                     "about a revolute one; 0: no limit"),
+        default=0.0, min=0.0, soft_max=100.0, options=STATIC,
+    )
+
+
+class ABDGenericProperties(PropertyGroup):
+    """A Generic joint's axes (docs/constitutions/generic_joint.md): per local axis, a limit on
+    sliding along it and on turning about it (lower = upper locks it there), a spring with
+    stiffness and damping, a swing cone and twist limit, and a break force. As Blender's Generic
+    Spring constraint's settings; read once (not animatable)."""
+
+    use_limit_linear: BoolVectorProperty(
+        override=OVERRIDABLE, name="Limit Linear", size=3, default=(True, True, True), options=STATIC,
+        description="Limit sliding along the joint's local X, Y, Z (a Lower equal to Upper locks the axis there)",
+    )
+    limit_linear_lower: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Lower", size=3, unit="LENGTH", options=STATIC,
+        description="Lower limit of sliding along the joint's local X, Y, Z",
+    )
+    limit_linear_upper: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Upper", size=3, unit="LENGTH", options=STATIC,
+        description="Upper limit of sliding along the joint's local X, Y, Z",
+    )
+    use_limit_angular: BoolVectorProperty(
+        override=OVERRIDABLE, name="Limit Angular", size=3, default=(True, True, True), options=STATIC,
+        description="Limit turning about the joint's local X, Y, Z, as XYZ Euler angles of the child relative "
+                    "to the parent (a Lower equal to Upper locks the axis there)",
+    )
+    limit_angular_lower: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Lower", size=3, unit="ROTATION", options=STATIC,
+        description="Lower limit of the angle about the joint's local X, Y, Z",
+    )
+    limit_angular_upper: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Upper", size=3, unit="ROTATION", options=STATIC,
+        description="Upper limit of the angle about the joint's local X, Y, Z",
+    )
+    limit_strength: FloatProperty(
+        override=OVERRIDABLE, name="Limit Strength", default=DEFAULT_LIMIT_STRENGTH, min=0.0, soft_max=1.0e6,
+        options=STATIC,
+        description="Strength of the cubic penalty beyond a limit that is not a lock, and beyond the swing cone "
+                    "and the twist limit (J)",
+    )
+    use_cone: BoolProperty(
+        override=OVERRIDABLE, name="Swing Cone", default=False, options=STATIC,
+        description="Limit the turning by a swing cone about the cone's X (elliptical: its own angle about Y and "
+                    "about Z) and a twist limit about it, in place of the angular limits",
+    )
+    swing_limit: FloatVectorProperty(
+        override=OVERRIDABLE, name="Swing", size=2, unit="ROTATION", default=(math.pi / 4, math.pi / 4),
+        min=1e-3, max=math.pi / 2 - 1e-3, options=STATIC,
+        description="Half-angles of the swing cone about its Y and its Z (below 90°)",
+    )
+    twist_limit: FloatProperty(
+        override=OVERRIDABLE, name="Twist", unit="ROTATION", default=math.pi / 4, min=1e-3, max=math.pi,
+        options=STATIC, description="Half-angle of the twist about the cone's X (180°: no twist limit)",
+    )
+    cone_rotation: FloatVectorProperty(
+        override=OVERRIDABLE, name="Cone Center", size=3, unit="ROTATION", options=STATIC,
+        description="The cone's axes in the joint's, as XYZ Euler angles composed as Bullet composes them (about "
+                    "X first, in the parent's axes): the child's rotation at the middle of the cone and the twist",
+    )
+    use_spring_linear: BoolVectorProperty(
+        override=OVERRIDABLE, name="Linear Springs", size=3, options=STATIC,
+        description="A spring along the joint's local X, Y, Z, at rest where the bodies start",
+    )
+    spring_stiffness_linear: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Stiffness", size=3, min=0.0, default=(10.0, 10.0, 10.0), options=STATIC,
+        description="Stiffness of the linear springs, N/m",
+    )
+    spring_damping_linear: FloatVectorProperty(
+        override=OVERRIDABLE, name="Linear Damping", size=3, min=0.0, default=(0.5, 0.5, 0.5), options=STATIC,
+        description="Damping of the linear springs, N s/m",
+    )
+    use_spring_angular: BoolVectorProperty(
+        override=OVERRIDABLE, name="Angular Springs", size=3, options=STATIC,
+        description="A spring about the joint's local X, Y, Z, at rest where the bodies start",
+    )
+    spring_stiffness_angular: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Stiffness", size=3, min=0.0, default=(10.0, 10.0, 10.0), options=STATIC,
+        description="Stiffness of the angular springs, N m/rad",
+    )
+    spring_damping_angular: FloatVectorProperty(
+        override=OVERRIDABLE, name="Angular Damping", size=3, min=0.0, default=(0.5, 0.5, 0.5), options=STATIC,
+        description="Damping of the angular springs, N m s/rad",
+    )
+    use_breaking: BoolProperty(
+        override=OVERRIDABLE, name="Breakable", default=False, options=STATIC,
+        description="The joint releases for good once a locked linear axis carries more than the threshold",
+    )
+    breaking_threshold: FloatProperty(
+        override=OVERRIDABLE, name="Threshold", default=100.0, min=0.0, options=STATIC,
+        description="The force that breaks the joint, N (Blender's rigid-body threshold is an impulse per "
+                    "substep: that impulse times the frame rate and the substeps per frame)",
+    )
 
 
 class ABDJointProperties(PropertyGroup):
@@ -398,8 +513,16 @@ class ABDJointProperties(PropertyGroup):
         name="Init Angle", description="The angle the joint reports at the first frame",
         default=0.0, subtype="ANGLE", unit="ROTATION", options=STATIC,
     )
+    damping: FloatProperty(
+        override=OVERRIDABLE,
+        name="Damping",
+        description=("Viscous damping of the joint's motion (c): N s/m along a prismatic joint, N m s/rad "
+                     "about a revolute one; 0: none"),
+        default=0.0, min=0.0, soft_max=100.0, options=STATIC,
+    )
     limit: PointerProperty(override=OVERRIDABLE, type=ABDLimitProperties)
     drive: PointerProperty(override=OVERRIDABLE, type=ABDDriveProperties)
+    generic: PointerProperty(override=OVERRIDABLE, type=ABDGenericProperties)
     disable_collisions: BoolProperty(
         override=OVERRIDABLE,
         name="Disable Collisions",
@@ -592,6 +715,7 @@ CLASSES = (
     ABDBodyProperties,
     ABDLimitProperties,
     ABDDriveProperties,
+    ABDGenericProperties,
     ABDJointProperties,
     ABDWorldProperties,
     ABDBakeState,

@@ -20,7 +20,8 @@ from .properties import JOINT_TYPE_ITEMS, MOTION_ITEMS, store_groups
 from .rig_rules import RigError
 
 #: How a new joint Empty of each type is drawn: an arrow along a prismatic or revolute joint's axis.
-EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE"}
+EMPTY_DISPLAY = {"PRISMATIC": "SINGLE_ARROW", "REVOLUTE": "SINGLE_ARROW", "FIXED": "PLAIN_AXES", "BALL": "SPHERE",
+                 "GENERIC": "ARROWS"}
 
 #: Where :func:`connect_objects` puts each joint's pivot (as Connect's Pivot offers it).
 PIVOT_TYPES = ("ACTIVE", "CENTER", "CURSOR")
@@ -112,7 +113,7 @@ def check_body(ob) -> None:
 
 def connect(l_obj, r_obj, joint_type: str = "REVOLUTE", pivot=None, axis=(0.0, 0.0, 1.0), *,
             name: Optional[str] = None, collection: Optional[bpy.types.Collection] = None):
-    """A new joint Empty of ``joint_type`` ('REVOLUTE', 'PRISMATIC', 'BALL', 'FIXED') from the
+    """A new joint Empty of ``joint_type`` ('REVOLUTE', 'PRISMATIC', 'BALL', 'FIXED', 'GENERIC') from the
     parent ``l_obj`` to the child ``r_obj``: origin at ``pivot`` (world, m; default halfway
     between the two origins), local Z along ``axis`` (world direction), named ``name`` (default
     ``Joint_<parent>_<child>``), linked into ``collection`` (default :func:`new_object_collection`).

@@ -211,9 +211,12 @@ class PHYSICS_PT_abd_joint(_PhysicsPanel, Panel):
         layout.prop(joint, "strength_ratio")
         if joint.type in AXIS_JOINT_TYPES:
             layout.prop(joint, "init_distance" if joint.type == "PRISMATIC" else "init_angle")
+            unit = "N·s/m" if joint.type == "PRISMATIC" else "N·m·s/rad"
+            layout.prop(joint, "damping", text=f"Damping ({unit})")
         layout.prop(joint, "disable_collisions")
         ob = context.object
-        labels = {"abd_distance": "Baked Distance", "abd_angle": "Baked Angle", "abd_rotation": "Baked Rotation"}
+        labels = {"abd_distance": "Baked Distance", "abd_angle": "Baked Angle", "abd_rotation": "Baked Rotation",
+                  "abd_broken": "Baked Broken"}
         key = next((key for key in labels if key in ob.keys()), None)
         if key is not None:
             layout.prop(ob, f'["{key}"]', text=labels[key])
@@ -271,6 +274,58 @@ class PHYSICS_PT_abd_joint_limits(_PhysicsPanel, Panel):
         layout.prop(limit, "strength")
 
 
+class PHYSICS_PT_abd_joint_generic(_PhysicsPanel, Panel):
+    """A Generic joint's limits, springs, cone and break threshold, in Blender's Generic Spring words."""
+
+    bl_label = "Limits and Springs"
+    bl_parent_id = "PHYSICS_PT_abd_joint"
+
+    @classmethod
+    def poll(cls, context):
+        """Whether the panel applies to the context's object or scene: a Generic joint."""
+        joint = _joint(context)
+        return joint is not None and joint.type == "GENERIC"
+
+    def draw(self, context):
+        """Draw the panel's settings: per axis, its limit (lower = upper locks it) and its spring."""
+        layout = self.layout
+        layout.use_property_split = True
+        joint = context.object.abd_joint
+        generic = joint.generic
+        layout.active = joint.enabled
+        for kind, title, unit, damping_unit in (("linear", "Linear", "N/m", "N s/m"),
+                                                ("angular", "Angular", "N m/rad", "N m s/rad")):
+            layout.label(text=f"{title} Limits")
+            for axis, name in enumerate("XYZ"):
+                row = layout.row(align=True)
+                row.prop(generic, f"use_limit_{kind}", index=axis, text=f"{name}")
+                sub = row.row(align=True)
+                sub.active = generic.path_resolve(f"use_limit_{kind}")[axis]
+                sub.prop(generic, f"limit_{kind}_lower", index=axis, text="Lower")
+                sub.prop(generic, f"limit_{kind}_upper", index=axis, text="Upper")
+            layout.label(text=f"{title} Springs")
+            for axis, name in enumerate("XYZ"):
+                row = layout.row(align=True)
+                row.prop(generic, f"use_spring_{kind}", index=axis, text=f"{name}")
+                sub = row.row(align=True)
+                sub.active = generic.path_resolve(f"use_spring_{kind}")[axis]
+                sub.prop(generic, f"spring_stiffness_{kind}", index=axis, text=f"Stiffness ({unit})")
+                sub.prop(generic, f"spring_damping_{kind}", index=axis, text=f"Damping ({damping_unit})")
+        layout.prop(generic, "use_cone")
+        col = layout.column(align=True)
+        col.active = generic.use_cone
+        col.prop(generic, "swing_limit", index=0, text="Swing Y")
+        col.prop(generic, "swing_limit", index=1, text="Swing Z")
+        col.prop(generic, "twist_limit", text="Twist")
+        col.prop(generic, "cone_rotation", text="Cone Center")
+        layout.prop(generic, "limit_strength", text="Limit Strength (J)")
+        row = layout.row(align=True)
+        row.prop(generic, "use_breaking")
+        sub = row.row(align=True)
+        sub.active = generic.use_breaking
+        sub.prop(generic, "breaking_threshold", text="Threshold (N)")
+
+
 class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
     """Driving Prismatic Joint (#21) or Driving Revolute Joint (#19)."""
 
@@ -304,6 +359,12 @@ class PHYSICS_PT_abd_joint_drive(_PhysicsPanel, Panel):
         else:
             col.prop(drive, "aim_distance" if joint.type == "PRISMATIC" else "aim_angle")
         layout.prop(drive, "strength_ratio")
+        if joint.type == "PRISMATIC":
+            layout.prop(drive, "max_force", text="Max Force (N)")
+            layout.prop(drive, "max_speed", text="Max Speed (m/s)")
+        else:
+            layout.prop(drive, "max_torque", text="Max Torque (N·m)")
+            layout.prop(drive, "max_speed", text="Max Speed (rad/s)")
 
 
 class PHYSICS_PT_abd_world(_PhysicsPanel, Panel):
@@ -518,6 +579,7 @@ CLASSES = (
     PHYSICS_PT_abd_body_collision,
     PHYSICS_PT_abd_joint,
     PHYSICS_PT_abd_joint_limits,
+    PHYSICS_PT_abd_joint_generic,
     PHYSICS_PT_abd_joint_drive,
     PHYSICS_PT_abd_world,
     PHYSICS_PT_abd_world_solver,

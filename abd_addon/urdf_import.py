@@ -109,8 +109,8 @@ def _mesh(name: str, vertices: np.ndarray, triangles: np.ndarray) -> bpy.types.M
 
 
 def _body_colour(info) -> tuple | None:
-    """RGBA of the first coloured ``<visual>`` of a body, or None."""
-    for part in info.visuals:
+    """RGBA of the first coloured ``<visual>`` of a body (None: no information), or None."""
+    for part in (info.visuals if info is not None else ()):
         if part.rgba is not None:
             return tuple(float(v) for v in part.rgba)
     return None
@@ -124,6 +124,9 @@ def _setup_body(ob: bpy.types.Object, body) -> None:
     props.kappa = float(body.kappa)
     props.linear_velocity = tuple(float(v) for v in body.linear_velocity)
     props.angular_velocity = tuple(float(v) for v in body.angular_velocity)
+    props.use_collision = bool(body.contact.enable)
+    props.collision_collections = [k in body.contact.collections for k in range(len(props.collision_collections))]
+    props.collision_shape = body.contact.shape.upper()
     props.mass_mode = "MASS"
     if body.mass is not None:
         inertia = np.asarray(body.mass.inertia, dtype=np.float64)
@@ -144,7 +147,7 @@ def _setup_joint(empty: bpy.types.Object, joint, bodies: dict) -> None:
     """Fill ``empty.abd_joint`` from a solver :class:`~solver.scene.Joint`."""
     props = empty.abd_joint
     props.enabled = True
-    props.type = joint.type.upper()
+    props.type = {"spherical": "BALL"}.get(joint.type, joint.type.upper())
     props.l_body = bodies[joint.l_body]
     props.r_body = bodies[joint.r_body]
     props.strength_ratio = float(joint.strength_ratio)
@@ -168,13 +171,19 @@ def _setup_joint(empty: bpy.types.Object, joint, bodies: dict) -> None:
         drive.is_passive = bool(_scalar(joint.driving.is_passive))
         drive.aim_distance = _scalar(joint.driving.aim_distance)
         drive.strength_ratio = _scalar(joint.driving.strength_ratio)
+        for key in ("max_force", "max_torque", "max_speed"):
+            if getattr(joint.driving, key) is not None:
+                setattr(drive, key, float(getattr(joint.driving, key)))
+    if joint.type in ("prismatic", "revolute"):
+        props.damping = float(joint.damping)
 
 
 def build_rig(result, parent: bpy.types.Collection, name: str | None = None) -> Rig:
     """Create the Blender objects of a :class:`~solver.urdf.UrdfImport` in a new collection.
 
     Args:
-        result: what :func:`solver.urdf.import_urdf` returned (with ``load_visuals`` for colours).
+        result: what :func:`solver.urdf.import_urdf` returned (with ``load_visuals`` for colours), or
+            :func:`solver.mjcf.import_mjcf` (no colours).
         parent: the collection the robot's collection is linked into.
         name: the collection's name; default the robot's name.
 
@@ -182,11 +191,12 @@ def build_rig(result, parent: bpy.types.Collection, name: str | None = None) -> 
         The :class:`Rig`. On any error everything already created is removed and the error raised.
     """
     scene = result.scene
-    rig = Rig(collection=bpy.data.collections.new(name or result.robot_name or "robot"))
+    infos = getattr(result, "bodies", None) or [None] * len(scene.bodies)
+    rig = Rig(collection=bpy.data.collections.new(name or getattr(result, "robot_name", None) or "robot"))
     meshes = []
     try:
         parent.children.link(rig.collection)
-        for body, info in zip(scene.bodies, result.bodies):
+        for body, info in zip(scene.bodies, infos):
             mesh = _mesh(body.name, body.mesh.vertices, body.mesh.triangles)
             meshes.append(mesh)
             ob = bpy.data.objects.new(body.name, mesh)
@@ -210,9 +220,12 @@ def build_rig(result, parent: bpy.types.Collection, name: str | None = None) -> 
             rig.collection.objects.link(empty)
             empty.empty_display_type = "SINGLE_ARROW"
             empty.empty_display_size = max(size, 0.01)
-            position0 = np.asarray(joint.position0, dtype=np.float64)
-            axis = np.asarray(joint.position1, dtype=np.float64) - position0
-            empty.matrix_world = joint_matrix(Vector(position0.tolist()), Vector(axis.tolist()))
+            if joint.position0 is not None:
+                position0 = np.asarray(joint.position0, dtype=np.float64)
+                axis = np.asarray(joint.position1, dtype=np.float64) - position0
+                empty.matrix_world = joint_matrix(Vector(position0.tolist()), Vector(axis.tolist()))
+            else:  # a fixed or ball joint: an anchor point only
+                empty.matrix_world = Matrix.Translation(Vector(np.asarray(joint.position, dtype=float).tolist()))
             _setup_joint(empty, joint, rig.bodies)
             store_groups(empty)
     except BaseException:

@@ -299,9 +299,9 @@ def read_bake(scene=None) -> dict:
     of the readout the limit keeps (the settings shifted by the solver's conventions: the
     prismatic limit bounds the raw distance ``abd_distance - init``, so bounds = limit + init;
     the revolute limit bounds the raw angle by limit + init, so bounds = limit + 2 init), aim
-    (per-frame drive aim distance, or None)}; ``locations``: name -> per-frame world location of
-    every mesh object and soft-transform target; ``z_axes``: name -> per-frame world Z axis of
-    every body.
+    (per-frame aim distance or angle of a position drive that is on, or None)}; ``locations``:
+    name -> per-frame world location of every mesh object and soft-transform target;
+    ``z_axes``: name -> per-frame world Z axis of every body.
     """
     import bpy
 
@@ -352,7 +352,7 @@ def read_bake(scene=None) -> dict:
                 "strength": limit.strength,
             },
             "init": joint.init_angle if angular else joint.init_distance,
-            "aim": [] if (not angular and joint.drive.is_constrained) else None,
+            "aim": [] if joint.drive.is_constrained and joint.drive.mode == "POSITION" else None,
         }
     for record in data["joints"].values():
         shift = record["init"] * (2.0 if record["type"] == "REVOLUTE" else 1.0)
@@ -368,7 +368,8 @@ def read_bake(scene=None) -> dict:
         for ob in joints:
             record = data["joints"][ob.name]
             if record["aim"] is not None:
-                record["aim"].append(ob.evaluated_get(depsgraph).abd_joint.drive.aim_distance)
+                drive = ob.evaluated_get(depsgraph).abd_joint.drive
+                record["aim"].append(drive.aim_angle if record["type"] == "REVOLUTE" else drive.aim_distance)
     scene.frame_set(current)
     return data
 

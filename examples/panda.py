@@ -1,36 +1,31 @@
-"""Panda: the Franka Emika Panda arm (PyBullet's ``franka_panda/panda.urdf``) falls limp under
-gravity against its joint limits while its fingers are driven closed.
+"""Panda: the Franka Emika Panda arm (PyBullet's ``franka_panda/panda.urdf``) picks up a box from a
+table and puts it down, its joints driven by servos that obey the URDF's effort and speed limits.
 
 Run (from the repository root)::
 
-    .venv/bin/python examples/panda.py --out build/demo/panda.blend [--frames 72]
+    .venv/bin/python examples/panda.py --out build/demo/panda.blend [--frames 168]
 
 The URDF comes with the ``pybullet_data`` package and is imported with the add-on's operator
 (File > Import > URDF as ABD Rig, ``bpy.ops.import_scene.abd_urdf``) with a fixed base: the base
-link ``panda_link0`` stays at the origin, +Z up (the URDF's up axis, Blender's too; the scene's
-gravity is -Z). The import gives 10 bodies (``panda_link1`` .. ``panda_link7``, the hand merged
-into ``panda_link7`` over the fixed joints, and the two fingers) and 9 joint Empties named after
-the URDF joints: ``panda_joint1`` .. ``panda_joint7`` (revolute, ``abd_angle`` = the URDF joint
-angle q, starting from the zero configuration: the arm standing up) and ``panda_finger_joint1`` /
-``2`` (prismatic, ``abd_distance`` = the URDF finger position, 0 closed .. 0.04 m open). Every
-joint keeps the URDF limit the importer wrote (strength 1e4 J).
+link ``panda_link0`` stays at the origin, +Z up. The import gives 10 bodies (``panda_link1`` ..
+``panda_link7``, the hand merged into ``panda_link7`` over the fixed joints, and the two fingers)
+and 9 joint Empties named after the URDF joints: ``panda_joint1`` .. ``panda_joint7`` (revolute,
+``abd_angle`` = the URDF joint angle q) and ``panda_finger_joint1`` / ``2`` (prismatic,
+``abd_distance`` = the URDF finger position, 0 closed .. 0.04 m open). Each joint's drive comes
+from the importer with the URDF's ``<limit effort velocity>`` as its Max Torque / Max Force and
+Max Speed (87 N m and 2.175 rad/s on the shoulder and elbow joints, 12 N m and 2.61 rad/s on the
+wrist, 20 N and 0.2 m/s on the fingers); here every drive is switched on as a servo (position
+mode) and its aim keyed.
 
-The arm gets no drive: it falls limp from its (unstable) upright pose and swings, and its limits
-catch it. In the default 72 frames (3 s) the shoulder ``panda_joint2`` falls onto its upper limit
-(1.8326 rad, about frame 29) and rests there; ``panda_joint4`` (URDF range [-3.1416, 0], which
-starts at its upper end) swings to its lower limit, ``panda_joint6`` and ``panda_joint5`` to
-their upper ones (frames 34 to 50), each stopping within 1e-3 rad of the bound.
-
-The operator imports the zero configuration, in which the fingers are closed; it has no option
-for an initial joint position. So the fingers are posed open here, as a user would: each finger
-(and its joint Empty) is moved by ``OPEN`` = 0.04 m along the joint axis and the joint's
-``init_distance`` set to 0.04 so that ``abd_distance`` still reads the URDF coordinate. The
-prismatic limit (#669) bounds the raw distance (``abd_distance - init_distance``), so its bounds
-move by -0.04 m as well (what the importer writes for a joint that starts at q0:
-``solver.urdf.prismatic_limit``). The finger drive is active with ``aim_distance`` keyed from open
-(0.04 m) at frame 1 to closed (0.0, the lower limit) after ``CLOSE_SECONDS``, so the fingers
-visibly close, and held there. The importer reads no ``.mtl`` colours, so the links get
-alternating greys and the fingers orange here.
+The motion: the arm rises from the imported zero configuration to a pose above a 5 cm box lying
+on a table, reaches down around it with open fingers, closes the fingers on it (their aim is
+closed, 0 m, so they squeeze the box with their 20 N force limit), lifts it 20 cm, puts it down
+again, opens and withdraws. The joint aims at the keyed poses are the inverse kinematics of the
+grasp point (``panda_grasptarget``, between the fingertips, pointing down) computed by PyBullet
+(``pybullet.calculateInverseKinematics``) when the rig is built; between keys Blender
+interpolates them. The fingers, the box and the table touch (contact); friction (0.8) between
+the fingers' pads and the box holds it while lifted. The plot shows each joint's angle against
+its aim.
 """
 
 from __future__ import annotations
@@ -43,12 +38,23 @@ import _blender
 FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
 #: The arm's joints (revolute).
 ARM = tuple(f"panda_joint{k}" for k in range(1, 8))
-#: Finger position at the first frame (the URDF upper limit: open), m.
-OPEN = 0.04
-#: Closed finger position (the URDF lower limit), m.
-CLOSED = 0.0
-#: The aim goes from OPEN to CLOSED over this long from the first frame, s.
-CLOSE_SECONDS = 1.0
+#: Finger positions, m: open (the URDF upper limit) and the aim when gripping (closed: the drive
+#: then squeezes the box with its force limit).
+OPEN, CLOSED = 0.04, 0.0
+#: The box: edge (m), centre on the table (m), density (kg/m^3).
+BOX_SIZE, BOX_CENTER, BOX_DENSITY = 0.05, (0.5, 0.0, 0.025), 400.0
+#: The grasp point's height (m) when gripping and when carrying the box, above the table.
+GRASP_Z, LIFT_Z, ABOVE_Z = 0.035, 0.235, 0.30
+#: Keyed poses: (frame, grasp point height above the box, or None for the imported zero
+#: configuration; finger aim). Between keys the aims move as Blender interpolates them.
+KEYS = (
+    (1, None, OPEN), (36, ABOVE_Z, OPEN), (60, GRASP_Z, OPEN), (68, GRASP_Z, OPEN), (80, GRASP_Z, CLOSED),
+    (108, LIFT_Z, CLOSED), (132, GRASP_Z + 0.002, CLOSED), (140, GRASP_Z + 0.002, CLOSED),
+    (152, GRASP_Z + 0.002, OPEN), (168, ABOVE_Z, OPEN),
+)
+#: The joint angles the inverse kinematics starts from and is drawn towards (a comfortable
+#: elbow-up pose of the Panda), rad.
+REST_POSE = (0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.785)
 
 
 def urdf_path() -> Path:
@@ -61,13 +67,44 @@ def urdf_path() -> Path:
     return path
 
 
-def open_finger(empty, distance: float) -> None:
-    """Pose the prismatic joint ``empty``'s child body ``distance`` along the joint axis.
+def arm_poses(heights) -> dict:
+    """{height: the 7 joint angles (rad) that put the grasp point ``height`` m above the table
+    over the box, pointing down}, by PyBullet's inverse kinematics within the URDF's limits."""
+    import math
 
-    The child body and the Empty move together (the Empty's origin is the anchor); the reported
-    distance keeps reading the URDF coordinate (``init_distance``) and the limit, which bounds the
-    raw distance, moves with it.
-    """
+    import pybullet
+
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        robot = pybullet.loadURDF(str(urdf_path()), useFixedBase=True, physicsClientId=client)
+        movable = [j for j in range(pybullet.getNumJoints(robot, physicsClientId=client))
+                   if pybullet.getJointInfo(robot, j, physicsClientId=client)[2] != pybullet.JOINT_FIXED]
+        infos = [pybullet.getJointInfo(robot, j, physicsClientId=client) for j in movable]
+        lower, upper = [info[8] for info in infos], [info[9] for info in infos]
+        ranges = [u - lo for lo, u in zip(lower, upper)]
+        rest = list(REST_POSE) + [OPEN, OPEN]
+        target = next(j for j in range(pybullet.getNumJoints(robot, physicsClientId=client))
+                      if pybullet.getJointInfo(robot, j, physicsClientId=client)[12] == b"panda_grasptarget")
+        down = pybullet.getQuaternionFromEuler([math.pi, 0.0, 0.0])
+        poses = {}
+        for height in heights:
+            for joint, angle in zip(movable, rest):
+                pybullet.resetJointState(robot, joint, angle, physicsClientId=client)
+            position = (BOX_CENTER[0], BOX_CENTER[1], height)
+            angles = pybullet.calculateInverseKinematics(robot, target, position, down, lower, upper, ranges, rest,
+                                                         maxNumIterations=500, residualThreshold=1e-6,
+                                                         physicsClientId=client)
+            poses[height] = tuple(float(a) for a in angles[:7])
+        return poses
+    finally:
+        pybullet.disconnect(client)
+
+
+def open_finger(empty, distance: float) -> None:
+    """Pose the prismatic joint ``empty``'s child body ``distance`` along the joint axis (the
+    import gives the closed fingers, whose meshes touch): the child body and the Empty move
+    together, the reported distance keeps reading the URDF coordinate (``init_distance``) and the
+    limit, which bounds the raw distance, moves with it."""
     import bpy
 
     joint = empty.abd_joint
@@ -81,7 +118,7 @@ def open_finger(empty, distance: float) -> None:
 
 
 def build(frames: int) -> None:
-    """Import the Panda, set up its finger drives and the stage, frames 1..frames."""
+    """Import the Panda, drive its joints through the pick and place, add the table and the box."""
     import bpy
 
     result = bpy.ops.import_scene.abd_urdf(filepath=str(urdf_path()), fixed_base=True)
@@ -91,40 +128,48 @@ def build(frames: int) -> None:
     missing = [name for name in (*ARM, *FINGERS, "panda_link0") if objects.get(name) is None]
     if missing:
         raise RuntimeError(f"the import made no object named {', '.join(missing)}")
-    if objects["panda_link0"].abd_body.motion != "FIXED":
-        raise RuntimeError("panda_link0 is not fixed")
 
     scene = bpy.context.scene
-    fps = scene.render.fps = 24
-    close_frame = min(frames, 1 + round(CLOSE_SECONDS * fps))
+    scene.render.fps = 24
+    keys = [key for key in KEYS if key[0] <= frames]
+    poses = arm_poses({height for _, height, _ in keys if height is not None})
+    for k, name in enumerate(ARM):
+        drive = objects[name].abd_joint.drive
+        drive.is_constrained, drive.is_passive, drive.mode = True, False, "POSITION"
+        if drive.max_torque <= 0.0:
+            raise RuntimeError(f"{name}: the import gave its drive no effort limit")
+        _blender.key_values(objects[name], "abd_joint.drive.aim_angle",
+                            [(frame, 0.0 if height is None else poses[height][k]) for frame, height, _ in keys])
     for name in FINGERS:
-        empty = objects[name]
-        open_finger(empty, OPEN)
-        drive = empty.abd_joint.drive
-        drive.is_constrained = True
-        drive.is_passive = False
-        _blender.key_values(empty, "abd_joint.drive.aim_distance", [(1, OPEN), (close_frame, CLOSED)])
+        open_finger(objects[name], OPEN)
+        drive = objects[name].abd_joint.drive
+        drive.is_constrained, drive.is_passive, drive.mode = True, False, "POSITION"
+        _blender.key_values(objects[name], "abd_joint.drive.aim_distance",
+                            [(frame, aim) for frame, _, aim in keys])
 
-    # Colours (the URDF's visuals use .mtl materials, which the importer does not read): the links
-    # alternate light and dark grey, the fingers orange, so that their closing shows.
+    table = _blender.add_box("Table", (0.5, 0.5, 0.05), (0.55, 0.0, -0.025), (0.55, 0.4, 0.25))
+    box = _blender.add_box("Box", (BOX_SIZE,) * 3, BOX_CENTER, (0.2, 0.5, 0.9))
+    box.location.z += 0.0005  # resting on the table, half a contact gap above it
+    _blender.make_bodies(table, motion="FIXED", density=600.0)
+    _blender.make_bodies(box, motion="DYNAMIC", density=BOX_DENSITY)
+    for ob in (box, objects["panda_leftfinger"], objects["panda_rightfinger"]):
+        ob.abd_body.use_friction, ob.abd_body.friction = True, 0.8
+
+    # Colours (the URDF's visuals use .mtl materials, which the importer does not read).
     for k in range(8):
         objects[f"panda_link{k}"].color = (0.92, 0.92, 0.9, 1.0) if k % 2 else (0.35, 0.37, 0.4, 1.0)
     for name in ("panda_leftfinger", "panda_rightfinger"):
         objects[name].color = (0.95, 0.5, 0.1, 1.0)
 
-    # The links collide with each other (contact), except the two links of each joint (their
-    # Disable Collisions) and panda_link5 with panda_link7 and the opened fingers, whose collision
-    # meshes overlap at rest: panda_link5 goes into collision collection 1 only, panda_link7 and
-    # the fingers into 0 and 2, every other link into 0, 1 and 2.
+    # Contact: the fingers, the box and the table touch; the arm's links (whose collision meshes
+    # overlap at rest, panda_link5 with panda_link7) have Collision off.
     scene.abd_world.use_contact = True
     for ob in objects:
         if ob.abd_body.enabled:
-            members = {"panda_link5": (1,), "panda_link7": (0, 2), "panda_leftfinger": (0, 2),
-                       "panda_rightfinger": (0, 2)}.get(ob.name, (0, 1, 2))
-            ob.abd_body.collision_collections = [k in members for k in range(20)]
-    _blender.setup_stage(frames, camera_location=(1.2, -2.5, 0.5), camera_target=(0.25, 0.15, 0.33), lens=40.0)
+            ob.abd_body.use_collision = ob.name in ("panda_leftfinger", "panda_rightfinger", "Table", "Box")
+    _blender.setup_stage(frames, camera_location=(1.3, -1.6, 0.7), camera_target=(0.4, 0.0, 0.2), lens=40.0)
     scene.frame_set(1)
 
 
 if __name__ == "__main__":
-    _blender.run_example(build, "Build the Panda example rig", default_frames=72)
+    _blender.run_example(build, "Build the Panda example rig", default_frames=168)

@@ -20,8 +20,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: `import
 
 if TYPE_CHECKING:  # the public names as type checkers see them; at run time __getattr__ imports them
     from .scene import (
-        Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings,
-        SoftTransform,
+        Body, BodyContact, ContactSettings, Driving, Generic, Joint, Limit, MassOverride, Mesh, Scene, SceneError,
+        Settings, SoftTransform,
     )
     from .scene_io import load_scene
     from .simulation import Simulation, SolverError, simulate
@@ -29,14 +29,14 @@ if TYPE_CHECKING:  # the public names as type checkers see them; at run time __g
     from .numba_cache import cache_base as cache_base, source_stamp as source_stamp
 
 __all__ = [
-    "Body", "BodyContact", "ContactSettings", "Driving", "Joint", "Limit", "MassOverride", "Mesh", "Scene",
+    "Body", "BodyContact", "ContactSettings", "Driving", "Generic", "Joint", "Limit", "MassOverride", "Mesh", "Scene",
     "SceneError", "Settings", "SoftTransform", "Trajectory", "Simulation", "SolverError", "load_scene", "simulate",
 ]
 
 #: The module of each public name.
 _PUBLIC = {
-    **dict.fromkeys(("Body", "BodyContact", "ContactSettings", "Driving", "Joint", "Limit", "MassOverride", "Mesh",
-                     "Scene", "SceneError", "Settings", "SoftTransform"), "scene"),
+    **dict.fromkeys(("Body", "BodyContact", "ContactSettings", "Driving", "Generic", "Joint", "Limit", "MassOverride",
+                     "Mesh", "Scene", "SceneError", "Settings", "SoftTransform"), "scene"),
     "Trajectory": "trajectory", "load_scene": "scene_io",
     "simulate": "simulation", "Simulation": "simulation", "SolverError": "simulation",
     "cache_base": "numba_cache", "source_stamp": "numba_cache",

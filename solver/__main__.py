@@ -22,7 +22,7 @@ Commands:
     ``python -m abd_addon.batch --warm-up`` fills). Prints the cache folder; exit status 0, or 1
     if the solver fails on its warm-up scene (a bug).
 
-More commands (``import-urdf``) are added by registering a sub-parser in :func:`build_parser`
+More commands (``import-urdf``, ``import-mjcf``) are added by registering a sub-parser in :func:`build_parser`
 and a handler that returns the exit status.
 """
 
@@ -150,10 +150,12 @@ def _run(args: argparse.Namespace) -> int:
         substeps = int(trajectory.substeps)
         _error(
             f"time step {step} (frame {step // substeps + 1}, substep {step % substeps + 1} of {substeps}) "
-            f"was the first that did not converge within max_iterations = {scene.settings.max_iterations} "
-            f"(its last Newton step was {float(trajectory.residual[step]):.3g} times the tolerance); "
-            f"the trajectory was saved to {str(out)!r} anyway"
+            f"was the first that did not converge within max_iterations = {scene.settings.max_iterations}, "
+            f"even split down to 1/16 of a step (its last Newton step was {float(trajectory.residual[step]):.3g} "
+            f"times the tolerance); the trajectory was saved to {str(out)!r} anyway"
         )
+        for warning in trajectory.strain_warnings():
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
         return EXIT_SOLVER_FAILED
     for warning in trajectory.warnings():
         print(f"warning: {warning}", file=sys.stderr, flush=True)
@@ -244,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .urdf.command import add_parser as add_import_urdf_parser  # import-urdf (yourdfpy/trimesh load lazily)
 
     add_import_urdf_parser(commands)
+    from .mjcf.command import add_parser as add_import_mjcf_parser  # import-mjcf (mujoco loads lazily)
+
+    add_import_mjcf_parser(commands)
     return parser
 
 

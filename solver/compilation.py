@@ -97,6 +97,8 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
         if not len(term.bodies):
             continue
         module = sys.modules[type(term).bind.__module__]  # the fixed and spherical joints share one
+        if not hasattr(module, "_energy_kernel"):  # a term written in NumPy (the generic joint)
+            continue
         tasks.append(CompileTask(module._energy_kernel, functools.partial(term.energy, q, *inputs)))
         if hasattr(module, "_gradient_hessian_kernel"):  # the constant Hessians are formed in NumPy
             tasks.append(CompileTask(module._gradient_hessian_kernel,

@@ -27,6 +27,7 @@ from .constitutions import (
     DrivingPrismaticJoint,
     DrivingRevoluteJoint,
     FixedJoint,
+    GenericJoint,
     Kinetic,
     OrthoPotential,
     PrismaticJoint,
@@ -163,7 +164,7 @@ class Model:
             (fixed bodies repeat q0; dynamic rows are unused).
         corners: (bodies, 8, 3) body-local bounding-box corners, for the convergence test.
         kinetic, ortho, soft, revolute, prismatic, driving, prismatic_limit, prismatic_group,
-            revolute_limit, revolute_driving, fixed, spherical: one attribute per registered term
+            revolute_limit, revolute_driving, fixed, spherical, generic: one attribute per registered term
             (:data:`solver.constitutions.REGISTRY`), each built by its class from the scene
             (possibly with 0 elements): the single-body terms over the dynamic bodies, the joint
             terms with their ``joint_indices`` (n,) in ``scene.joints``.
@@ -195,6 +196,7 @@ class Model:
     revolute_driving: DrivingRevoluteJoint
     fixed: FixedJoint
     spherical: SphericalJoint
+    generic: GenericJoint
 
     def __init__(self, scene: Scene):
         settings = scene.settings

@@ -32,7 +32,7 @@ import numpy as np
 Series = Union[float, int, list, tuple, np.ndarray]
 
 MOTIONS = ("dynamic", "fixed", "animated")
-JOINT_TYPES = ("prismatic", "revolute", "fixed", "spherical")
+JOINT_TYPES = ("prismatic", "revolute", "fixed", "spherical", "generic")
 #: The joint types with an axis (``position0``, ``position1``); the others have one anchor (``position``).
 AXIS_JOINT_TYPES = ("prismatic", "revolute")
 #: The aim of a drive in position mode, per joint type.
@@ -252,6 +252,12 @@ class Driving:
         aim_angle: revolute target in the reported frame (raw + ``init_angle``), rad; any number
             of turns (10 pi is five turns).
         aim_velocity: target rate of the coordinate, m/s (prismatic) or rad/s (revolute).
+
+    Effort and speed limits (constants; None: unlimited):
+        max_force: the largest force a prismatic drive exerts, N, > 0.
+        max_torque: the largest torque a revolute drive exerts, N m, > 0.
+        max_speed: the fastest a drive moves its target, m/s or rad/s, > 0: a position aim is
+            approached at most this fast, an aim_velocity is clamped to it.
     """
 
     strength_ratio: Series = 100.0
@@ -260,16 +266,64 @@ class Driving:
     aim_distance: Optional[Series] = None
     aim_angle: Optional[Series] = None
     aim_velocity: Optional[Series] = None
+    max_force: Optional[float] = None
+    max_torque: Optional[float] = None
+    max_speed: Optional[float] = None
+
+
+#: The six coordinates of a generic joint, in order (docs/constitutions/generic_joint.md).
+GENERIC_COORDINATES = ("x", "y", "z", "angle_x", "angle_y", "angle_z")
+
+
+@dataclass
+class Generic:
+    """Generic joint (docs/constitutions/generic_joint.md): six coordinates, body j's
+    anchor along body i's joint axes (m) and the XYZ Euler angles of body j's joint axes relative
+    to body i's (rad), as Bullet's generic constraints; each may be locked, sprung, damped and
+    limited. Per-coordinate fields are 6 values in :data:`GENERIC_COORDINATES` order.
+
+    Attributes:
+        axes: (3, 3) rotation whose columns are the joint's x, y, z axes in the world at frame 0.
+        locked: 6 flags: the coordinate is held at its ``rest`` value by the joint's strength.
+        rest: 6 rest values of the locks and springs, m and rad.
+        stiffness: 6 spring stiffnesses k >= 0, N/m and N m/rad (0: no spring).
+        damping: 6 spring dampings c >= 0, N s/m and N m s/rad.
+        limited: 6 flags: the coordinate is kept between ``lower`` and ``upper``.
+        lower, upper: 6 limits each, m and rad (lower <= upper where limited).
+        limit_strength: s of the cubic limit penalty, J (as ``Limit.strength``), of the cone's too.
+        swing_limit: (Y, Z) half-angles in (0, π/2), rad, of an elliptical swing cone about the
+            ``cone_axes``' x, Y about their y and Z about their z (None: no cone).
+        twist_limit: with a cone, the half-angle T > 0, rad, of the twist about the cone's x
+            (None: no twist limit).
+        cone_axes: (3, 3) rotation, the cone's axes (columns) in the joint's axes: its x is the
+            cone's centre and the twist axis.
+        break_force: the force, N, past which a locked linear coordinate breaks the joint for
+            good (None: unbreakable).
+    """
+
+    axes: np.ndarray = field(default_factory=lambda: np.eye(3))
+    locked: tuple = (False,) * 6
+    rest: Union[tuple, np.ndarray] = (0.0,) * 6
+    stiffness: Union[tuple, np.ndarray] = (0.0,) * 6
+    damping: Union[tuple, np.ndarray] = (0.0,) * 6
+    limited: tuple = (False,) * 6
+    lower: Union[tuple, np.ndarray] = (0.0,) * 6
+    upper: Union[tuple, np.ndarray] = (0.0,) * 6
+    limit_strength: float = 1.0
+    swing_limit: Optional[tuple] = None
+    twist_limit: Optional[float] = None
+    cone_axes: np.ndarray = field(default_factory=lambda: np.eye(3))
+    break_force: Optional[float] = None
 
 
 @dataclass
 class Joint:
     """A joint between a left (parent, i) and right (child, j) body: revolute (#18), prismatic
-    (#20), fixed (#25) or spherical (#26).
+    (#20), fixed (#25), spherical (#26) or generic (ours, docs/constitutions/generic_joint.md).
 
     Attributes:
         name: unique name.
-        type: ``"prismatic"``, ``"revolute"``, ``"fixed"`` or ``"spherical"``.
+        type: ``"prismatic"``, ``"revolute"``, ``"fixed"``, ``"spherical"`` or ``"generic"``.
         l_body, r_body: body names (i = parent, j = child); they must differ.
         position0, position1: (3,) world points at frame 0 of a prismatic or revolute joint; the
             anchor and the end of the axis (t-hat runs from position0 to position1), m.
@@ -279,9 +333,14 @@ class Joint:
         init_angle: reported-angle offset of a revolute joint, rad.
         limit: #669 (prismatic) or #670 (revolute), or ``None``.
         driving: #21 (prismatic) or #19 (revolute) settings, or ``None``.
-        position: (3,) world anchor at frame 0 of a fixed or spherical joint, m; None on the others.
+        position: (3,) world anchor at frame 0 of a fixed, spherical or generic joint, m; None on
+            the others.
+        generic: a generic joint's coordinates (:class:`Generic`; None on the others, and on a
+            generic joint for one with every coordinate free).
         collide_connected: whether the two bodies touch each other when contact is on (default
             False, as Blender's rigid-body constraints' *Disable Collisions*).
+        damping: viscous damping of a prismatic (N s/m) or revolute (N m s/rad) joint's
+            coordinate, >= 0; 0 on a fixed or spherical joint.
     """
 
     name: str
@@ -297,6 +356,8 @@ class Joint:
     driving: Optional[Driving] = None
     position: Optional[np.ndarray] = None
     collide_connected: bool = False
+    damping: float = 0.0
+    generic: Optional[Generic] = None
 
 
 @dataclass

@@ -30,9 +30,8 @@ import numpy.typing as npt
 from .array_files import ArrayFile, ArrayFileError, ArrayShapeError, save_npz
 from .output_files import move_into_place, write_aside
 from .scene import (
-    AXIS_JOINT_TYPES, JOINT_TYPES, Body, BodyContact, ContactSettings, Driving, Joint, Limit, MassOverride, Mesh,
-    Scene, SceneError, Settings,
-    SoftTransform,
+    AXIS_JOINT_TYPES, JOINT_TYPES, Body, BodyContact, ContactSettings, Driving, Generic, Joint, Limit, MassOverride,
+    Mesh, Scene, SceneError, Settings, SoftTransform,
 )
 from .scene_validation import validate_scene
 
@@ -63,16 +62,19 @@ _MASS_KEYS = ("mass", "mass_center", "inertia")
 _SOFT_KEYS = ("strength_ratio", "aim_transform", "is_constrained")
 _JOINT_KEYS = (
     "name", "type", "l_body", "r_body", "position0", "position1", "position", "strength_ratio", "init_distance",
-    "init_angle", "limit", "driving", "collide_connected",
+    "init_angle", "limit", "driving", "collide_connected", "damping", "generic",
 )
 #: Keys that only some joint types take (each with those types).
 _JOINT_ONLY = {
     "init_angle": ("revolute",), "init_distance": ("prismatic",), "driving": ("prismatic", "revolute"),
     "limit": ("prismatic", "revolute"), "position0": ("prismatic", "revolute"), "position1": ("prismatic", "revolute"),
-    "position": ("fixed", "spherical"),
+    "position": ("fixed", "spherical", "generic"), "damping": ("prismatic", "revolute"), "generic": ("generic",),
 }
+_GENERIC_KEYS = ("axes", "locked", "rest", "stiffness", "damping", "limited", "lower", "upper", "limit_strength",
+                 "swing_limit", "twist_limit", "cone_axes", "break_force")
 _LIMIT_KEYS = ("lower", "upper", "strength")
-_DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity")
+_DRIVING_KEYS = ("strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity",
+                 "max_force", "max_torque", "max_speed")
 
 
 def _object(value: Any, where: str, field_name: str) -> dict:
@@ -186,12 +188,16 @@ def _joint_from_dict(data: Any, index: int) -> Joint:
         if key not in data:
             raise SceneError(f"{where}: {key}: missing required field")
     kwargs: dict = {key: data[key] for key in ("name", "type", "l_body", "r_body") + positions}
-    for key in ("strength_ratio", "init_distance", "init_angle", "collide_connected"):
+    for key in ("strength_ratio", "init_distance", "init_angle", "collide_connected", "damping"):
         kwargs.update(_optional(data, key))
     if data.get("limit") is not None:
         limit = _object(data["limit"], where, "limit")
         _check_keys(limit, where, "limit.", _LIMIT_KEYS)
         kwargs["limit"] = Limit(**{key: limit[key] for key in _LIMIT_KEYS if key in limit})
+    if data.get("generic") is not None:
+        generic = _object(data["generic"], where, "generic")
+        _check_keys(generic, where, "generic.", _GENERIC_KEYS)
+        kwargs["generic"] = Generic(**{key: generic[key] for key in _GENERIC_KEYS if key in generic})
     if data.get("driving") is not None:
         driving = _object(data["driving"], where, "driving")
         _check_keys(driving, where, "driving.", _DRIVING_KEYS)
@@ -427,8 +433,24 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
                 "upper": _series_value(joint.limit.upper),
                 "strength": _series_value(joint.limit.strength),
             }
+        if joint.generic is not None:
+            generic = joint.generic
+            entry["generic"] = {key: _plain(np.asarray(getattr(generic, key), dtype=np.float64))
+                                for key in ("axes", "rest", "stiffness", "damping", "lower", "upper")}
+            entry["generic"].update(locked=[bool(flag) for flag in generic.locked],
+                                    limited=[bool(flag) for flag in generic.limited],
+                                    limit_strength=float(generic.limit_strength))
+            if generic.swing_limit is not None:
+                entry["generic"].update(swing_limit=_plain(np.asarray(generic.swing_limit)),
+                                        cone_axes=_plain(np.asarray(generic.cone_axes)))
+            if generic.twist_limit is not None:
+                entry["generic"]["twist_limit"] = float(generic.twist_limit)
+            if generic.break_force is not None:
+                entry["generic"]["break_force"] = float(generic.break_force)
         if joint.collide_connected:
             entry["collide_connected"] = True
+        if joint.damping:
+            entry["damping"] = joint.damping
         if joint.driving is not None:
             entry["driving"] = {
                 "strength_ratio": _series_value(joint.driving.strength_ratio),
@@ -438,6 +460,9 @@ def scene_to_dict(scene: Scene, arrays: dict | None = None, inline_limit: int | 
             for key in ("aim_distance", "aim_angle", "aim_velocity"):
                 if getattr(joint.driving, key) is not None:
                     entry["driving"][key] = _series_value(getattr(joint.driving, key))
+            for key in ("max_force", "max_torque", "max_speed"):
+                if getattr(joint.driving, key) is not None:
+                    entry["driving"][key] = float(getattr(joint.driving, key))
         document["joints"].append(entry)
     return document
 

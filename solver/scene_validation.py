@@ -15,7 +15,7 @@ import numpy as np
 from .mesh_checks import ZERO_VOLUME, mesh_closure_problem, mesh_inside_out_problem
 from .scene import (
     AIM_KEYS, AXIS_JOINT_TYPES, COLLECTION_COUNT, CONTACT_SHAPES, DEVICES, JOINT_TYPES, MOTIONS, Body, BodyContact,
-    ContactSettings, Driving, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform,
+    ContactSettings, Driving, Generic, Joint, Limit, MassOverride, Mesh, Scene, SceneError, Settings, SoftTransform,
 )
 
 #: Largest accepted ``frame_count`` (a bound on the memory of the per-frame series).
@@ -778,7 +778,75 @@ def _validate_driving(driving, kind: str, frames: int, where: str) -> Optional[D
     else:
         aim = getattr(driving, aim_key)
         aims[aim_key] = _series(0.0 if aim is None else aim, (), frames, where, f"driving.{aim_key}")
-    return Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive, **aims)
+    effort_key = "max_force" if kind == "prismatic" else "max_torque"
+    other_key = "max_torque" if kind == "prismatic" else "max_force"
+    if getattr(driving, other_key) is not None:
+        raise _fail(where, f"driving.{other_key}", f"is for {'revolute' if kind == 'prismatic' else 'prismatic'} "
+                    f"joints; a {kind} joint's drive is limited with {effort_key}")
+    caps = {}
+    for key in (effort_key, "max_speed"):
+        value = getattr(driving, key)
+        if value is not None:
+            value = _number(value, where, f"driving.{key}")
+            if not value > 0.0:
+                raise _fail(where, f"driving.{key}", f"must be > 0 (or null for no limit), got {value}")
+            caps[key] = value
+    validated = Driving(strength_ratio=strength, is_constrained=constrained, is_passive=passive)
+    for key, value in {**aims, **caps}.items():
+        setattr(validated, key, value)
+    return validated
+
+
+def _flags(value, where: str, field_name: str) -> tuple:
+    """Six true/false values."""
+    if not isinstance(value, (list, tuple, np.ndarray)) or len(value) != 6:
+        raise _fail(where, field_name, f"must be a list of 6 true/false values, got {_type_name(value)}")
+    return tuple(_flag(item, where, f"{field_name}[{k}]") for k, item in enumerate(value))
+
+
+def _validate_generic(generic, where: str) -> Generic:
+    """A generic joint's validated coordinates (:class:`Generic`), every array float64 (6,) or (3, 3)."""
+    if generic is None:
+        return Generic()
+    if not isinstance(generic, Generic):
+        raise _fail(where, "generic", f"must be a Generic or None, got {_type_name(generic)}")
+    rotations = {}
+    for name in ("axes", "cone_axes"):
+        matrix = _fixed_array(getattr(generic, name), (3, 3), where, f"generic.{name}")
+        if not (np.allclose(matrix.T @ matrix, np.eye(3), atol=RIGID_TOLERANCE) and np.linalg.det(matrix) > 0.0):
+            raise _fail(where, f"generic.{name}", "must be a rotation (orthonormal columns, determinant +1)")
+        rotations[name] = matrix
+    swing: Optional[tuple] = None
+    twist = None
+    if generic.swing_limit is not None:
+        half_angles = _fixed_array(generic.swing_limit, (2,), where, "generic.swing_limit")
+        if not np.all((half_angles > 0.0) & (half_angles < np.pi / 2)):
+            raise _fail(where, "generic.swing_limit",
+                        f"half-angles must lie in (0, π/2) rad, got {half_angles.tolist()}")
+        swing = (float(half_angles[0]), float(half_angles[1]))
+    if generic.twist_limit is not None:
+        if swing is None:
+            raise _fail(where, "generic.twist_limit", "is the twist of a swing cone: give swing_limit too")
+        twist = _positive(_number(generic.twist_limit, where, "generic.twist_limit"), where, "generic.twist_limit",
+                          " rad")
+    values = {name: _fixed_array(getattr(generic, name), (6,), where, f"generic.{name}")
+              for name in ("rest", "stiffness", "damping", "lower", "upper")}
+    for name in ("stiffness", "damping"):
+        if np.any(values[name] < 0.0):
+            raise _fail(where, f"generic.{name}", f"must be >= 0, got {values[name].tolist()}")
+    limited = _flags(generic.limited, where, "generic.limited")
+    for k in range(6):
+        if limited[k] and values["lower"][k] > values["upper"][k]:
+            raise _fail(where, f"generic.lower[{k}]", f"lower {values['lower'][k]} > upper {values['upper'][k]}")
+    strength = _number(generic.limit_strength, where, "generic.limit_strength")
+    if strength < 0.0:
+        raise _fail(where, "generic.limit_strength", f"must be >= 0, got {strength}")
+    break_force = None
+    if generic.break_force is not None:
+        break_force = _positive(_number(generic.break_force, where, "generic.break_force"), where,
+                                "generic.break_force", " N")
+    return Generic(locked=_flags(generic.locked, where, "generic.locked"), limited=limited, limit_strength=strength,
+                   swing_limit=swing, twist_limit=twist, break_force=break_force, **rotations, **values)
 
 
 def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
@@ -829,13 +897,22 @@ def _validate_joint(joint, index: int, frames: int, bodies: dict) -> Joint:
         for key, present in given.items():
             if present:
                 raise _fail(where, key, f"is for prismatic and revolute joints, not for a {joint.type} joint")
+    damping = _number(joint.damping, where, "damping")
+    if damping < 0.0:
+        raise _fail(where, "damping", f"must be >= 0, got {damping}")
+    if damping and joint.type not in AXIS_JOINT_TYPES:
+        raise _fail(where, "damping", f"is for prismatic and revolute joints, not for a {joint.type} joint")
+    if joint.generic is not None and joint.type != "generic":
+        raise _fail(where, "generic", f"is for generic joints, not for a {joint.type} joint")
+    generic = _validate_generic(joint.generic, where) if joint.type == "generic" else None
     limit = _validate_limit(joint.limit, frames, where)
     driving = None if joint.driving is None else _validate_driving(joint.driving, joint.type, frames, where)
     return Joint(
         name=joint.name, type=joint.type, l_body=joint.l_body, r_body=joint.r_body,
         position0=position0, position1=position1, strength_ratio=strength,
         init_distance=init_distance, init_angle=init_angle, limit=limit, driving=driving, position=position,
-        collide_connected=_flag(joint.collide_connected, where, "collide_connected"),
+        collide_connected=_flag(joint.collide_connected, where, "collide_connected"), damping=damping,
+        generic=generic,
     )
 
 

@@ -41,7 +41,7 @@ from .joint_state import JointState
 from .model import Model
 from .newton import NewtonFailure, solve_contact_step, solve_step
 from .potential import IncrementalPotential, row_selector
-from .scene import ContactSettings, Scene
+from .scene import ContactSettings, Driving, Scene
 from .scene_validation import scene_notes, validate_scene
 from .trajectory import Trajectory
 
@@ -375,6 +375,7 @@ class Simulation:
             notes=np.array(scene_notes(scene), dtype=str),
             contact_distance=self._contact_distance,
             contact_count=self._contact_count,
+            broken_frame=self._stepper.broken_frame.copy(),
             frame_rate=float(scene.settings.frame_rate),
             substeps=int(scene.settings.substeps),
         )
@@ -416,6 +417,8 @@ class _Stepper:
             np.array([joint.init_angle for joint in joints], dtype=np.float64),
         )
         self.joints.reset(model, self.q)
+        #: (joints,) the frame in which each breakable joint broke (NaN: not broken, or unbreakable).
+        self.broken_frame = np.full(len(joints), np.nan)
         self.has_limits = bool(len(model.revolute_limit.joint_indices) or len(model.prismatic_limit.joint_indices))
         self.dynamic = row_selector(np.flatnonzero(model.dynamic))
         # The prescribed bodies whose q changes over the run (animated ones); fixed bodies keep
@@ -433,6 +436,16 @@ class _Stepper:
                 (model.revolute_driving, control.revolute_driving, "aim_angle", self.joints.init_angle,
                  self.joints.raw_angle))
         )
+        # Effort caps and damping in the incremental potential's units (docs/constitutions/drive_effort.md):
+        # a revolute drive's one coordinate takes the whole torque, each of a prismatic drive's two
+        # sides half the force.
+        for (term, inputs, _, _, _), effort_key, share in zip(self.drives, ("max_force", "max_torque"), (0.5, 1.0)):
+            drivings = [joints[k].driving for k in term.joint_indices]
+            effort = np.array([np.inf if d is None or getattr(d, effort_key) is None else getattr(d, effort_key)
+                               for d in drivings], dtype=np.float64)
+            inputs.cap = share * effort * self.dt * self.dt
+            inputs.damping = share * self.dt * np.array([joints[k].damping for k in term.joint_indices],
+                                                        dtype=np.float64)
         self.limit_series = {}
         for key, extra in (("prismatic", model.prismatic_limit), ("revolute", model.revolute_limit)):
             limits = [joints[k].limit for k in extra.joint_indices]
@@ -544,11 +557,13 @@ class _Stepper:
         return False
 
     def set_dt(self, potential: IncrementalPotential, dt: float) -> None:
-        """Make the steps that follow ``dt`` s long (the OrthoPotential's dt^2 scale with it; a
-        factorisation kept from a step of another dt is not reused)."""
+        """Make the steps that follow ``dt`` s long (the OrthoPotential's dt^2 and the generic
+        joints' spring and damping scales with it; a factorisation kept from a step of another dt
+        is not reused)."""
         if dt != self.dt:
             self.dt = dt
             self.model.ortho.dt = dt
+            self.model.generic.dt = dt
             potential.factorization_reusable = False
 
     def advance(self, potential: IncrementalPotential, frame: int, begin: float, end: float, dt: float,
@@ -598,7 +613,22 @@ class _Stepper:
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
                             turning=turning)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
+        self._break_joints(frame)
         return result, self.joints.commit(model, self.q)
+
+    def _break_joints(self, frame: int) -> None:
+        """Release for good the generic joints whose locked linear coordinates carry more than
+        their break force at the step's end (:meth:`GenericJoint.constraint_force`), as Bullet
+        disables a constraint whose impulse passes its threshold; record the frame."""
+        generic = self.model.generic
+        if not np.isfinite(generic.break_force).any():
+            return
+        active = self.control.generic.active
+        force = generic.constraint_force(self.q)
+        broken = (active > 0.0) & (force > generic.break_force)
+        if broken.any():
+            active[broken] = 0.0
+            self.broken_frame[generic.joint_indices[broken]] = frame
 
     def _set_step_inputs(self, frame: int, ratio: float) -> np.ndarray:
         """Put the step's targets, prediction q_tilde and lagged joint values into the control;
@@ -611,9 +641,13 @@ class _Stepper:
         for term, inputs, drive, init, raw in self.drives:
             if len(term.joint_indices):
                 inputs.target = drive.target(raw[term.joint_indices], init[term.joint_indices], dt)
+        if len(model.driving.joint_indices):  # the step start of the prismatic damping
+            control.driving.start = self.joints.raw_distance[model.driving.joint_indices].copy()
         # The step start of the unwrapped angle.
         self._lag_angle(model.revolute_limit.joint_indices, control.revolute_limit)
         self._lag_angle(model.revolute_driving.joint_indices, control.revolute_driving)
+        if len(model.generic.joint_indices):  # the step start of the generic joints' damping
+            control.generic.x_t = model.generic.coordinates(self.q)
         return start
 
     def _lag_angle(self, joint_indices: np.ndarray,
@@ -648,6 +682,7 @@ class _Stepper:
             if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
                 self.q[self.pulled] = poses
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
+        self._break_joints(frame)
         return result, self.joints.commit(model, self.q)
 
 
@@ -658,12 +693,14 @@ class _DriveSeries:
     frames) each, and the current step's aims.
 
     Args:
-        drivings: the validated :class:`solver.scene.Driving` of each drive, in the order of its term.
+        drivings: the validated :class:`solver.scene.Driving` of each drive, in the order of its
+            term; None for a joint that has the term only for its damping (disabled drive).
         aim_key: ``"aim_distance"`` or ``"aim_angle"``, the position aim of this kind.
         frames: frame_count + 1.
 
     Attributes:
         strength_ratio, is_constrained, is_passive: (drives, frames).
+        max_speed: (drives,) the speed limit, m/s or rad/s (inf: none).
         aim: (drives, frames) the position aim in the reported frame (zeros in velocity mode), m or rad.
         velocity: (drives, frames) aim_velocity (zeros in position mode), m/s or rad/s.
         by_velocity: (drives,) bool, whether each drive is in velocity mode.
@@ -673,6 +710,9 @@ class _DriveSeries:
 
     def __init__(self, drivings: list, aim_key: str, frames: int):
         count, zeros = len(drivings), np.zeros(frames)
+        drivings = [Driving(strength_ratio=zeros, is_constrained=zeros, is_passive=zeros, aim_velocity=zeros)
+                    if d is None else d for d in drivings]
+        self.max_speed = np.array([np.inf if d.max_speed is None else d.max_speed for d in drivings], dtype=float)
 
         def series(values: list) -> np.ndarray:
             return np.array(values, dtype=np.float64).reshape(count, frames)
@@ -691,8 +731,12 @@ class _DriveSeries:
         and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
         coordinate (docs/constitutions/21_driving_prismatic_joint.md, 19_driving_revolute_joint.md); a velocity drive
         aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
-        the offset."""
-        moved = np.where(self.by_velocity, committed + dt * self.step_velocity, self.step_aim - init)
+        the offset. A speed limit keeps the target within dt times ``max_speed`` of the committed
+        coordinate."""
+        step = dt * self.max_speed
+        velocity = np.clip(self.step_velocity, -self.max_speed, self.max_speed)
+        moved = np.where(self.by_velocity, committed + dt * velocity,
+                         np.clip(self.step_aim - init, committed - step, committed + step))
         return np.where(self.passive, committed, moved)
 
 

@@ -17,7 +17,7 @@ from .scene_validation import MAX_TIME_STEPS, MAX_TRAJECTORY_VALUES
 MAX_FILE_BYTES = 8 * (MAX_TRAJECTORY_VALUES + 4 * MAX_TIME_STEPS)
 #: Fields that files written before they existed lack (:meth:`Trajectory.load` fills them in).
 OPTIONAL_FIELDS = ("fast_rotation", "residual", "scene_digest", "rotation", "contact_distance", "contact_count",
-                   "step_pieces", "strain", "keyed_overlap", "notes")
+                   "step_pieces", "strain", "keyed_overlap", "notes", "broken_frame")
 #: Largest affine strain of a body (max |s_i - 1| over the singular values of its A) that its
 #: keys, rigid poses, may drop without a warning (:meth:`Trajectory.warnings`).
 STRAIN_TOLERANCE = 1e-3
@@ -84,6 +84,8 @@ class Trajectory:
             whose keyed rigid poses intersect at each frame, "" where none do (or contact is off).
         notes: (n,) sentences about the scene the run read as it was not given (a mesh turned
             the right way round).
+        broken_frame: (joints,) the frame in which each breakable generic joint broke (counting
+            from frame 0), NaN for a joint that held or cannot break (all NaN when not given).
     """
 
     transforms: np.ndarray
@@ -106,6 +108,7 @@ class Trajectory:
     strain: Optional[np.ndarray] = None
     keyed_overlap: Optional[np.ndarray] = None
     notes: Optional[np.ndarray] = None
+    broken_frame: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
         frames = len(self.transforms)
@@ -117,6 +120,8 @@ class Trajectory:
             self.keyed_overlap = np.full(frames, "", dtype=str)
         if self.notes is None:
             self.notes = np.zeros(0, dtype=str)
+        if self.broken_frame is None:
+            self.broken_frame = np.full(len(self.joint_names), np.nan)
         if self.rotation is None:  # no fixed or spherical joint readouts given
             self.rotation = np.full(np.shape(self.angle) + (3,), np.nan)
         if self.contact_distance is None:  # contact off, or a file from before contact

@@ -109,7 +109,8 @@ TRANSLATED = {
     "BodyContact": {"enable", "friction", "shape", "collections"},
     "SoftTransform": {"strength_ratio", "aim_transform", "is_constrained"},
     "Joint": {"name", "type", "l_body", "r_body", "position0", "position1", "strength_ratio", "init_distance",
-              "init_angle", "limit", "driving", "position", "collide_connected"},
+              "init_angle", "limit", "driving", "position", "collide_connected",
+              "generic"},  # a generic joint itself is refused by unsupported()
     "Limit": {"lower", "upper", "strength"},
     "Driving": {"strength_ratio", "is_constrained", "is_passive", "aim_distance", "aim_angle", "aim_velocity"},
 }
@@ -133,7 +134,10 @@ def untranslated(part: Any, where: str) -> list[str]:
             default = None
         value = getattr(part, field.name)
         try:
-            same = bool(np.array_equal(np.asarray(value), np.asarray(default))) if default is not None else False
+            if default is None:
+                same = value is None
+            else:
+                same = bool(np.array_equal(np.asarray(value), np.asarray(default)))
         except (TypeError, ValueError):
             same = value == default
         if not same:
@@ -156,6 +160,9 @@ def unsupported(scene: Scene) -> list[str]:
             if extra is not None:
                 found += untranslated(extra, f"joint {joint.name!r}: {type(extra).__name__.lower()}")
     for joint in scene.joints:
+        if joint.type == "generic":
+            found.append(f"joint {joint.name!r}: a generic joint (libuipc has no constitution with its locks, "
+                         "springs, limits and cone)")
         if joint.driving is not None and joint.driving.aim_velocity is not None:
             found.append(f"joint {joint.name!r}: a drive by velocity (aim_velocity; libuipc's drives aim at a "
                          "position)")
@@ -175,6 +182,9 @@ def import_uipc():
         import uipc
     except Exception as error:  # ImportError, or a broken install (a missing shared library)
         raise UipcUnavailable(f"libuipc is not available ({type(error).__name__}: {error}); {UIPC_HINT}") from error
+    if not hasattr(uipc, "Engine"):  # another module named uipc first on the path (a folder named so)
+        raise UipcUnavailable(f"the module 'uipc' found at {getattr(uipc, '__file__', '?')!r} is not libuipc's; "
+                              f"{UIPC_HINT}")
     return uipc
 
 

@@ -172,6 +172,9 @@ def plot_example(name: str, data: dict, steps: dict, path: Path) -> None:
             for k, (joint, record) in enumerate(revolute.items()):
                 color = colors[(k + len(prismatic)) % len(colors)]
                 axis.plot(frames, np.degrees(record["values"]), color=color, label=f"{joint} abd_angle")
+                if record["aim"]:
+                    axis.plot(frames, np.degrees(record["aim"]), color=color, linestyle="--", linewidth=1,
+                              label=f"{joint} aim_angle (drive)")
                 if record["limit"]["use"]:
                     for bound in _bounds(record):
                         axis.axhline(np.degrees(bound), color=color, linestyle=":", linewidth=1)

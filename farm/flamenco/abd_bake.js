@@ -24,8 +24,8 @@ const JOB_TYPE = {
             description: "Each baked file is saved as OUT_DIR/<its file name> (made if missing)",
         },
         {
-            key: "device", type: "string", choices: ["cpu", "cupy"], default: "cpu",
-            description: "Where the solver solves (cupy: an NVIDIA GPU through CuPy on the Worker)",
+            key: "device", type: "string", choices: ["cpu", "cupy", "libuipc"], default: "cpu",
+            description: "Where the solver solves (cupy: an NVIDIA GPU through CuPy on the Worker; libuipc: the scene run by libuipc on the Worker's NVIDIA GPU, pyuipc installed)",
         },
         {
             key: "python", type: "string", default: "{abd_python}", visible: false,

@@ -25,6 +25,7 @@ from .base import Constitution, Registration
 from .driving_prismatic_joint import DrivingPrismaticJoint, DrivingPrismaticJointInput
 from .driving_revolute_joint import DrivingRevoluteJoint, DrivingRevoluteJointInput
 from .fixed_joint import FixedJoint
+from .generic_joint import GenericJoint, GenericJointInput
 from .kinetic import Kinetic, KineticInput
 from .ortho_potential import OrthoPotential
 from .prismatic_group import PrismaticJointGroup
@@ -50,12 +51,13 @@ REGISTRY: tuple[Registration, ...] = (
     Registration("revolute_driving", DrivingRevoluteJoint),
     Registration("fixed", FixedJoint),
     Registration("spherical", SphericalJoint),
+    Registration("generic", GenericJoint),
 )
 
 __all__ = [
     "REGISTRY", "Constitution", "Registration",
     "DrivingPrismaticJoint", "DrivingPrismaticJointInput", "DrivingRevoluteJoint", "DrivingRevoluteJointInput",
-    "FixedJoint", "Kinetic", "KineticInput", "OrthoPotential", "PrismaticJoint", "PrismaticJointGroup",
-    "PrismaticJointLimit", "PrismaticJointLimitInput", "RevoluteJoint", "RevoluteJointLimit",
+    "FixedJoint", "GenericJoint", "GenericJointInput", "Kinetic", "KineticInput", "OrthoPotential", "PrismaticJoint",
+    "PrismaticJointGroup", "PrismaticJointLimit", "PrismaticJointLimitInput", "RevoluteJoint", "RevoluteJointLimit",
     "RevoluteJointLimitInput", "SoftTransformConstraint", "SoftTransformConstraintInput", "SphericalJoint",
 ]

@@ -54,7 +54,8 @@ from .prismatic_joint_limit import (
 
 @kernel
 def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness, drive_stiffness, drive_target,
-                             limited, lower, upper, strength, exact, projection, gradient, hessian):
+                             drive_cap, drive_damping, drive_start, limited, lower, upper, strength, exact, projection,
+                             gradient, hessian):
     # Reused by every element.
     scratch = mapping_scratch(axis_jacobian.shape[1], axis_jacobian.shape[2])
     q_element, F, gradient_F, hessian_F = np.empty(24), np.empty(9), np.empty(9), np.empty((9, 9))
@@ -69,16 +70,20 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
             hessian_F[:, :] = 0.0
             add_cross_terms_gradient_F(F, stiffness[e], gradient_F)
             add_cross_terms_hessian_F(F, stiffness[e], projection, hessian_F)
-            if drive_stiffness[e] != 0.0:  # driving present and enabled
-                add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], gradient_F)
-                add_driving_hessian_F(F, drive_stiffness[e], drive_target[e], projection, hessian_F)
+            if drive_stiffness[e] != 0.0 or drive_damping[e] != 0.0:  # driving enabled or damping
+                add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], drive_cap[e], drive_damping[e],
+                                       drive_start[e], gradient_F)
+                add_driving_hessian_F(F, drive_stiffness[e], drive_target[e], drive_cap[e], drive_damping[e],
+                                      drive_start[e], projection, hessian_F)
             if limited[e]:
                 add_limit_projected_derivatives_F(F, lower[e], upper[e], strength[e], distance_gradient,
                                                   gradient_F, hessian_F)
         else:
             gradient_F, hessian_F = cross_terms_derivatives_F(F, stiffness[e], exact)
-            if drive_stiffness[e] != 0.0:
-                drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e], exact)
+            if drive_stiffness[e] != 0.0 or drive_damping[e] != 0.0:
+                drive_gradient, drive_hessian = driving_derivatives_F(F, drive_stiffness[e], drive_target[e],
+                                                                      drive_cap[e], drive_damping[e], drive_start[e],
+                                                                      exact)
                 add_derivatives(gradient_F, hessian_F, drive_gradient, drive_hessian)
             if limited[e]:
                 active, limit_gradient, limit_hessian = limit_derivatives_F(F, lower[e], upper[e], strength[e], exact)
@@ -90,7 +95,7 @@ def _gradient_hessian_kernel(q, bodies, axis_jacobian, frame_jacobian, stiffness
 
 @kernel
 def _energy_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, drive_stiffness, drive_target,
-                   limited, lower, upper, strength):
+                   drive_cap, drive_damping, drive_start, limited, lower, upper, strength):
     total = 0.0
     F, no_gradient = np.empty(9), np.empty((0, 24))  # reused by every element
     for e in range(bodies.shape[0]):
@@ -98,8 +103,9 @@ def _energy_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, d
         axis_F_into(q, i, j, anchor_i, anchor_j, frame_i, frame_j, e, F)
         total += (cross_terms_energy_F(F, stiffness[e])
                   + frame_terms_into(q, i, j, frame_i, frame_j, e, stiffness[e], no_gradient))
-        if drive_stiffness[e] != 0.0:
-            total += driving_energy_F(F, drive_stiffness[e], drive_target[e])
+        if drive_stiffness[e] != 0.0 or drive_damping[e] != 0.0:
+            total += driving_energy_F(F, drive_stiffness[e], drive_target[e], drive_cap[e], drive_damping[e],
+                                      drive_start[e])
         if limited[e]:
             total += penalty(distance_F(F), lower[e], upper[e], strength[e])[0]
     return total
@@ -107,7 +113,7 @@ def _energy_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, d
 
 @kernel
 def _gradient_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness, drive_stiffness, drive_target,
-                     limited, lower, upper, strength, gradient):
+                     drive_cap, drive_damping, drive_start, limited, lower, upper, strength, gradient):
     F, gradient_F = np.empty(9), np.empty(9)  # reused by every element
     for e in range(bodies.shape[0]):
         i, j = bodies[e, 0], bodies[e, 1]
@@ -115,8 +121,9 @@ def _gradient_kernel(q, bodies, anchor_i, anchor_j, frame_i, frame_j, stiffness,
         for r in range(9):
             gradient_F[r] = 0.0
         add_cross_terms_gradient_F(F, stiffness[e], gradient_F)
-        if drive_stiffness[e] != 0.0:
-            add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], gradient_F)
+        if drive_stiffness[e] != 0.0 or drive_damping[e] != 0.0:
+            add_driving_gradient_F(F, drive_stiffness[e], drive_target[e], drive_cap[e], drive_damping[e],
+                                   drive_start[e], gradient_F)
         if limited[e]:
             _, first, _ = penalty(distance_F(F), lower[e], upper[e], strength[e])
             if first != 0.0:

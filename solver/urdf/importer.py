@@ -21,7 +21,7 @@ import numpy as np
 
 from ..mass import mesh_mass_properties, mesh_volume
 from ..mesh_checks import mesh_closure_problem, mesh_inside_out_problem
-from ..scene import Body, Joint, MassOverride, Mesh, Scene, SceneError, Settings
+from ..scene import Body, Driving, Joint, MassOverride, Mesh, Scene, SceneError, Settings
 from ..scene_validation import MAX_MAGNITUDE, validate_scene
 from .geometry import (
     CYLINDER_SECTIONS, PLACEHOLDER_SIZE, SPHERE_SUBDIVISIONS, box_trimesh, inertia_box, inertia_ok, joint_motion,
@@ -33,6 +33,8 @@ from .results import UrdfBody, UrdfError, UrdfImport, UrdfJoint, UrdfWarning, Vi
 
 #: Joint strength ratio gamma (K = gamma (m_i + m_j)) written to every joint unless given.
 DEFAULT_STRENGTH_RATIO = 100.0
+#: Drive strength ratio of the (disabled) drive that carries a joint's effort and speed limits.
+DEFAULT_DRIVE_STRENGTH_RATIO = 100.0
 #: Mass of a massless non-root group as a fraction of the lightest massive group.
 MASSLESS_FRACTION = 1.0e-3
 #: Mass (kg) of a massless non-root group when no group has mass.
@@ -40,7 +42,7 @@ MASSLESS_FALLBACK = 1.0e-3
 #: Joint types that become solver joints.
 MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
 #: Joint types accepted in a file.
-KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar")
+KNOWN_TYPES = MOVABLE_TYPES + ("fixed", "floating", "planar", "spherical")
 
 
 def scene_from_urdf(
@@ -285,12 +287,12 @@ class _Importer:
             where = f"joint {joint.name!r}"
             if joint.name in self.joints:
                 raise self.error(f"{where} is defined twice")
-            if joint.type not in KNOWN_TYPES + ("spherical",):
+            if joint.type not in KNOWN_TYPES:
                 raise self.error(f"{where}: unknown joint type {joint.type!r} (URDF types: {', '.join(KNOWN_TYPES)})")
-            if joint.type in ("planar", "spherical"):
+            if joint.type == "planar":
                 raise self.error(
-                    f"{where}: {joint.type} joints are not supported (only revolute, continuous, prismatic, fixed "
-                    "and floating)"
+                    f"{where}: planar joints are not supported (only revolute, continuous, prismatic, spherical, "
+                    "fixed and floating)"
                 )
             for side in ("parent", "child"):
                 name = getattr(joint, side)
@@ -427,6 +429,28 @@ class _Importer:
                       f"is capped at {MAX_MAGNITUDE:g} J, so the joint stops more softly at its bounds than in a "
                       f"window narrower than {(MAX_MAGNITUDE / self.limit_strength) ** (1.0 / 3.0):.3g}")
         return lower, upper
+
+    def _motor(self, joint, scene_joint: Joint) -> None:
+        """``<dynamics damping>`` as the joint's damping; ``<limit effort velocity>`` as the effort
+        and speed limits of a drive that is off (is_constrained 0) until a user enables it. Dry
+        ``<dynamics friction>`` has no counterpart (warned)."""
+        dynamics = joint.dynamics
+        if dynamics is not None:
+            if dynamics.damping is not None and float(dynamics.damping) > 0.0:
+                scene_joint.damping = float(dynamics.damping)
+            if dynamics.friction is not None and float(dynamics.friction) > 0.0:
+                self.warn(f"joint {joint.name!r}: <dynamics friction={float(dynamics.friction):g}> (dry joint "
+                          "friction) is not supported; imported without it")
+        limit = joint.limit
+        effort = None if limit is None or limit.effort is None else float(limit.effort)
+        speed = None if limit is None or limit.velocity is None else float(limit.velocity)
+        effort = effort if effort is not None and math.isfinite(effort) and effort > 0.0 else None
+        speed = speed if speed is not None and math.isfinite(speed) and speed > 0.0 else None
+        if effort is not None or speed is not None:
+            key = "max_force" if joint.type == "prismatic" else "max_torque"
+            scene_joint.driving = Driving(strength_ratio=DEFAULT_DRIVE_STRENGTH_RATIO, is_constrained=0,
+                                          max_speed=speed)
+            setattr(scene_joint.driving, key, effort)
 
     # -- groups, mass and shape -----------------------------------------------------------------
 
@@ -755,6 +779,11 @@ class _Importer:
                              parent_body=parent_body, child_body=child_body, imported=False,
                              mimic=joint.mimic.joint if joint.mimic is not None else None)
             joint_infos.append(info)
+            if joint.type == "spherical":  # PyBullet's extension: a ball joint at the child's origin
+                info.imported = True
+                joints.append(Joint(name=joint.name, type="spherical", l_body=parent_body, r_body=child_body,
+                                    position=self.world[joint.child][:3, 3].copy(), strength_ratio=self.strength_ratio))
+                continue
             if joint.type not in MOVABLE_TYPES:
                 continue
             q, qd, axis = self.q[joint.name], self.qd[joint.name], self.axes[joint.name]
@@ -777,6 +806,7 @@ class _Importer:
                 if lower is not None:
                     strength = scaled_limit_strength(self.limit_strength, lower, upper)
                     scene_joint.limit = revolute_limit(lower, upper, q, strength)
+            self._motor(joint, scene_joint)
             joints.append(scene_joint)
 
         scene = Scene(settings=settings, bodies=bodies, joints=joints)

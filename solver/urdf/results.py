@@ -70,7 +70,7 @@ class UrdfJoint:
 
     Attributes:
         name: URDF joint name (the scene joint has the same name when ``imported``).
-        type: URDF type (``revolute``, ``continuous``, ``prismatic``, ``fixed``, ``floating``).
+        type: URDF type (``revolute``, ``continuous``, ``prismatic``, ``spherical``, ``fixed``, ``floating``).
         parent, child: URDF link names.
         parent_body, child_body: scene body names.
         imported: True when the scene has a joint of this name.

@@ -125,7 +125,8 @@ def test_every_constraint_type_converts_to_its_joint_axis_and_limit(addon):
     body = pairs[0][1].abd_body
     assert (body.use_friction, body.collision_shape) == (True, "CONVEX_HULL")
     assert body.friction == pytest.approx(0.8) and tuple(body.collision_collections)[:4] == (True, False, False, True)
-    assert pairs[1][1].abd_body.collision_shape == "MESH"  # a Box collides as the mesh
+    assert pairs[1][1].abd_body.collision_shape == "CONVEX_HULL"  # a Box collides as its hull
+    assert bpy.context.scene.abd_world.use_contact  # Bullet's bodies collide
     assert converted(pairs[0][2]).abd_joint.disable_collisions
     assert not converted(pairs[1][2]).abd_joint.disable_collisions
     job = addon.bake.BakeJob(bpy.context.scene)
@@ -141,7 +142,7 @@ def test_a_motor_becomes_a_velocity_drive_on_the_joint_of_its_two_objects(addon)
     wheel = rigid_box("Wheel", (0.5, 0.0, 0.0))
     hinge = connect(base, wheel, "HINGE", rotation=(math.pi / 2, 0.0, 0.0))  # axis along world -Y
     motor = connect(base, wheel, "MOTOR", rotation=(0.0, 0.0, math.pi / 2),  # X along world +Y: reversed
-                    use_motor_ang=True, motor_ang_target_velocity=3.0)
+                    use_motor_ang=True, motor_ang_target_velocity=3.0, motor_ang_max_impulse=0.05)
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}
     joints = sorted(ob.name for ob in bpy.data.objects if ob.abd_joint.enabled)
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}  # again: nothing changes
@@ -149,44 +150,101 @@ def test_a_motor_becomes_a_velocity_drive_on_the_joint_of_its_two_objects(addon)
     assert (base.abd_body.motion, wheel.abd_body.motion) == ("FIXED", "DYNAMIC")
     drive = converted(hinge).abd_joint.drive
     assert (drive.is_constrained, drive.mode) == (True, "VELOCITY")
-    assert drive.aim_velocity == pytest.approx(-3.0)
+    assert drive.aim_velocity == pytest.approx(3.0)  # Bullet turns object 2 at −3 rad/s about the motor's X
+    # 0.05 N m s per Bullet substep of 1 / (24 fps x 10 substeps) s: 12 N m.
+    world = bpy.context.scene.rigidbody_world
+    substep = world.time_scale / (bpy.context.scene.render.fps * world.substeps_per_frame)
+    assert drive.max_torque == pytest.approx(0.05 / substep)
     assert not motor.rigid_body_constraint.enabled and f"ABD_{motor.name}" not in bpy.data.objects
 
 
-def test_constraints_without_a_joint_are_named_and_left_as_they_are(addon):
+def test_springs_pistons_breakable_and_limited_constraints_become_generic_joints(addon):
     clear_objects()
     base = rigid_box("Base", (0.0, 0.0, 0.0), passive=True)
-    children = [rigid_box(f"Child{k}", (0.5 + k, 0.0, 0.0)) for k in range(6)]
-    kept = {
-        "spring": connect(base, children[0], "GENERIC_SPRING", use_spring_x=True),
-        "piston": connect(base, children[1], "PISTON"),
-        "breakable": connect(base, children[2], "HINGE", use_breaking=True),
+    children = [rigid_box(f"Child{k}", (0.5 + k, 0.0, 0.0)) for k in range(5)]
+    for child in children:
+        child.rigid_body.mass = 2.0
+    made = {
+        "spring": connect(base, children[0], "GENERIC_SPRING", spring_type="SPRING2", use_spring_z=True,
+                          spring_stiffness_z=40.0, spring_damping_z=0.3, **generic(lin_locked="xy")),
+        "piston": connect(base, children[1], "PISTON", use_limit_lin_x=True, limit_lin_x_lower=-0.1,
+                          limit_lin_x_upper=0.2),
+        "breakable": connect(base, children[2], "HINGE", use_breaking=True, breaking_threshold=2.0),
         "limited ball": connect(base, children[3], "GENERIC", **generic(ang_locked="", ang_limit=("x", -0.2, 0.2))),
-        "lonely motor": connect(base, children[4], "MOTOR", use_motor_ang=True),
+        "offset": connect(base, children[4], "GENERIC_SPRING", spring_type="SPRING1", use_spring_ang_y=True,
+                          spring_stiffness_ang_y=8.0, spring_damping_ang_y=0.5,
+                          **generic(ang_locked="z", ang_limit=("x", -0.1745, -0.1745))),
     }
-    hinge = connect(base, children[5], "HINGE")
-    before = {ob.name: settings_of(ob) for ob in kept.values()}
+    scene = bpy.context.scene
+    scene.render.fps, scene.rigidbody_world.substeps_per_frame = 24, 10
     convert = importlib.import_module(addon.__name__ + ".convert")
     result = convert.convert_rigid_bodies(bpy.context)
-    assert [ob.name for ob in result.joints] == [f"ABD_{hinge.name}"]
-    skipped = dict(result.skipped)
-    for what, ob in kept.items():
-        assert ob.name in skipped, what
-        assert ob.rigid_body_constraint.enabled, what
-        assert f"ABD_{ob.name}" not in bpy.data.objects, what
-    assert "spring" in skipped[kept["spring"].name] and "Piston" in skipped[kept["piston"].name]
-    assert "breakable" in skipped[kept["breakable"].name] and "several" in skipped[kept["limited ball"].name]
-    assert "motor" in skipped[kept["lonely motor"].name]
-    assert {ob.name: settings_of(ob) for ob in kept.values()} == before
+    assert result.skipped == [] and len(result.joints) == 5
+    generic_of = {what: converted(ob).abd_joint.generic for what, ob in made.items()}
+    for what, ob in made.items():
+        joint = converted(ob).abd_joint
+        assert joint.type == "GENERIC" and not ob.rigid_body_constraint.enabled, what
+        np.testing.assert_allclose(world(converted(ob))[:3, :3], world(ob)[:3, :3], atol=1e-6)  # its own axes
+    spring = generic_of["spring"]
+    assert tuple(spring.use_spring_linear) == (False, False, True) and not any(spring.use_spring_angular)
+    assert spring.spring_stiffness_linear[2] == pytest.approx(40.0)
+    assert spring.spring_damping_linear[2] == pytest.approx(0.3)  # Spring Type 2: N s/m as it is
+    assert tuple(spring.use_limit_linear) == (True, True, False) and all(spring.use_limit_angular)
+    piston = generic_of["piston"]
+    assert tuple(piston.use_limit_linear) == (True, True, True) and tuple(piston.use_limit_angular) == (False, True,
+                                                                                                         True)
+    assert tuple(piston.limit_linear_lower)[0] == pytest.approx(-0.1)
+    assert tuple(piston.limit_linear_upper)[0] == pytest.approx(0.2)
+    breakable = generic_of["breakable"]
+    assert breakable.use_breaking and breakable.breaking_threshold == pytest.approx(2.0 * 24 * 10)  # N
+    assert tuple(breakable.use_limit_angular) == (True, True, False)
+    offset = generic_of["offset"]
+    assert tuple(offset.limit_angular_lower)[0] == pytest.approx(-0.1745)  # a lock at −10°
+    # Spring Type 1: a fraction 0.5 of critical damping 2 √(k m), m = 2 kg (the base is passive).
+    assert offset.spring_damping_angular[1] == pytest.approx(0.5 * 2.0 * math.sqrt(8.0 * 2.0))
+    job = addon.bake.BakeJob(scene)
+    job.prepare()
+    exported_of = {joint.name: joint.generic for joint in job.export.scene.joints}
+    exported = exported_of[converted(made["offset"]).name_full]
+    assert exported.locked == (True, True, True, True, False, True) and exported.limited == (False,) * 6
+    assert exported.rest[3] == pytest.approx(-0.1745) and exported.stiffness[4] == pytest.approx(8.0)
+    assert exported_of[converted(made["breakable"]).name_full].break_force == pytest.approx(480.0)
 
 
-def test_the_operator_reports_what_it_left_by_name(addon, capfd):
+def test_a_constraint_without_a_joint_leaves_its_dynamic_bodies_to_bullet(addon):
+    """A motor with no hinge or slider between its objects is left as it is; its dynamic body
+    stays a Blender rigid body (not set free), and so does the body jointed to that one."""
     clear_objects()
     base = rigid_box("Base", (0.0, 0.0, 0.0), passive=True)
-    piston = connect(base, rigid_box("Child", (0.5, 0.0, 0.0)), "PISTON")
+    wheel, other = rigid_box("Wheel", (0.5, 0.0, 0.0)), rigid_box("Other", (1.0, 0.0, 0.0))
+    motor = connect(base, wheel, "MOTOR", use_motor_ang=True)
+    hinge = connect(wheel, other, "HINGE")
+    kept = connect(base, rigid_box("Free", (0.0, 1.0, 0.0)), "POINT")
+    before = settings_of(motor)
+    convert = importlib.import_module(addon.__name__ + ".convert")
+    result = convert.convert_rigid_bodies(bpy.context)
+    skipped = dict(result.skipped)
+    assert "motor" in skipped[motor.name] and "stays a Blender rigid body" in skipped[hinge.name]
+    assert result.kept == ["Other", "Wheel"]
+    for ob in (wheel, other):
+        assert not ob.abd_body.enabled and not ob.rigid_body.kinematic  # Bullet's, as before
+    assert hinge.rigid_body_constraint.enabled and f"ABD_{hinge.name}" not in bpy.data.objects
+    assert settings_of(motor) == before
+    assert base.abd_body.enabled and converted(kept).abd_joint.type == "BALL"  # the passive base is both
+
+
+def test_the_operator_reports_everything_in_a_text(addon, capfd):
+    """The short message counts what was left; the Text names every constraint left, however many."""
+    clear_objects()
+    base = rigid_box("Base", (0.0, 0.0, 0.0), passive=True)
+    motors = [connect(base, rigid_box(f"Wheel{k}", (0.5 + k, 0.0, 0.0)), "MOTOR", use_motor_ang=True)
+              for k in range(30)]
     assert bpy.ops.abd.convert_rigid_bodies() == {"FINISHED"}
     out = capfd.readouterr()
-    assert f"'{piston.name}' (a Piston constraint has no joint)" in out.out + out.err
+    assert "left 30 constraints and 30 rigid bodies to Bullet" in out.out + out.err
+    text = bpy.data.texts["Convert Rigid Bodies Report"].as_string()
+    for motor in motors:
+        assert f"'{motor.name}' (a motor needs a hinge or slider joint" in text
     assert "UNDO" in bpy.types.ABD_OT_convert_rigid_bodies.bl_options  # one undo step
 
 

@@ -28,9 +28,10 @@ BLENDER_SHIPS = {"bpy", "bpy_extras", "bmesh", "mathutils", "gpu", "gpu_extras",
 #: The NumPy of the oldest Blender the manifest admits (4.2: 1.24.3, from Blender's
 #: build_files/build_environment/cmake/versions.cmake) and of the one the tests run (4.5: 1.26.4).
 BLENDER_NUMPY = ("1.24.3", "1.26.4")
-#: Optional packages the user installs to use a feature (the GPU paths: CuPy, libuipc), imported only
-#: inside the function that needs them, so that the extension loads without them.
-OPTIONAL = {"cupy", "cupyx", "uipc"}
+#: Optional packages the user installs to use a feature (the GPU paths: CuPy, libuipc; the MJCF
+#: import: MuJoCo), imported only inside the function that needs them, so that the extension loads
+#: without them.
+OPTIONAL = {"cupy", "cupyx", "uipc", "mujoco"}
 
 INSTALL_SCRIPT = r'''
 import importlib.machinery, json, os, sys

@@ -357,22 +357,31 @@ def words_problem(name: str, description: str) -> str | None:
 
 
 def every_branch(addon):
-    """Rigs and settings that make the panels draw every property they can: each joint type, a
-    drive in either mode, a soft transform aiming at an object, an explicit mass and inertia,
-    contact with its own resistance, the world's own gravity and frame range."""
+    """Rigs and settings that make the panels draw every property they can: each joint type (a
+    Generic one with its cone, springs and break threshold on), a drive in either mode, a soft
+    transform aiming at an object, an explicit mass and inertia, contact with its own resistance,
+    the world's own gravity and frame range, an open mesh."""
     scene = bpy.context.scene
     world = scene.abd_world
     world.use_contact, world.use_auto_resistance = True, False
     world.use_scene_gravity, world.use_scene_frame_range = False, False
-    for index, rig in enumerate((slider_rig, hinge_rig, lambda: hanging_pair("BALL", frame_end=4),
-                                 lambda: hanging_pair("FIXED", frame_end=4))):
+    rigs = (slider_rig, hinge_rig, *(lambda kind=kind: hanging_pair(kind, frame_end=4)
+                                     for kind in ("BALL", "FIXED", "GENERIC")))
+    for index, rig in enumerate(rigs):
         base, body, joint = rig()
+        generic = joint.abd_joint.generic
+        generic.use_cone = generic.use_breaking = True
+        generic.use_spring_linear = generic.use_spring_angular = (True, True, True)
         body.abd_body.mass_mode, body.abd_body.use_inertia = ("MASS", True) if index % 2 else ("DENSITY", False)
         soft = body.abd_body.soft_transform
         soft.is_constrained, soft.target, soft.target_object = True, "OBJECT", base
         for mode in ("POSITION", "VELOCITY"):
             joint.abd_joint.drive.mode = mode
             yield body, joint
+    bpy.ops.mesh.primitive_monkey_add(location=(3.0, 0.0, 0.0))  # an open mesh: its Thickness
+    select_only(bpy.context.active_object)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    yield bpy.context.active_object, joint
 
 
 def test_every_property_of_every_panel_speaks_blender_words(addon):
@@ -428,3 +437,23 @@ def test_every_operator_property_has_a_tooltip_in_blender_words(addon):
             if problem:
                 problems.append(f"{operator.bl_idname}.{prop.identifier}: {problem}")
     assert problems == []
+
+
+def test_an_open_mesh_shows_its_thickness_and_where_its_mass_comes_from(addon):
+    """Suzanne (open) shows Thickness and a line saying its mass comes from its convex hull, or
+    from a shell of the Thickness set; a closed cube shows neither."""
+    base, slider, joint = slider_rig(frame_end=8)
+    bpy.ops.mesh.primitive_monkey_add(location=(3.0, 0.0, 0.0))
+    suzanne = bpy.context.active_object
+    select_only(suzanne)
+    assert bpy.ops.abd.body_add() == {"FINISHED"}
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert ("prop", "thickness") in calls
+    assert ("label", "Open mesh: collides as a surface, mass from its convex hull") in calls
+    suzanne.abd_body.thickness = 0.002
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert ("label", "Open mesh: collides as a surface, mass from a shell 2 mm thick") in calls
+    select_only(slider)
+    calls = draw_panel(addon.ui.PHYSICS_PT_abd_body, bpy.context)
+    assert ("prop", "thickness") not in calls and not any(call[0] == "label" and "Open mesh" in str(call[1])
+                                                          for call in calls)

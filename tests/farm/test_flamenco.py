@@ -47,7 +47,7 @@ def test_compile_job_makes_one_exec_task_per_file_and_its_commands_bake(shots, t
     assert result.returncode == 0, result.stdout + result.stderr
     compiled = json.loads(result.stdout)
     settings = {setting["key"]: setting for setting in compiled["job_type"]["settings"]}
-    assert settings["device"]["default"] == "cpu" and settings["device"]["choices"] == ["cpu", "cupy"]
+    assert settings["device"]["default"] == "cpu" and settings["device"]["choices"] == ["cpu", "cupy", "libuipc"]
     assert all(setting["type"] in ("string", "int32", "float", "bool") for setting in settings.values())
     tasks = compiled["tasks"]
     assert [task["name"] for task in tasks] == [f"bake-{name}" for name in NAMES]

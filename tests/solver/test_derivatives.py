@@ -21,6 +21,8 @@ from solver.constitutions import (
     DrivingRevoluteJoint,
     DrivingRevoluteJointInput,
     FixedJoint,
+    GenericJoint,
+    GenericJointInput,
     Kinetic,
     KineticInput,
     OrthoPotential,
@@ -250,7 +252,12 @@ def make_driving(rng):
                                   random_unit(rng, (n, 3)), random_unit(rng, (n, 3)))
     stiffness = rng.uniform(1e2, 1e3, n)
     stiffness[-1] = 0.0  # one disabled element
-    return joint, DrivingPrismaticJointInput(stiffness, rng.uniform(-1.0, 1.0, n))
+    # Effort caps: none, one far below the slopes (capped: linear), one far above (quadratic); damping on some.
+    cap = np.array([np.inf, 1.0, 1e6] * n)[:n]
+    damping = np.where(np.arange(n) % 2 == 0, rng.uniform(10.0, 100.0, n), 0.0)
+    damping[-1] = 0.0
+    return joint, DrivingPrismaticJointInput(stiffness, rng.uniform(-1.0, 1.0, n), cap, damping,
+                                             rng.uniform(-1.0, 1.0, n))
 
 
 def limit_bounds(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -303,7 +310,11 @@ def make_driving_revolute(rng, q):
     target = angle_t + rng.uniform(-1.0, 1.0, n)
     stiffness = rng.uniform(1e2, 1e3, n)
     stiffness[-1] = 0.0  # one disabled element
-    return driving, DrivingRevoluteJointInput(stiffness, target, angle_t, sine, cosine)
+    # Effort caps: none, one far below the slopes (capped: linear), one far above (quadratic); damping on some.
+    cap = np.array([np.inf, 1.0, 1e6] * n)[:n]
+    damping = np.where(np.arange(n) % 2 == 0, rng.uniform(10.0, 100.0, n), 0.0)
+    damping[-1] = 0.0
+    return driving, DrivingRevoluteJointInput(stiffness, target, angle_t, sine, cosine, cap, damping)
 
 
 def make_anchored(constitution, rng):
@@ -516,7 +527,9 @@ def make_prismatic_group(rng, q):
     driving_rows, limit_rows = np.array([3, 0, 4]), np.array([1, 4, 2])
     driving = DrivingPrismaticJoint(PAIRS[driving_rows], anchor_i[driving_rows], anchor_j[driving_rows],
                                     tangent_i[driving_rows], tangent_j[driving_rows])
-    driving_inputs = DrivingPrismaticJointInput(np.array([300.0, 700.0, 0.0]), rng.uniform(-1.0, 1.0, 3))
+    driving_inputs = DrivingPrismaticJointInput(np.array([300.0, 700.0, 0.0]), rng.uniform(-1.0, 1.0, 3),
+                                                np.full(3, np.inf), np.array([0.0, 40.0, 0.0]),
+                                                rng.uniform(-1.0, 1.0, 3))
     limit = PrismaticJointLimit(PAIRS[limit_rows], anchor_i[limit_rows], anchor_j[limit_rows],
                                 tangent_i[limit_rows], tangent_j[limit_rows])
     x = limit.distance(q)
@@ -635,6 +648,66 @@ def test_fixed_and_spherical_joints(constitution, seed):
     assert joint.energy(q) == pytest.approx(0.5 * np.sum(joint.stiffness[:, None] * F**2), rel=1e-12)
 
 
+def make_generic(rng, q):
+    """A generic joint whose every element locks, springs, damps and limits random coordinates,
+    its limits bracketing the current coordinates so that some penalties are active; and its
+    step-start input (one element broken)."""
+    n = PAIRS.shape[0]
+    rotations = np.array([random_rotation(rng) for _ in range(n)])
+    frames = (PAIRS, rng.standard_normal((n, 3)), rng.standard_normal((n, 3)), rotations,
+              rotations @ random_rotation(rng), 0.01)
+    x = GenericJoint(*frames).coordinates(q)
+    width = rng.uniform(0.05, 0.3, (n, 6))
+    shift = rng.choice([-1.0, 1.0], (n, 6)) * rng.uniform(0.5, 1.0, (n, 6)) * width
+    joint = GenericJoint(*frames, stiffness=rng.uniform(1e2, 1e3, n), locked=rng.random((n, 6)) < 0.5,
+                         rest=rng.uniform(-0.5, 0.5, (n, 6)), spring_stiffness=rng.uniform(0.0, 1e5, (n, 6)),
+                         damping=rng.uniform(0.0, 1e3, (n, 6)), limited=rng.random((n, 6)) < 0.7,
+                         lower=x + shift - width / 2, upper=x + shift + width / 2,
+                         limit_strength=rng.uniform(1e2, 1e4, n), cone=rng.random(n) < 0.7,
+                         cone_axes=np.array([random_rotation(rng) for _ in range(n)]),
+                         swing=rng.uniform(0.05, 0.3, (n, 2)), twist=rng.uniform(0.05, 0.3, n))
+    active = np.ones(n)
+    active[-1] = 0.0
+    return joint, GenericJointInput(x + rng.uniform(-0.1, 0.1, (n, 6)), active)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_generic_joint(seed):
+    rng = np.random.default_rng(seed)
+    q = random_state(rng)
+    joint, inputs = make_generic(rng, q)
+    check_derivatives(joint, q, (inputs,))
+    check_projection(joint, q, whole_projection=False, inputs=(inputs,))
+    check_dominates(joint, q, (inputs,))
+    gradient, hessian = joint.gradient_hessian(q, inputs)
+    assert not gradient[-1].any() and not hessian[-1].any()  # broken: no energy
+
+
+def test_generic_joint_coordinates_are_bullets_euler_angles():
+    """Body j turned by Euler XYZ angles (α, β, γ) and moved by t in body i's joint axes reads
+    x = (t, α, β, γ), as Bullet's generic constraint measures them (R = Rx(α) Ry(β) Rz(γ))."""
+    angles, offset = np.array([0.4, -0.7, 1.1]), np.array([0.1, -0.2, 0.3])
+    frame = random_rotation(np.random.default_rng(5))  # the joint's axes in the world (columns)
+    relative = rotation(np.array([1.0, 0, 0]), angles[0]) @ rotation(np.array([0, 1.0, 0]), angles[1]) \
+        @ rotation(np.array([0, 0, 1.0]), angles[2])
+    q = identity_q(2)
+    q[1] = q_of(frame @ offset, frame @ relative @ frame.T)
+    joint = GenericJoint(np.array([[0, 1]]), np.zeros((1, 3)), np.zeros((1, 3)), frame.T[None], frame.T[None], 0.01)
+    assert np.allclose(joint.coordinates(q)[0], np.concatenate([offset, angles]), atol=1e-12)
+
+
+def test_generic_joint_cone_reads_swing_and_twist():
+    """Turned by Ry(β) the child's x leaves the cone's centre: g = (sin β / sin Y)²; turned by
+    Rx(ψ) about the centre it twists: g = 0, twist ψ."""
+    joint = GenericJoint(np.array([[0, 1]]), np.zeros((1, 3)), np.zeros((1, 3)), np.eye(3)[None], np.eye(3)[None],
+                         0.01, cone=[True], swing=[[0.3, 0.6]], twist=[0.5])
+    for turn, expected in (((0, 1.0, 0), ((np.sin(0.2) / np.sin(0.3)) ** 2, 0.0)),
+                           ((0, 0, 1.0), ((np.sin(0.2) / np.sin(0.6)) ** 2, 0.0)), ((1.0, 0, 0), (0.0, 0.2))):
+        q = identity_q(2)
+        q[1] = q_of(np.zeros(3), rotation(np.array(turn), 0.2))
+        assert np.allclose(joint.cone_coordinates(q)[0], expected, atol=1e-12), turn
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_soft_transform_constraint(seed):
     rng = np.random.default_rng(seed)
@@ -719,7 +792,8 @@ def all_joints_at_rest(q: np.ndarray, rng: np.random.Generator):
     revolute_limit = RevoluteJointLimit(PAIRS, basis_i, basis_j)
     for joint in (revolute, prismatic):
         joint.stiffness = np.full(n, 1e4)
-    driving_inputs = DrivingPrismaticJointInput(np.full(n, 1e4), np.zeros(n))
+    driving_inputs = DrivingPrismaticJointInput.default(n)
+    driving_inputs.stiffness = np.full(n, 1e4)
     prismatic_limit_inputs = PrismaticJointLimitInput(np.zeros(n), np.zeros(n), np.full(n, 50.0))
     revolute_limit_inputs = RevoluteJointLimitInput.default(n)
     revolute_limit_inputs.strength = np.full(n, 50.0)
@@ -898,7 +972,8 @@ def test_driving_target_nonzero():
     pairs = np.array([[0, 1]])
     points_i, points_j, _, _, frame_i, frame_j = rest_joint_data(q0, rng, pairs)
     driving = DrivingPrismaticJoint(pairs, points_i[:, 0], points_j[:, 0], frame_i[:, 0], frame_j[:, 0])
-    inputs = DrivingPrismaticJointInput(np.array([200.0]), np.array([0.4]))
+    inputs = DrivingPrismaticJointInput.default(1)
+    inputs.stiffness, inputs.target = np.array([200.0]), np.array([0.4])
     axis = q0[0, 3:12].reshape(3, 3) @ frame_i[0, 0]
     assert driving.energy(q0, inputs) == pytest.approx(200.0 * 0.4**2)
     q = q0.copy()

@@ -45,6 +45,7 @@ def test_the_wheel_holds_the_solver_alone_with_its_version_and_dependencies(whee
     names = zipfile.ZipFile(wheel).namelist()
     assert "solver/__main__.py" in names and "solver/constitutions/revolute_joint.py" in names
     assert "solver/urdf/importer.py" in names and "solver/urdf/command.py" in names
+    assert "solver/mjcf/importer.py" in names and "solver/mjcf/command.py" in names
     left_out = ("abd_addon", "tests", "benchmarks", "examples", "tools")
     assert not [name for name in names if name.split("/")[0] in left_out]
     (metadata_name,) = [name for name in names if name.endswith(".dist-info/METADATA")]

@@ -322,6 +322,7 @@ def test_bodies_touching_at_the_start_are_refused_by_libuipc_in_our_words():
         scene.joints[2].driving, "aim_distance", None), "joint 'rail': a drive by velocity"),
     (lambda scene: setattr(scene.settings, "contact", ContactSettings(enable=True, resistance=1e10)),
      "an explicit resistance"),
+    (lambda scene: setattr(scene.joints[2].driving, "max_force", 50.0), "joint 'rail': driving: max_force"),
 ])
 def test_what_libuipc_cannot_do_is_refused_before_anything_is_built(change, message, monkeypatch):
     scene = rig()
@@ -339,9 +340,16 @@ def test_without_pyuipc_the_device_is_refused_with_the_install_line(monkeypatch)
         Simulation(rig())
 
 
+def test_another_module_named_uipc_is_not_taken_for_libuipc(monkeypatch):
+    monkeypatch.setitem(sys.modules, "uipc", dataclasses)  # any module without libuipc's Engine
+    with pytest.raises(SolverError, match=r"the module 'uipc' found at .* is not libuipc's; .*pip install pyuipc"):
+        Simulation(rig())
+
+
 def test_without_a_gpu_the_cuda_backend_is_refused(monkeypatch):
     if not HAVE_UIPC:
-        monkeypatch.setitem(sys.modules, "uipc", sys)  # any module: the GPU check comes after the import
+        monkeypatch.setitem(sys.modules, "uipc", type(sys)("uipc"))  # the GPU check comes after the import
+        sys.modules["uipc"].Engine = object
     monkeypatch.setenv(uipc_backend.BACKEND_VARIABLE, "cuda")
     monkeypatch.setattr(uipc_backend, "nvidia_gpu_count", lambda: 0)
     with pytest.raises(SolverError, match="libuipc needs an NVIDIA GPU and its driver, and none is found"):

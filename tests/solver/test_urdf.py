@@ -352,6 +352,8 @@ def side_by_side(path, seconds, substeps, q0=None, qd0=None):
     settings = Settings(frame_rate=FRAME_RATE, substeps=substeps, frame_count=frames,
                         velocity_tol=1e-3, transrate_tol=1e-3)
     scene = quiet_scene(path, joint_positions=q0, joint_velocities=qd0, settings=settings)
+    for joint in scene.joints:  # the reference runs without joint damping (pendulum5's <dynamics damping="1.0">)
+        joint.damping = 0.0
     trajectory = simulate(scene)
     assert trajectory.all_converged
     ours = joint_series(scene, trajectory)
@@ -868,8 +870,8 @@ MALFORMED = [
                  r"joint 'hinge': missing <child link", id="no-child-element"),
     pytest.param(dict(joints=hinge(extra='<origin xyz="0.07, 0, 1"/>')),
                  r"joint 'hinge': <origin xyz=\"0.07, 0, 1\"> at line \d+: expected 3 numbers", id="bad-number"),
-    pytest.param(dict(joints=hinge(type="spherical")), r"joint 'hinge': spherical joints are not supported",
-                 id="spherical"),
+    pytest.param(dict(joints=hinge(type="planar")), r"joint 'hinge': planar joints are not supported",
+                 id="planar"),
     pytest.param(dict(joints=hinge(type="revolute", extra='<limit lower="-1" upper="1" effort="1O" velocity="1"/>')),
                  r"joint 'hinge': <limit effort=\"1O\"> at line \d+: expected a number", id="bad-effort"),
     pytest.param(dict(joints=hinge(),
@@ -895,6 +897,42 @@ def test_pybullet_leniencies_are_accepted(tmp_path):
     with pytest.warns(UrdfWarning, match=r"link 'base': <collision> at line 3: geometry <plane> is not supported"):
         scene = scene_from_urdf(write(tmp_path, text))
     assert [b.name for b in scene.bodies] == ["base", "arm"]
+
+
+def test_humanoid_spherical_joints_become_ball_joints_and_hold_it_together():
+    """pybullet_data's humanoid.urdf: its ten spherical joints are ball joints (#26) at the child
+    link's origin; dropped for a few frames, every ball joint keeps its two bodies together."""
+    path = Path(pybullet_data.getDataPath()) / "humanoid" / "humanoid.urdf"
+    scene = quiet_scene(path)
+    types = [joint.type for joint in scene.joints]
+    assert types.count("spherical") == 8 and types.count("revolute") == 4
+    scene.settings.frame_count, scene.settings.substeps = 6, 4
+    trajectory = simulate(scene)
+    assert trajectory.all_converged
+    names = [body.name for body in scene.bodies]
+    for joint in scene.joints:
+        if joint.type != "spherical":
+            continue
+        i, j = names.index(joint.l_body), names.index(joint.r_body)
+        local = [np.linalg.solve(body.transform, np.append(joint.position, 1.0)) for body in
+                 (scene.bodies[i], scene.bodies[j])]
+        gap = trajectory.transforms[-1, i] @ local[0] - trajectory.transforms[-1, j] @ local[1]
+        assert np.linalg.norm(gap[:3]) < 1e-3
+
+
+def test_joint_dynamics_and_effort_limits_are_imported(tmp_path):
+    """<dynamics damping> is the joint's damping; <limit effort velocity> the effort and speed
+    limits of a drive that is off until enabled; <dynamics friction> is named as unsupported."""
+    text = TWO_LINKS.format(geometry="", joints=hinge(
+        type="revolute", extra='<limit lower="-1" upper="1" effort="7.5" velocity="2"/>'
+                               '<dynamics damping="0.3" friction="0.1"/>'))
+    with pytest.warns(UrdfWarning, match=r"joint 'hinge': <dynamics friction=0.1> .* not supported"):
+        scene = scene_from_urdf(write(tmp_path, text))
+    joint = scene.joints[0]
+    assert joint.damping == 0.3
+    assert (joint.driving.max_torque, joint.driving.max_speed, joint.driving.is_constrained) == (7.5, 2.0, 0)
+    kuka = quiet_scene(Path(pybullet_data.getDataPath()) / "kuka_iiwa" / "model.urdf")
+    assert all(j.damping == 0.5 and j.driving.max_torque == 300.0 for j in kuka.joints)
 
 
 def test_nul_bytes_after_the_robot_element_are_ignored(tmp_path):
