@@ -121,6 +121,15 @@ class Assembly:
                 _scatter_gradient(derivative[0], bodies, self.slot, gradient)
         return gradient.reshape(-1)
 
+    def sum_gradients(self, calls: list, q: np.ndarray) -> np.ndarray:
+        """The gradient (dof_count,) at q (bodies, 12) from ``calls``: (q -> element gradients
+        (n, 12k), element bodies (n, k)) pairs, summed in their order as :meth:`assemble_gradient` sums."""
+        gradient = np.zeros((self.dof_count // 12, 12))
+        slot = self.slot
+        for call, bodies in calls:
+            _scatter_gradient(call(q), bodies, slot, gradient)
+        return gradient.reshape(-1)
+
     def matrix(self, blocks: np.ndarray) -> scipy.sparse.bsr_matrix:
         """The Hessian (dof_count, dof_count) as a SciPy BSR matrix from its block values."""
         return scipy.sparse.bsr_matrix((blocks, self.indices, self.indptr), shape=(self.dof_count, self.dof_count))

@@ -42,8 +42,9 @@ except ImportError:  # contact is optional: scenes without it run without ipctk
 CCD_TOLERANCE = 1e-4
 CCD_MAX_ITERATIONS = 1_000_000
 #: Most candidate pairs one CCD call of ipctk checks: a longer sweep is split into calls of this
-#: many (the smallest step of all), between which Ctrl+C is acted on.
-CCD_CHUNK = 2048
+#: many (the smallest step of all), between which Ctrl+C is acted on. A split costs a conversion
+#: of every candidate to Python objects and back, so it is kept for sweeps of many thousands.
+CCD_CHUNK = 16384
 #: A direction moving no vertex by more than this fraction of half the smallest gap skips CCD
 #: (:meth:`ContactSurface.line_search_start`).
 SAFE_GAP_FRACTION = 0.5
@@ -145,6 +146,7 @@ class ContactSurface:
         self._jacobian = None  # J (3V, 12 bodies) of x(q), CSR (:meth:`_build_mesh`)
         self._weights = None  # [1, x̄] (V, 4) of each surface vertex (:meth:`_build_mesh`)
         self._energy_cache = None  # (q, barrier plus friction at q) of the last gradient_hessian
+        self._collision_cache = None  # (q, positions, collisions) of the last collisions built (:meth:`_collisions_at`)
         self._gap = 0.0  # smallest distance at the last gradient_hessian's state, at most d_hat
         self._mesh = self._build_mesh()
         self.kappa = 0.0  # set by the simulation (:func:`adaptive_kappa` or the scene's resistance)
@@ -301,8 +303,7 @@ class ContactSurface:
         """Rebuild the tangential collisions (normal forces, tangent bases, coefficients) at q
         (bodies, 12), keeping x(q^t) as the friction's reference (Li et al. 2020 §5: friction
         lagged, iterated to convergence)."""
-        positions = self.positions(q)
-        collisions = self._collisions(positions)
+        positions, collisions = self._collisions_at(q)
         self._energy_cache = None
         self._tangential = ipctk.TangentialCollisions()
         if not len(collisions) or not np.any(self.friction[self.order] > 0.0):
@@ -328,6 +329,7 @@ class ContactSurface:
         """Broad phase (LBVH) over the surfaces at q (bodies, 12), swept along ``direction``
         (bodies, 12) when given, boxes inflated by d_hat: valid for every state on the segment."""
         self._candidates = ipctk.Candidates()
+        self._collision_cache = None
         start = self.positions(q)
         self._candidate_positions = start if direction is None else None
         if direction is None:
@@ -339,6 +341,18 @@ class ContactSurface:
         collisions = ipctk.NormalCollisions()
         collisions.build(self._candidates, self._mesh, positions, self.d_hat)
         return collisions
+
+    def _collisions_at(self, q: np.ndarray):
+        """(surface vertices (V, 3), ipctk ``NormalCollisions``) at q (bodies, 12) from the current
+        candidates; those of the last call where q is the same state (the line search's last
+        energy is at the state the next gradient starts from)."""
+        cache = self._collision_cache
+        if cache is not None and np.array_equal(cache[0], q):
+            return cache[1], cache[2]
+        positions = self.positions(q)
+        collisions = self._collisions(positions)
+        self._collision_cache = (q.copy(), positions, collisions)
+        return positions, collisions
 
     def collision_free_step(self, q: np.ndarray, direction: np.ndarray) -> float:
         """Largest alpha in [0, 1] with q + alpha direction (both (bodies, 12)) intersection-free
@@ -389,8 +403,7 @@ class ContactSurface:
         if self._energy_cache is not None and self._energy_cache[1:3] == (self.kappa, self.dt) and np.array_equal(
                 self._energy_cache[0], q):
             return self._energy_cache[3]
-        positions = self.positions(q)
-        collisions = self._collisions(positions)
+        positions, collisions = self._collisions_at(q)
         value = self.barrier()(collisions, self._mesh, positions) if len(collisions) else 0.0
         if self._tangential is not None and len(self._tangential):
             velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
@@ -409,8 +422,7 @@ class ContactSurface:
         J^T g, and J^T H J as 12x12 blocks of body pairs (:class:`solver.contact_blocks.ContactBlocks`,
         the barrier's Hessian first, the friction's second), each primitive pair's Hessian
         clamped to PSD (``project``) or exact, in the rows of :meth:`set_unknowns`."""
-        positions = self.positions(q)
-        collisions = self._collisions(positions)
+        positions, collisions = self._collisions_at(q)
         self._gap = min(self.d_hat, float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions)))) if len(
             collisions) else self.d_hat
         gradient = np.zeros(3 * self.offsets[-1])

@@ -41,6 +41,7 @@ or a quantity is not finite.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -205,7 +206,7 @@ class NewtonStep:
             NewtonFailure: the direction (or the gradient it came from) is not finite.
         """
         size = _direction_size(direction, self.corners)
-        if not np.isfinite(size[0]):
+        if not math.isfinite(size[0]):
             if not np.all(np.isfinite(gradient)):
                 raise NewtonFailure("the gradient is not finite")
             raise NewtonFailure("the Newton direction is not finite")
@@ -233,7 +234,7 @@ class NewtonStep:
             NewtonFailure: the energy at the start is not finite.
         """
         energy0 = self.energy()
-        if not np.isfinite(energy0):
+        if not math.isfinite(energy0):
             raise NewtonFailure("the incremental potential is not finite")
         for halvings in range(self.settings.line_search_max_iterations + 1):
             if halvings:

@@ -136,7 +136,7 @@ class IncrementalPotential:
     def term_inputs(self, control) -> list[tuple]:
         """Per term, its parts of ``control`` (a :class:`solver.control.Control`), in the order its
         methods take them after q."""
-        return [tuple(getattr(control, name) for name in names) for names in self.inputs]
+        return [tuple([getattr(control, name) for name in names]) for names in self.inputs]
 
     def refresh_constant_hessian(self, q: np.ndarray, control) -> None:
         """Assemble the Hessians of the terms whose Hessian does not depend on q (kinetic,
@@ -169,24 +169,31 @@ class IncrementalPotential:
             ValueError: on a wrong q, or inputs a term rejects (naming the Control part).
         """
         check_state(q, self.state_rows)
-        bound = []
-        for term, names, inputs in zip(self.terms, self.inputs, self.term_inputs(control)):
+        count = len(self.terms)
+        energies, gradient_calls = [], []
+        # Per term: its derivatives for the assembly (the gradient alone where the Hessian is
+        # constant: that comes from refresh_constant_hessian), None if it has no elements.
+        derivatives: list = [None] * count
+        for index in range(count):
+            term, names = self.terms[index], self.inputs[index]
+            if not len(term.bodies):
+                continue
             try:
-                bound.append(term.bind(*inputs) if len(term.bodies) else None)
+                bound = term.bind(*[getattr(control, name) for name in names])
             except ValueError as error:
                 if not names:
                     raise
                 raise ValueError(f"control.{' or control.'.join(names)}: {error}") from error
+            out = self._outputs[index]
+            gradient = _gradient_call(bound, out)
+            derivatives[index] = _derivatives_call(bound, gradient, self.constant[index], out)
+            energies.append(bound.energy)
+            gradient_calls.append((gradient, self.element_bodies[index]))
         self._control = control
-        self._energies = [term.energy for term in bound if term is not None]
-        # Per term: its gradient alone, and its derivatives for the assembly (the gradient alone
-        # where the Hessian is constant: that comes from refresh_constant_hessian), None if empty.
-        self._gradients = [None if term is None else _gradient_call(term, out)
-                           for term, out in zip(bound, self._outputs)]
-        self._derivatives = [
-            None if term is None else _derivatives_call(term, gradient, constant, out)
-            for term, gradient, constant, out in zip(bound, self._gradients, self.constant, self._outputs)
-        ]
+        self._energies = energies
+        self._derivatives = derivatives
+        # The gradient calls of the terms with elements, with their bodies, in the terms' order.
+        self._gradient_calls = gradient_calls
 
     def _require_bound(self) -> list:
         """The bound terms' energy calls.
@@ -206,8 +213,7 @@ class IncrementalPotential:
         """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has a gradient
         kernel; terms as bound by :meth:`bind`."""
         self._require_bound()
-        derivatives = [None if gradient is None else (gradient(q), None) for gradient in self._gradients]
-        return self.assembly.assemble_gradient(derivatives, self.element_bodies)
+        return self.assembly.sum_gradients(self._gradient_calls, q)
 
     def gradient_hessian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient (12 x dynamic,) and Hessian block values (blocks, 12, 12) at q (bodies, 12),

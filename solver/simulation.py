@@ -546,12 +546,12 @@ class _Stepper:
         Newton closes the overshoot only linearly; a joint resting on its limit would be carried
         across the bound at many steps, hence q^t there (docs/performance.md, "Accuracy of the
         shortcuts")."""
-        if self.has_limits and np.any(_active_limits(self.model, self.control, self.q)):
+        if self.has_limits and _any_limit_active(self.model, self.control, self.q):
             return True
         predicted = np.empty_like(start)
         repeated_motion(start, np.ascontiguousarray(self.velocity[self.dynamic]), self.dt, predicted)
         self.q[self.dynamic] = predicted
-        if self.has_limits and np.any(_active_limits(self.model, self.control, self.q)):
+        if self.has_limits and _any_limit_active(self.model, self.control, self.q):
             self.q[self.dynamic] = start
             return True
         return False
@@ -608,7 +608,7 @@ class _Stepper:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         start = self._set_step_inputs(frame, ratio)
         limited = self.start_newton(start)
-        turning = float(np.max(np.abs(self.velocity[self.dynamic][:, 3:]), initial=0.0)) * dt  # about rad per step
+        turning = float(np.abs(self.velocity[self.dynamic][:, 3:]).max(initial=0.0)) * dt  # about rad per step
         potential.bind(self.q, self.control)
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
                             turning=turning)
@@ -734,21 +734,23 @@ class _DriveSeries:
         the offset. A speed limit keeps the target within dt times ``max_speed`` of the committed
         coordinate."""
         step = dt * self.max_speed
-        velocity = np.clip(self.step_velocity, -self.max_speed, self.max_speed)
+        # np.minimum(np.maximum(x, lower), upper) is np.clip(x, lower, upper) without its Python wrapper.
+        velocity = np.minimum(np.maximum(self.step_velocity, -self.max_speed), self.max_speed)
         moved = np.where(self.by_velocity, committed + dt * velocity,
-                         np.clip(self.step_aim - init, committed - step, committed + step))
+                         np.minimum(np.maximum(self.step_aim - init, committed - step), committed + step))
         return np.where(self.passive, committed, moved)
 
 
-def _active_limits(model: Model, control: Control, q: np.ndarray) -> np.ndarray:
-    """(revolute limits + prismatic limits,) bool: whether each joint-limit penalty is active at q
-    (bodies, 12), its coordinate outside [lower, upper] of ``control`` (the revolute one measured
-    from the step start, so the step's limit inputs must be set)."""
-    active = []
+def _any_limit_active(model: Model, control: Control, q: np.ndarray) -> bool:
+    """Whether a joint-limit penalty is active at q (bodies, 12): a limited joint's coordinate
+    outside [lower, upper] of ``control`` (the revolute one measured from the step start, so the
+    step's limit inputs must be set)."""
     if len(model.revolute_limit.joint_indices):
         angle, revolute = model.revolute_limit.angle(q, control.revolute_limit), control.revolute_limit
-        active.append((angle < revolute.lower) | (angle > revolute.upper))
+        if ((angle < revolute.lower) | (angle > revolute.upper)).any():
+            return True
     if len(model.prismatic_limit.joint_indices):
         distance, prismatic = model.prismatic_limit.distance(q), control.prismatic_limit
-        active.append((distance < prismatic.lower) | (distance > prismatic.upper))
-    return np.concatenate(active) if active else np.zeros(0, dtype=bool)
+        if ((distance < prismatic.lower) | (distance > prismatic.upper)).any():
+            return True
+    return False

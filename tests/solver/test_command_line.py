@@ -117,6 +117,7 @@ def test_a_long_ccd_sweep_is_checked_in_chunks_between_which_ctrl_c_acts(monkeyp
 
     monkeypatch.setattr(contact, "ipctk_module", contact.ipctk, raising=False)
     monkeypatch.setattr(contact, "ipctk", CountingIpctk())
+    monkeypatch.setattr(contact, "CCD_CHUNK", 2048)  # this sweep's candidates in a dozen chunks
     chunked = surface.collision_free_step(q, direction)
     assert len(calls) > 10 and max(calls) <= contact.CCD_CHUNK, calls
     monkeypatch.setattr(contact, "CCD_CHUNK", 10**9)
