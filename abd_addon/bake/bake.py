@@ -17,7 +17,7 @@ Writing keyframes:
   a soft-transform toggle, ...) are copied into it, so they keep playing; the user's edits to
   them there are carried back before a re-bake or Free Bake (:func:`keep_animation_edits`).
 - The key values (location, rotation in the object's rotation mode, scale) come from
-  :mod:`abd_addon.keys`; Actions and F-curves are handled by :mod:`abd_addon.fcurves`.
+  :mod:`abd_addon.bake.keys`; Actions and F-curves are handled by :mod:`abd_addon.bake.fcurves`.
 - Joint readouts are animated custom properties ``abd_distance`` (prismatic, m),
   ``abd_angle`` (revolute, rad), ``abd_rotation`` (ball, a rotation vector in rad: three
   F-curves, array index 0..2) and ``abd_broken`` (generic, 1 from the frame it broke in) on the
@@ -26,8 +26,8 @@ Writing keyframes:
 Atomicity: nothing is written before the simulation has finished and every key has been
 computed; if writing fails part way, every object is put back as it was. The state needed by
 Free Bake (the action before the bake, its slot, the static transform) is kept in
-``Object.abd_bake`` (:mod:`abd_addon.snapshot`); :func:`free_bake` puts it back (with those edits) and deletes the baked
-action. A re-bake frees the bake of the objects of the view layer it bakes that it no longer
+``Object.abd_bake`` (:mod:`abd_addon.bake.snapshot`); :func:`free_bake` puts it back (with those edits) and
+deletes the baked action. A re-bake frees the bake of the objects of the view layer it bakes that it no longer
 keys (a body made Fixed, a joint disabled); objects outside that view layer (another rig's
 collection excluded, or only in another view layer) keep theirs.
 """
@@ -261,7 +261,7 @@ class BakeJob:
         pre-bake animation of its already baked objects.
 
         Raises:
-            abd_addon.rig_rules.RigError, solver.scene.SceneError: invalid rig (nothing changed).
+            abd_addon.bake.rig_rules.RigError, solver.scene.SceneError: invalid rig (nothing changed).
         """
         if self.depsgraph is None:
             self.depsgraph = bpy.context.evaluated_depsgraph_get()

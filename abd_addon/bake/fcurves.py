@@ -205,7 +205,7 @@ def slot_identifier(ad) -> str:
     return slot.identifier if slot is not None else ""
 
 def baked_slot(action) -> str:
-    """The identifier of a baked action's slot (:func:`abd_addon.bake.write_bake` makes one, for its object);
+    """The identifier of a baked action's slot (:func:`abd_addon.bake.bake.write_bake` makes one, for its object);
     '' before Blender 4.4."""
     slots = getattr(action, "slots", None)
     return slots[0].identifier if slots else ""

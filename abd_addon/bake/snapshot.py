@@ -18,7 +18,7 @@ from .rig_rules import refuse_tweak_mode
 
 
 class Snapshot:
-    """Everything :func:`abd_addon.bake.write_bake` may change on one object, to put back on failure."""
+    """Everything :func:`abd_addon.bake.bake.write_bake` may change on one object, to put back on failure."""
 
     def __init__(self, ob: bpy.types.Object):
         self.ob = ob
@@ -176,7 +176,7 @@ def original_animation(scene: bpy.types.Scene, view_layer: bpy.types.ViewLayer):
 
     So a re-bake exports the user's animation (soft-transform targets, animated drives) and the
     pre-bake pose, not the previous bake. Baked objects outside the view layer are left as they
-    are: :func:`abd_addon.bake.write_bake` keeps their bake, so that is what they play. Edits made since the
+    are: :func:`abd_addon.bake.bake.write_bake` keeps their bake, so that is what they play. Edits made since the
     bake to the F-curves the bake does not key are carried into that animation first
     (:func:`keep_animation_edits`, which stays, as do the copies of that animation
     :func:`unshare_previous_actions` gives objects duplicated after their bake). Everything else
