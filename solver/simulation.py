@@ -214,8 +214,9 @@ class Simulation:
         target = min(self.frames_done + 1 if until_frame is None else until_frame, self.frame_count)
         before = self.frames_done
         # BLAS on one thread while stepping: the banded Cholesky (LAPACK dpbtf2, a rank-1 update of
-        # at most 23x23 per column) is slower with OpenBLAS's threads (docs/performance.md), and
-        # nothing else of a step calls a multi-threaded BLAS routine. Restored on the way out.
+        # at most 23x23 per column) is slower with OpenBLAS's threads (docs/benchmark_runs.md,
+        # "Where a small chain's step goes"), and nothing else of a step calls a multi-threaded
+        # BLAS routine. Restored on the way out.
         with _one_blas_thread():
             taken = 0
             while self.frames_done < target:
