@@ -390,6 +390,22 @@ class BoundTerm(NamedTuple):
     gradient_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 
 
+def bound_kernels(energy_kernel, gradient_hessian_kernel, arguments: tuple, project: bool) -> BoundTerm:
+    """The :class:`BoundTerm` of a term whose two compiled kernels take q, then ``arguments`` (its
+    parameters and per-step inputs, already checked): ``energy_kernel(q, *arguments)`` and
+    ``gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)``, with ``exact`` from
+    ``project`` (:func:`exact_argument`); no gradient-only kernel."""
+    exact = exact_argument(project)
+
+    def energy(q):
+        return float(energy_kernel(q, *arguments))
+
+    def gradient_hessian(q, gradient, hessian):
+        gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
+
+    return BoundTerm(energy, None, gradient_hessian)
+
+
 def bound_gradient_hessian(term, q, inputs: tuple, project: bool, out, size: int) -> tuple[np.ndarray, np.ndarray]:
     """A term's public ``gradient_hessian(q, *inputs, project, out)`` through its
     ``bind(*inputs, project=project)`` (``inputs``: its per-step inputs, empty for a term without

@@ -42,7 +42,7 @@ from ._kernels import (
     as_float_array,
     as_float_view,
     dot3,
-    exact_argument,
+    bound_kernels,
     gather_dofs,
     state_rows,
 )
@@ -254,12 +254,4 @@ class DrivingPrismaticJoint(Constitution):
             ValueError: on wrong shapes or non-float values.
         """
         arguments = (self.bodies, self._jacobian) + self.parameters(inputs)
-        exact = exact_argument(project)
-
-        def energy(q):
-            return float(_energy_kernel(q, *arguments))
-
-        def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
-
-        return BoundTerm(energy, None, gradient_hessian)
+        return bound_kernels(_energy_kernel, _gradient_hessian_kernel, arguments, project)

@@ -46,7 +46,7 @@ from ._kernels import (
     as_float_view,
     check_state,
     dot3,
-    exact_argument,
+    bound_kernels,
     gather_dofs,
     state_rows,
 )
@@ -378,15 +378,7 @@ class PrismaticJoint(Constitution):
         """
         stiffness = as_float_view(self.stiffness, (self.bodies.shape[0],), "stiffness")
         arguments = (self.bodies, self._axis_jacobian, self._frame_jacobian, stiffness)
-        exact = exact_argument(project)
-
-        def energy(q):
-            return float(_energy_kernel(q, *arguments))
-
-        def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
-
-        return BoundTerm(energy, None, gradient_hessian)
+        return bound_kernels(_energy_kernel, _gradient_hessian_kernel, arguments, project)
 
     def distance(self, q: np.ndarray) -> np.ndarray:
         """Raw distance d(q) = ½ (c_j − c_i)·(t_i + t_j) (n,), m (reported = raw + init_distance)."""

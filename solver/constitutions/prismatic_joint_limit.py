@@ -35,7 +35,7 @@ from ._kernels import (
     as_float_view,
     check_limits,
     check_state,
-    exact_argument,
+    bound_kernels,
     gather_dofs,
     state_rows,
 )
@@ -224,15 +224,7 @@ class PrismaticJointLimit(Constitution):
             ValueError: on wrong shapes or non-float values, or lower > upper.
         """
         arguments = (self.bodies, self._jacobian) + self.parameters(inputs)
-        exact = exact_argument(project)
-
-        def energy(q):
-            return float(_energy_kernel(q, *arguments))
-
-        def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
-
-        return BoundTerm(energy, None, gradient_hessian)
+        return bound_kernels(_energy_kernel, _gradient_hessian_kernel, arguments, project)
 
     def distance(self, q: np.ndarray) -> np.ndarray:
         """The limited coordinate x = d(q) (n,), m."""

@@ -44,7 +44,7 @@ from ._kernels import (
     as_float_view,
     check_limits,
     check_state,
-    exact_argument,
+    bound_kernels,
     gather_dofs,
     gather_dofs_into,
     mapping_scratch,
@@ -208,15 +208,7 @@ class RevoluteJointLimit(Constitution):
             ValueError: on wrong shapes or non-float values, or lower > upper.
         """
         arguments = (self.bodies, self._jacobian) + self._limits(inputs) + self._step_start(inputs)
-        exact = exact_argument(project)
-
-        def energy(q):
-            return float(_energy_kernel(q, *arguments))
-
-        def gradient_hessian(q, gradient, hessian):
-            _gradient_hessian_kernel(q, *arguments, exact, gradient, hessian)
-
-        return BoundTerm(energy, None, gradient_hessian)
+        return bound_kernels(_energy_kernel, _gradient_hessian_kernel, arguments, project)
 
     def sin_cos(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sinθ (n,), cosθ (n,)) at q, the ``sin_t``/``cos_t`` of a step starting at q."""
