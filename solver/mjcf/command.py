@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import warnings
-from pathlib import Path
 
-from ..scene import SceneError, Settings
+from ..import_command import add_settings_arguments, run_import, settings_from
 from .importer import DEFAULT_STRENGTH_RATIO, MjcfWarning, import_mjcf
 
 
@@ -21,14 +18,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("mjcf", metavar="MODEL.xml", help="the MJCF file; meshes are found as MuJoCo finds them")
     parser.add_argument("--out", "-o", metavar="SCENE.json", help="scene file to write (default: MODEL.json)")
-    parser.add_argument("--frame-rate", type=float, default=Settings.frame_rate,
-                        help="frames per second (default %(default)s)")
-    parser.add_argument("--substeps", type=int, default=Settings.substeps,
-                        help="time steps per frame (default %(default)s)")
-    parser.add_argument("--frame-count", type=int, default=Settings.frame_count,
-                        help="frames to simulate (default %(default)s)")
-    parser.add_argument("--strength-ratio", type=float, default=DEFAULT_STRENGTH_RATIO,
-                        help="joint stiffness ratio gamma, K = gamma (m_i + m_j) (default %(default)s)")
+    add_settings_arguments(parser, DEFAULT_STRENGTH_RATIO)
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr (warnings are still printed)")
     parser.set_defaults(handler=run_command)
     return parser
@@ -37,36 +27,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run_command(args: argparse.Namespace) -> int:
     """The ``import-mjcf`` command: 0 on success, 2 on bad input (``error: ...`` on stderr), 1 when the
     ``mujoco`` package is missing. What is left out is printed as ``warning: ...``."""
-    from ..scene_io import save_scene
 
-    def error(message: str) -> int:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-        return 2
+    def load():
+        result = import_mjcf(args.mjcf, settings=settings_from(args), strength_ratio=args.strength_ratio)
+        return result.scene, result.unsupported
 
-    out = Path(args.out) if args.out else Path(args.mjcf).with_suffix(".json")
-    if not out.parent.is_dir():
-        return error(f"--out: directory {str(out.parent)!r} does not exist")
-    if out.resolve() == Path(args.mjcf).resolve():
-        return error(f"--out: {str(out)!r} is the MJCF file itself, which the scene file would overwrite")
-    settings = Settings(frame_rate=args.frame_rate, substeps=args.substeps, frame_count=args.frame_count)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MjcfWarning)
-        try:
-            result = import_mjcf(args.mjcf, settings=settings, strength_ratio=args.strength_ratio)
-        except SceneError as problem:
-            return error(str(problem))
-        except ImportError as problem:
-            print(f"error: {problem}", file=sys.stderr, flush=True)
-            return 1
-    for message in result.unsupported:
-        print(f"warning: {message}", file=sys.stderr, flush=True)
-    try:
-        arrays_path = save_scene(result.scene, out)
-    except OSError as problem:
-        return error(f"cannot write {str(out)!r}: {problem}")
-    if not args.quiet:
-        scene = result.scene
-        meshes = f" (big meshes in {arrays_path})" if arrays_path else ""
-        print(f"wrote {out}{meshes}: {len(scene.bodies)} bodies, {len(scene.joints)} joints", file=sys.stderr,
-              flush=True)
-    return 0
+    return run_import(args.mjcf, args.out, "MJCF", MjcfWarning, load, args.quiet,
+                      lambda scene: f"{len(scene.bodies)} bodies, {len(scene.joints)} joints")

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
-import warnings
-from pathlib import Path
 from typing import Iterable, Optional
 
-
-from ..scene import (
-    SceneError, Settings,
-)
+from ..import_command import add_settings_arguments, error, run_import, settings_from
 from .importer import DEFAULT_STRENGTH_RATIO, import_urdf
 from .limits import DEFAULT_LIMIT_STRENGTH
 from .results import UrdfWarning
-
 
 
 def _assignments(items: Optional[Iterable[str]], option: str) -> dict:
@@ -49,14 +42,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--qd", action="append", metavar="JOINT=VALUE", default=[],
                         help="initial joint velocity (rad/s or m/s); repeat for several joints")
     parser.add_argument("--fixed-base", action="store_true", help="fix the root link even when it has mass")
-    parser.add_argument("--frame-rate", type=float, default=Settings.frame_rate,
-                        help="frames per second (default %(default)s)")
-    parser.add_argument("--substeps", type=int, default=Settings.substeps,
-                        help="time steps per frame (default %(default)s)")
-    parser.add_argument("--frame-count", type=int, default=Settings.frame_count,
-                        help="frames to simulate (default %(default)s)")
-    parser.add_argument("--strength-ratio", type=float, default=DEFAULT_STRENGTH_RATIO,
-                        help="joint stiffness ratio gamma, K = gamma (m_i + m_j) (default %(default)s)")
+    add_settings_arguments(parser, DEFAULT_STRENGTH_RATIO)
     parser.add_argument("--limit-strength", type=float, default=DEFAULT_LIMIT_STRENGTH,
                         help="joint limit strength in J (default %(default)s)")
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr (warnings are still printed)")
@@ -67,44 +53,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run_command(args: argparse.Namespace) -> int:
     """The ``import-urdf`` command: 0 on success, 2 on bad input (``error: ...`` on stderr), 1 when the
     URDF packages (yourdfpy, trimesh, lxml) are missing. Warnings are printed as ``warning: ...``."""
-    from ..scene_io import save_scene
-
-    def error(message: str) -> int:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-        return 2
-
     try:
         positions = _assignments(args.q, "--q")
         velocities = _assignments(args.qd, "--qd")
     except ValueError as problem:
         return error(str(problem))
-    out = Path(args.out) if args.out else Path(args.urdf).with_suffix(".json")
-    if not out.parent.is_dir():
-        return error(f"--out: directory {str(out.parent)!r} does not exist")
-    if out.resolve() == Path(args.urdf).resolve():
-        return error(f"--out: {str(out)!r} is the URDF file itself, which the scene file would overwrite")
-    settings = Settings(frame_rate=args.frame_rate, substeps=args.substeps, frame_count=args.frame_count)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UrdfWarning)
-        try:
-            result = import_urdf(args.urdf, fixed_base=args.fixed_base, joint_positions=positions,
-                                 joint_velocities=velocities, settings=settings, strength_ratio=args.strength_ratio,
-                                 limit_strength=args.limit_strength, load_visuals=False)
-        except SceneError as problem:
-            return error(str(problem))
-        except ImportError as problem:
-            print(f"error: {problem}", file=sys.stderr, flush=True)
-            return 1
-    for message in result.warnings:
-        print(f"warning: {message}", file=sys.stderr, flush=True)
-    try:
-        arrays_path = save_scene(result.scene, out)
-    except OSError as problem:
-        return error(f"cannot write {str(out)!r}: {problem}")
-    if not args.quiet:
-        scene = result.scene
-        fixed = [b.name for b in scene.bodies if b.motion == "fixed"]
-        meshes = f" (big meshes in {arrays_path})" if arrays_path else ""
-        print(f"wrote {out}{meshes}: {len(scene.bodies)} bodies ({len(fixed)} fixed), {len(scene.joints)} joints",
-              file=sys.stderr, flush=True)
-    return 0
+
+    def load():
+        result = import_urdf(args.urdf, fixed_base=args.fixed_base, joint_positions=positions,
+                             joint_velocities=velocities, settings=settings_from(args),
+                             strength_ratio=args.strength_ratio, limit_strength=args.limit_strength,
+                             load_visuals=False)
+        return result.scene, result.warnings
+
+    def summary(scene) -> str:
+        fixed = sum(body.motion == "fixed" for body in scene.bodies)
+        return f"{len(scene.bodies)} bodies ({fixed} fixed), {len(scene.joints)} joints"
+
+    return run_import(args.urdf, args.out, "URDF", UrdfWarning, load, args.quiet, summary)

@@ -91,11 +91,11 @@ def test_the_check_finds_each_kind_of_dangling_citation(tmp_path):
     foreign source file by name is caught (the unpublished file and the link target twice: as such
     and by name); the same names in web addresses pass."""
     page = tmp_path / "page.md"
-    page.write_text("Source: `001_a52bd7e117919fa1.txt`; docs/constitutions/99_missing.md; [a](nowhere.md);\n"
+    page.write_text("Source: `123_0123456789abcdef.txt`; docs/constitutions/99_missing.md; [a](nowhere.md);\n"
                     "libuipc's `affine_body_fixed_joint.cu`.\n"
                     "See https://github.com/spiriMirror/libuipc/blob/619a5412/src/affine_body_fixed_joint.cu and\n"
                     "[the page](https://example.org/docs/constitutions/99_missing.md).\n", encoding="utf-8")
     problems = unresolved_citations(page, repository_names())
-    assert problems == ["unpublished file 001_a52bd7e117919fa1", "link to nowhere.md",
-                        "path docs/constitutions/99_missing.md", "file 001_a52bd7e117919fa1.txt", "file nowhere.md",
+    assert problems == ["unpublished file 123_0123456789abcdef", "link to nowhere.md",
+                        "path docs/constitutions/99_missing.md", "file 123_0123456789abcdef.txt", "file nowhere.md",
                         "file affine_body_fixed_joint.cu"]
