@@ -602,10 +602,11 @@ def solve_step(
 
 def solve_contact_step(potential: IncrementalPotential, contact: ContactSurface, q: np.ndarray, corners: np.ndarray,
                        dt: float, settings: Settings, mass_inverse: np.ndarray) -> NewtonResult:
-    """Minimise the incremental potential with contact from q^t (bodies, 12), updating q in place
-    (:class:`ContactNewtonStep`).
+    """Minimise the incremental potential with contact from an intersection-free start q
+    (bodies, 12), updating q in place (:class:`ContactNewtonStep`).
 
-    libuipc's IPC pipeline (docs/contact.md): Newton from q^t (an intersection-free start), each
+    libuipc's IPC pipeline (docs/contact.md): Newton from an intersection-free start (q^t, or the
+    last step's motion repeated where the way there is collision-free), each
     direction from the terms' PSD-modified Hessians plus the contact Hessian (:mod:`solver.contact`:
     barrier and lagged friction, J^T H J), the step capped by CCD at the largest collision-free
     fraction, then halved until the incremental potential (with the barrier and friction)
@@ -619,8 +620,10 @@ def solve_contact_step(potential: IncrementalPotential, contact: ContactSurface,
     Args:
         potential: the step's :class:`IncrementalPotential`, bound to q and the step's inputs
             (:meth:`IncrementalPotential.bind`).
-        contact: the :class:`solver.contact.ContactSurface`, its step begun at q^t.
-        q: (bodies, 12) q^t on entry, the minimiser on return (non-dynamic rows untouched).
+        contact: the :class:`solver.contact.ContactSurface`, its step begun at q^t and its
+            friction lagged at the start.
+        q: (bodies, 12) the start on entry (intersection-free, reached from q^t along a
+            collision-free way), the minimiser on return (non-dynamic rows untouched).
         corners: (bodies, 8, 3) body-local bounding-box corners, m (the convergence test's points).
         dt: the time step, s.
         settings: the scene's :class:`solver.scene.Settings` (tolerances, iteration caps).

@@ -19,6 +19,8 @@ readouts). Per time step of frame f (1..frame_count), with dt = 1 / (frame_rate 
 4. Newton (:mod:`solver.newton`, the incremental potential bound to q and the Control) from the
    last step's motion repeated (T^t (T^(t-1))^-1 T^t, :func:`solver.affine_body.repeated_motion`),
    or from q^t where a joint-limit penalty is active at either (:meth:`_Stepper.start_newton`);
+   with contact, from the repeated motion only where the straight way there is free of
+   collisions, the friction re-lagged there (:meth:`_Stepper._start_contact_newton`);
 5. dq/dt = (q - q^t) / dt, and the joint readouts are committed (:mod:`solver.joint_state`).
 """
 
@@ -660,9 +662,26 @@ class _Stepper:
             inputs.sin_t = self.joints.sin[joint_indices].copy()
             inputs.cos_t = self.joints.cos[joint_indices].copy()
 
+    def _start_contact_newton(self, contact: ContactSurface, start: np.ndarray) -> None:
+        """Set the dynamic rows of q, holding q^t (``start``, (dynamic, 12)) on entry, to the
+        contact step's Newton start: the last step's motion repeated (:meth:`start_newton`) where
+        the straight way there from q^t is free of collisions (CCD), with the friction re-lagged
+        there (normal forces and tangents; the friction's velocities stay measured from q^t); else
+        q^t. A body moving steadily, resting, sliding or in free flight, then starts near its
+        answer, with its friction lagged near the step's end."""
+        if self.start_newton(start):
+            return  # a joint-limit penalty is active: q^t
+        motion = np.zeros_like(self.q)
+        motion[self.dynamic] = self.q[self.dynamic] - start
+        self.q[self.dynamic] = start
+        if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
+            self.q += motion
+            contact.relag(self.q)
+
     def _contact_step(self, potential: IncrementalPotential, contact: ContactSurface, frame: int, ratio: float):
         """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
-        from q^t, friction lagged at q^t. Animated bodies are unknowns there too, pulled to their
+        from :meth:`_start_contact_newton` (the last step's motion repeated where the way there is
+        collision-free, else q^t), the friction lagged there. Animated bodies are unknowns there too, pulled to their
         pose at the step's end by :attr:`solver.model.Model.animated_pull`, so that CCD bounds
         their motion and the barrier pushes the dynamic bodies out of their way; after the solve
         each is set exactly to its pose where the way there is collision-free (CCD), which it is
@@ -670,6 +689,7 @@ class _Stepper:
         model, dt = self.model, self.dt
         start = self._set_step_inputs(frame, ratio)
         contact.begin_step(self.q, dt)
+        self._start_contact_newton(contact, start)
         if model.animated_pull is not None:
             poses = self.q[self.pulled].copy()
             if self.kinematic_poses is not None:

@@ -156,6 +156,34 @@ def test_box_dropped_on_ground_never_goes_below_it_and_rests_within_d_hat(frame_
     assert abs(velocity) < 1e-3  # at rest
 
 
+def test_a_falling_box_takes_one_newton_iteration_a_step_until_it_lands_and_few_at_the_landing():
+    """Newton starts from the last step's motion repeated where the way there is free of
+    collisions: in free flight at 240 fps the first direction is g dt^2 (0.17 mm), within the
+    tolerance (velocity_tol dt, 0.21 mm), so a step takes one iteration until the box reaches
+    the floor, from 0.9 m up (0.43 s, 102 steps); the landing takes a few."""
+    frame_rate = 240.0
+    scene = contact_scene([ground(), box("box", 0.2, (0.0, 0.0, 1.0))], frame_count=120, frame_rate=frame_rate)
+    trajectory = run(scene)
+    iterations = np.asarray(trajectory.newton_iterations)
+    assert np.all(trajectory.converged)
+    assert np.all(iterations[:100] == 1)
+    assert iterations.max() <= 8
+    assert np.all(lowest_point(trajectory, scene, 1) > 0.0)
+
+
+def test_a_box_sliding_on_the_ground_takes_at_most_two_newton_iterations_a_step():
+    """A box sliding at 2 m/s with mu = 0.5 at 240 fps decelerates steadily: from the last step's
+    motion repeated, with the friction lagged there, a step converges in one or two iterations
+    (from q^t with the friction lagged there it took seven: the whole motion, then the friction
+    re-lagged at the converged state and solved again)."""
+    frame_rate = 240.0
+    slider = box("box", 0.2, (0.0, 0.0, 0.1 + D_HAT / 2), linear_velocity=np.array([2.0, 0.0, 0.0]))
+    trajectory = run(contact_scene([ground(), slider], frame_count=96, frame_rate=frame_rate, friction=0.5))
+    iterations = np.asarray(trajectory.newton_iterations)
+    assert np.all(trajectory.converged)
+    assert np.all(iterations[10:96] <= 2)  # sliding until it stops at about step 98
+
+
 def ramp_scene(theta: float, mu: float, eps_velocity: float = 0.01) -> tuple[Scene, np.ndarray, np.ndarray]:
     """A fixed ramp at ``theta`` and a 0.2 m cube on it, D_HAT / 2 above; the uphill and normal unit vectors."""
     normal = np.array([-np.sin(theta), 0.0, np.cos(theta)])
