@@ -112,9 +112,10 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
 
     tasks.append(CompileTask(assembly._scatter,
                              lambda: potential.assembly.assemble(zero_derivatives(), potential.element_bodies)))
-    tasks.append(CompileTask(assembly._scatter_gradient,
-                             lambda: potential.assembly.assemble_gradient(zero_derivatives(),
-                                                                          potential.element_bodies)))
+    tasks.append(CompileTask(assembly._scatter_gradient, lambda: potential.assembly.assemble(
+        [(gradient, None) for gradient, _ in zero_derivatives()], potential.element_bodies)))
+    tasks.append(CompileTask(assembly._scatter_flat_gradient, lambda: potential.assembly.sum_gradients(
+        np.zeros(len(potential._gradient_rows)), potential._gradient_rows)))
     solver = potential.linear_solver
     if solver.method == "banded" and solver.size:
         def identity_blocks():  # the BSR block values of the identity matrix
@@ -122,6 +123,9 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
             return blocks
         tasks.append(CompileTask(linear_solver._scatter_banded, lambda: solver.factorize(identity_blocks())))
+        tasks.append(CompileTask(linear_solver._sum_into_band, lambda: linear_solver._sum_into_band(
+            solver.constant_band(identity_blocks()), np.zeros(1), *(np.zeros(0, dtype=np.int64),) * 3,
+            np.zeros(0, dtype=bool), np.zeros_like(solver.constant_band(identity_blocks())))))
         tasks.append(CompileTask(linear_solver._transpose_band, lambda: linear_solver._transpose_band(
             np.zeros((2, 2), order="F"), np.zeros((2, 2), order="F"))))  # scratch bands of the run's types
     if len(potential.dynamic_indices):

@@ -68,6 +68,30 @@ def _scatter_banded(hessian_elements, block_index, block_offset, block_diagonal,
 
 
 @kernel
+def _sum_into_band(constant_band, hessians, source, stride, target, diagonal, banded):
+    """banded = constant_band + element blocks taken from the flat buffer ``hessians`` (all terms'
+    element Hessians, one after the other), in one call for all terms.
+
+    Block k of the map (:meth:`LinearSolver.element_band_map`) is the 12x12 block whose entry
+    (r, c) is ``hessians[source[k] + stride[k] r + c]`` (stride: its element Hessian's row
+    length), added at ``target[k] + bandwidth c + r`` of the band's memory as
+    :func:`_scatter_banded` adds it (only r >= c where ``diagonal[k]``). The blocks are added in
+    the map's order, that of the terms, elements and element blocks: the same sums, in the same
+    order, as :func:`_scatter_banded` term by term."""
+    flat = banded.T.reshape(-1)  # the same memory, in order
+    constant = constant_band.T.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] = constant[i]
+    step = banded.shape[0] - 1
+    for k in range(source.shape[0]):
+        first, row_length = source[k], stride[k]
+        for c in range(12):
+            start = target[k] + step * c
+            for r in range(c if diagonal[k] else 0, 12):
+                flat[start + r] += hessians[first + row_length * r + c]
+
+
+@kernel
 def _transpose_band(lower, upper):
     """upper = the transpose of the lower triangular band matrix in ``lower``, in LAPACK upper band
     storage: both (bandwidth + 1, size) in Fortran order, entry (d, j) of ``lower`` being L[j + d, j]
@@ -269,19 +293,49 @@ class LinearSolver:
         for :func:`_scatter_banded` (one kernel, and one compilation, for blocks and elements)."""
         _scatter_banded(blocks, self._block_identity, self._block_offset, self._block_diagonal, band)
 
-    def factorize_sum(self, constant_band: np.ndarray, elements: list) -> None:
+    def element_band_map(self, block_indices: list, offsets: list) -> tuple[np.ndarray, ...]:
+        """Where the element blocks of terms' element Hessians, held one after the other in one
+        flat buffer, go in the band, for :meth:`factorize_sum` (banded path only).
+
+        Args:
+            block_indices: per term, (n, k, k) the BSR block of each element block as
+                :class:`solver.assembly.Assembly` numbers them (-1: none).
+            offsets: per term, where its element Hessians (n, 12k, 12k), C order, start in the buffer.
+
+        Returns:
+            (source, stride, target, diagonal), one entry per element block that reaches the band
+            (terms, elements and element blocks in order): its first entry in the buffer, its
+            element Hessian's row length 12k, its place in the band's memory and whether it is on
+            the diagonal (:func:`_sum_into_band`).
+        """
+        pieces: list[tuple[np.ndarray, ...]] = []
+        for block_index, offset in zip(block_indices, offsets):
+            n, k, _ = block_index.shape
+            size = 12 * k
+            element, a, b = (axis.reshape(-1) for axis in np.indices((n, k, k)))
+            index = block_index.reshape(-1)
+            kept = index >= 0
+            kept[kept] = self._block_offset[index[kept]] >= 0
+            source = offset + element * size * size + 12 * a * size + 12 * b
+            pieces.append((source[kept], np.full(int(kept.sum()), size), self._block_offset[index[kept]],
+                           self._block_diagonal[index[kept]]))
+        if not pieces:
+            return (np.zeros(0, dtype=np.int64),) * 3 + (np.zeros(0, dtype=bool),)
+        return tuple(np.ascontiguousarray(np.concatenate(column)) for column in zip(*pieces))
+
+    def factorize_sum(self, constant_band: np.ndarray, hessians: np.ndarray, band_map: tuple) -> None:
         """Factorise H = the matrix of ``constant_band`` (:meth:`constant_band`) + element
         Hessians, for :meth:`solve_factorized` (banded path only; the SuperLU path takes the
         assembled blocks, :meth:`factorize`).
 
         Args:
             constant_band: (bandwidth + 1, size), not modified.
-            elements: (hessian_elements (n, 12k, 12k), block_index (n, k, k)) pairs, the BSR
-                block of each element block as :class:`solver.assembly.Assembly` numbers them.
+            hessians: (entries,) the terms' element Hessians one after the other, flat.
+            band_map: where their blocks go, :meth:`element_band_map`.
 
-        The element Hessians go straight into a copy of the constant band: no BSR block values
-        are written, copied or read (at 1000 bodies those were 3.5 MB, three times per
-        factorisation).
+        The element Hessians go straight into a copy of the constant band, all terms in one
+        compiled call: no BSR block values are written, copied or read (at 1000 bodies those
+        were 3.5 MB, three times per factorisation).
 
         Raises:
             SingularSystem: as :meth:`factorize`; ValueError on the SuperLU path.
@@ -292,9 +346,7 @@ class LinearSolver:
             return
         self._lower_factor = None  # the band is the lower factor's storage
         assert self._banded is not None  # made with the banded method
-        np.copyto(self._banded, constant_band)
-        for hessian_elements, block_index in elements:
-            _scatter_banded(hessian_elements, block_index, self._block_offset, self._block_diagonal, self._banded)
+        _sum_into_band(constant_band, hessians, *band_map, self._banded)
         self._factorize_band()
 
     def _factorize_band(self) -> None:

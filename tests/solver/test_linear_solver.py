@@ -91,8 +91,8 @@ def test_scipy_matrix_of_the_blocks_is_symmetric():
 
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_constant_band_plus_element_hessians_is_the_assembled_matrix(shuffled):
-    """factorize_sum (the Newton loop's banded path: element Hessians scattered straight into a
-    copy of the constant terms' band) solves as the assembled block values do, in the bodies' own
+    """factorize_sum (the Newton loop's banded path: element Hessians from a flat buffer scattered
+    straight into a copy of the constant terms' band) solves as the assembled block values do, in the bodies' own
     order and after a reordering (where element blocks above the diagonal become ones below)."""
     rng = np.random.default_rng(6)
     labels = rng.permutation(25) if shuffled else np.arange(25)
@@ -109,7 +109,7 @@ def test_constant_band_plus_element_hessians_is_the_assembled_matrix(shuffled):
     right_hand_side = rng.normal(size=solver.size)
     band = solver.constant_band(constant_blocks)
     kept = band.copy()
-    solver.factorize_sum(band, [(pairs, assembly.block_indices[1])])
+    solver.factorize_sum(band, pairs.reshape(-1), solver.element_band_map([assembly.block_indices[1]], [0]))
     summed = solver.solve_factorized(right_hand_side)
     assert np.array_equal(band, kept)  # the constant band is reused, not consumed
     solver.factorize(blocks)
@@ -122,7 +122,7 @@ def test_factorize_sum_is_refused_on_the_superlu_path():
     solver, _, _ = block_system([(0, k) for k in range(1, 40)], 40, seed=7)
     assert solver.method == "superlu"
     with pytest.raises(ValueError, match="banded path"):
-        solver.factorize_sum(None, [])
+        solver.factorize_sum(None, np.zeros(0), ())
 
 
 @pytest.mark.parametrize("size, bandwidth", [(12, 11), (36, 23), (120, 23), (60, 47)])
