@@ -10,12 +10,10 @@ which the potential and the loop skip shortcuts that keep failing.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from .assembly import Assembly
-from .constitutions._kernels import BoundTerm, check_state
+from .constitutions._kernels import check_state
 from .device_solver import linear_solver_for
 from .linear_solver import SingularSystem
 
@@ -131,6 +129,7 @@ class IncrementalPotential:
                 hessian = self._hessian_elements[start:start + n * size * size].reshape(n, size, size)
                 hessian_index += 1
             self._outputs[index] = (gradient, hessian)
+        self._bindings = [(terms[index], self.inputs[index], self._outputs[index]) for index in self._active]
         self._gradient_rows = self.assembly.gradient_rows([self.element_bodies[index] for index in self._active])
         self._band_map = None if self.linear_solver.method != "banded" else self.linear_solver.element_band_map(
             [self.assembly.block_indices[index] for index in self._active if not self.constant[index]],
@@ -188,23 +187,25 @@ class IncrementalPotential:
         """
         check_state(q, self.state_rows)
         energies, gradient_fills, fills = [], [], []
-        for index in self._active:
-            term, names = self.terms[index], self.inputs[index]
+        for term, names, (gradient, hessian) in self._bindings:
             try:
-                bound = term.bind(*[getattr(control, name) for name in names])
+                bound = term.bind(*[getattr(control, name) for name in names]) if names else term.bind()
             except ValueError as error:
                 if not names:
                     raise
                 raise ValueError(f"control.{' or control.'.join(names)}: {error}") from error
-            gradient, hessian = self._outputs[index]
-            gradient_fills.append(_gradient_fill(bound, gradient, hessian))
-            fills.append(_derivatives_fill(bound, gradient, hessian))
+            # A call and its outputs: the gradient kernel, or the gradient and Hessian where the
+            # term has no gradient kernel (those with a constant Hessian all have one).
+            gradient_fill = (bound.gradient, (gradient,)) if bound.gradient is not None else (
+                bound.gradient_hessian, (gradient, hessian))
+            gradient_fills.append(gradient_fill)
+            fills.append(gradient_fill if hessian is None else (bound.gradient_hessian, (gradient, hessian)))
             energies.append(bound.energy)
         self._control = control
         self._energies = energies
-        # Per term with elements, in the terms' order: q -> None, writing its element gradients
-        # (and Hessians where they are not constant) into its part of the flat buffers; the
-        # gradient alone where the term has a gradient kernel.
+        # Per term with elements, in the terms' order: (call, outputs), call(q, *outputs) writing
+        # its element gradients (and Hessians where they are not constant) into its part of the
+        # flat buffers; the gradient alone where the term has a gradient kernel.
         self._fills = fills
         self._gradient_fills = gradient_fills
 
@@ -226,8 +227,8 @@ class IncrementalPotential:
         """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has a gradient
         kernel; terms as bound by :meth:`bind`."""
         self._require_bound()
-        for fill in self._gradient_fills:
-            fill(q)
+        for call, outputs in self._gradient_fills:
+            call(q, *outputs)
         return self.assembly.sum_gradients(self._gradient_elements, self._gradient_rows)
 
     def gradient_hessian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -254,8 +255,8 @@ class IncrementalPotential:
         self._require_bound()
         if self.constant_blocks is None:
             self.refresh_constant_hessian(q, self._control)
-        for fill in self._fills:
-            fill(q)
+        for call, outputs in self._fills:
+            call(q, *outputs)
         return self._outputs
 
     def factorize(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -320,28 +321,3 @@ class IncrementalPotential:
         gradient = self.assembly.sum_gradients(self._gradient_elements, self._gradient_rows)
         self.linear_solver.factorize_sum(self._constant_band, self._hessian_elements, self._band_map)
         return gradient
-
-
-Fill = Callable[[np.ndarray], None]  # q -> None, writing a term's element derivatives into its buffers
-
-
-def _gradient_fill(term: BoundTerm, gradient: np.ndarray, hessian: np.ndarray | None) -> Fill:
-    """q -> None, writing a bound term's element gradients at q into ``gradient`` (n, 12k): its
-    gradient kernel, or its gradient_hessian (into ``hessian`` too) where it has none
-    (``hessian`` is None only for the terms with a constant Hessian, which have a gradient kernel)."""
-    if term.gradient is not None:
-        term_gradient = term.gradient
-        return lambda q: term_gradient(q, gradient)
-    assert hessian is not None
-    gradient_hessian = term.gradient_hessian
-    return lambda q: gradient_hessian(q, gradient, hessian)
-
-
-def _derivatives_fill(term: BoundTerm, gradient: np.ndarray, hessian: np.ndarray | None) -> Fill:
-    """q -> None, writing a bound term's element gradients (n, 12k) and Hessians (n, 12k, 12k)
-    at q into ``gradient`` and ``hessian``; the gradient alone where ``hessian`` is None (a
-    constant Hessian, assembled per frame instead)."""
-    if hessian is None:
-        return _gradient_fill(term, gradient, None)
-    gradient_hessian = term.gradient_hessian
-    return lambda q: gradient_hessian(q, gradient, hessian)

@@ -245,11 +245,16 @@ class Simulation:
             results, self._fast_rotation[step] = self._split_step(frame, substep)
         except (NewtonFailure, DeviceUnavailable) as error:
             raise SolverError(f"frame {frame}, step {substep}: {error}{self._culprit(error)}") from error
-        self._iterations[step] = sum(result.iterations for result in results)
-        self._line_search[step] = sum(result.line_search_iterations for result in results)
-        self._converged[step] = all(result.converged for result in results)
-        self._residual[step] = max(result.residual for result in results)
-        self._pieces[step] = len(results)
+        if len(results) == 1:  # unsplit (the pieces' count is 1 already)
+            (result,) = results
+            self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
+            self._converged[step], self._residual[step] = result.converged, result.residual
+        else:
+            self._iterations[step] = sum(result.iterations for result in results)
+            self._line_search[step] = sum(result.line_search_iterations for result in results)
+            self._converged[step] = all(result.converged for result in results)
+            self._residual[step] = max(result.residual for result in results)
+            self._pieces[step] = len(results)
         self._step += 1
         if substep == substeps:
             self._finish_frame(frame)
@@ -421,6 +426,7 @@ class _Stepper:
         #: (joints,) the frame in which each breakable joint broke (NaN: not broken, or unbreakable).
         self.broken_frame = np.full(len(joints), np.nan)
         self.has_limits = bool(len(model.revolute_limit.joint_indices) or len(model.prismatic_limit.joint_indices))
+        self.breakable = bool(np.isfinite(model.generic.break_force).any())  # a generic joint with a break force
         self.dynamic = row_selector(np.flatnonzero(model.dynamic))
         # The prescribed bodies whose q changes over the run (animated ones); fixed bodies keep
         # their q0 and need no interpolation per step.
@@ -609,7 +615,8 @@ class _Stepper:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         start = self._set_step_inputs(frame, ratio)
         limited = self.start_newton(start)
-        turning = float(np.abs(self.velocity[self.dynamic][:, 3:]).max(initial=0.0)) * dt  # about rad per step
+        # About rad per step (the ufunc's own reduce: ndarray.max's Python wrapper costs more than it).
+        turning = float(np.maximum.reduce(np.abs(self.velocity[self.dynamic, 3:]), axis=None, initial=0.0)) * dt
         potential.bind(self.q, self.control)
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
                             turning=turning)
@@ -621,9 +628,9 @@ class _Stepper:
         """Release for good the generic joints whose locked linear coordinates carry more than
         their break force at the step's end (:meth:`GenericJoint.constraint_force`), as Bullet
         disables a constraint whose impulse passes its threshold; record the frame."""
-        generic = self.model.generic
-        if not np.isfinite(generic.break_force).any():
+        if not self.breakable:
             return
+        generic = self.model.generic
         active = self.control.generic.active
         force = generic.constraint_force(self.q)
         broken = (active > 0.0) & (force > generic.break_force)
