@@ -23,8 +23,64 @@ import scipy.linalg.lapack
 import scipy.sparse
 import scipy.sparse.csgraph
 import scipy.sparse.linalg
+from llvmlite import ir
+from numba import types
+from numba.extending import get_cython_function_address, intrinsic
 
 from .jit import kernel
+
+#: The address of LAPACK's banded Cholesky solve in SciPy's LAPACK (``scipy.linalg.cython_lapack``,
+#: 32-bit integers), which compiled code calls through :func:`_lapack_call`.
+DPBTRS = get_cython_function_address("scipy.linalg.cython_lapack", "dpbtrs")
+
+
+@intrinsic
+def _lapack_call(typingctx, address, arrays):
+    """Call the LAPACK routine at ``address`` (int, from ``scipy.linalg.cython_lapack``) from
+    compiled code, with the data pointers of ``arrays`` (a tuple of arrays, one per argument, in
+    the routine's order: LAPACK takes every argument by reference, a character as uint8 and an
+    integer as int32). The address is an argument, not a constant of the compiled code, so that
+    Numba's on-disk cache holds no address of this process."""
+    if not isinstance(address, types.Integer) or not isinstance(arrays, types.BaseTuple):
+        return None
+    if not all(isinstance(array, types.Array) for array in arrays):
+        return None
+
+    def codegen(context, builder, signature, arguments):
+        pointer = ir.IntType(8).as_pointer()
+        data = [builder.bitcast(context.make_array(array)(context, builder,
+                                                          builder.extract_value(arguments[1], index)).data, pointer)
+                for index, array in enumerate(signature.args[1])]
+        routine = builder.inttoptr(arguments[0], ir.FunctionType(ir.VoidType(), [pointer] * len(data)).as_pointer())
+        builder.call(routine, data)
+        return context.get_dummy_value()
+
+    return types.void(address, arrays), codegen
+
+
+@kernel
+def _solve_band(dpbtrs, factor, lower, right_hand_side, order):
+    """(x (size,), LAPACK's info) with H x = b for b = ``right_hand_side`` (size,), H's Cholesky
+    factor in LAPACK band storage ``factor`` ((bandwidth + 1, size), Fortran order; L in lower
+    storage where ``lower``, else U = L^T in upper storage), its 12-row blocks stored in the order
+    ``order`` (blocks,) (block k of the band is block order[k] of the matrix): b permuted into the
+    band's order, LAPACK ``dpbtrs`` at the address ``dpbtrs`` (:data:`DPBTRS`), and the solution
+    permuted back, in one compiled call."""
+    size = factor.shape[1]
+    permuted = np.empty(size)
+    for k in range(order.shape[0]):
+        for r in range(12):
+            permuted[12 * k + r] = right_hand_side[12 * order[k] + r]
+    # n, kd, nrhs, ldab, ldb, info
+    integers = np.array([size, factor.shape[0] - 1, 1, factor.shape[0], size, 0], dtype=np.int32)
+    uplo = np.array([76 if lower else 85], dtype=np.uint8)  # "L" or "U"
+    _lapack_call(dpbtrs, (uplo, integers[0:1], integers[1:2], integers[2:3], factor, integers[3:4], permuted,
+                          integers[4:5], integers[5:6]))
+    solution = np.empty(size)
+    for k in range(order.shape[0]):
+        for r in range(12):
+            solution[12 * order[k] + r] = permuted[12 * k + r]
+    return solution, integers[5]
 
 
 class SingularSystem(RuntimeError):
@@ -229,7 +285,6 @@ class LinearSolver:
         self.block_columns = np.asarray(indices, dtype=np.int64)
         order, position, block_band = band_order(block_count, self.block_rows, self.block_columns)
         self.order, self.position = order, position
-        self._permuted = bool(np.any(order != np.arange(block_count)))
         self.bandwidth = 12 * block_band + 11
         band_storage = (self.bandwidth + 1) * self.size
         sparse_storage = 144 * max(len(indices), 1)
@@ -385,26 +440,18 @@ class LinearSolver:
         if self.size == 0:
             return right_hand_side.copy()
         if self.method == "banded":
-            if self._permuted:
-                permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1, 1)
-            else:
-                permuted = np.array(right_hand_side, dtype=np.float64).reshape(-1, 1)
             if self._lower_factor is None:
                 raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
             self._solves += 1
             if not self._moved and self._solves > 1:
                 self._move_factor()
-            if self._moved:
-                solution, info = scipy.linalg.lapack.dpbtrs(self._upper_factor, permuted, lower=0, overwrite_b=1)
-            else:  # the factor's first solve, not yet moved
-                solution, info = scipy.linalg.lapack.dpbtrs(self._lower_factor, permuted, lower=1, overwrite_b=1)
+            # The factor's first solve in lower storage, not yet moved; later ones in upper storage.
+            factor = self._upper_factor if self._moved else self._lower_factor
+            solution, info = _solve_band(DPBTRS, factor, not self._moved,
+                                         np.ascontiguousarray(right_hand_side, dtype=np.float64), self.order)
             if info != 0:
                 raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
-            if not self._permuted:
-                return solution.reshape(-1)
-            result = np.empty((self.size // 12, 12))
-            result[self.order] = solution.reshape(-1, 12)
-            return result.reshape(-1)
+            return solution
         if self._lu is None:
             raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
         return self._lu.solve(right_hand_side)
