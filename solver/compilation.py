@@ -128,6 +128,9 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
             np.zeros(0, dtype=bool), np.zeros_like(solver.constant_band(identity_blocks())))))
         tasks.append(CompileTask(linear_solver._solve_band, lambda: linear_solver._solve_band(
             linear_solver.DPBTRS, solver.constant_band(identity_blocks()), True, np.zeros(solver.size), solver.order)))
+        tasks.append(CompileTask(linear_solver._solve_band_sum, lambda: linear_solver._solve_band_sum(
+            linear_solver.DPBTRS, solver.constant_band(identity_blocks()), True,
+            np.zeros(len(potential._gradient_rows)), potential._gradient_rows, solver.order)))
         tasks.append(CompileTask(linear_solver._transpose_band, lambda: linear_solver._transpose_band(
             np.zeros((2, 2), order="F"), np.zeros((2, 2), order="F"))))  # scratch bands of the run's types
     if len(potential.dynamic_indices):

@@ -27,7 +27,21 @@ from llvmlite import ir
 from numba import types
 from numba.extending import get_cython_function_address, intrinsic
 
-from .jit import kernel
+from .assembly import _scatter_flat_gradient
+from .jit import helper, kernel
+
+class SingularSystem(RuntimeError):
+    """The Newton system could not be factorised (not positive definite or singular).
+
+    ``block`` is the 12x12 block (a dynamic body's slot, :class:`solver.assembly.Assembly`) of
+    the first pivot that failed: the banded Cholesky's own, else that of the diagnostic Cholesky
+    :func:`failing_block` (SuperLU, the device's dense Cholesky); None where neither tells.
+    """
+
+    def __init__(self, message: str, block: Optional[int] = None):
+        super().__init__(message)
+        self.block = block
+
 
 #: The address of LAPACK's banded Cholesky solve in SciPy's LAPACK (``scipy.linalg.cython_lapack``,
 #: 32-bit integers), which compiled code calls through :func:`_lapack_call`.
@@ -58,19 +72,19 @@ def _lapack_call(typingctx, address, arrays):
     return types.void(address, arrays), codegen
 
 
-@kernel
-def _solve_band(dpbtrs, factor, lower, right_hand_side, order):
-    """(x (size,), LAPACK's info) with H x = b for b = ``right_hand_side`` (size,), H's Cholesky
-    factor in LAPACK band storage ``factor`` ((bandwidth + 1, size), Fortran order; L in lower
-    storage where ``lower``, else U = L^T in upper storage), its 12-row blocks stored in the order
-    ``order`` (blocks,) (block k of the band is block order[k] of the matrix): b permuted into the
-    band's order, LAPACK ``dpbtrs`` at the address ``dpbtrs`` (:data:`DPBTRS`), and the solution
-    permuted back, in one compiled call."""
+@helper
+def _banded_solve(dpbtrs, factor, lower, right_hand_side, sign, order):
+    """(x (size,), LAPACK's info) with H x = ``sign`` b for b = ``right_hand_side`` (size,), H's
+    Cholesky factor in LAPACK band storage ``factor`` ((bandwidth + 1, size), Fortran order; L in
+    lower storage where ``lower``, else U = L^T in upper storage), its 12-row blocks stored in the
+    order ``order`` (blocks,) (block k of the band is block order[k] of the matrix): sign b
+    permuted into the band's order, LAPACK ``dpbtrs`` at the address ``dpbtrs`` (:data:`DPBTRS`),
+    and the solution permuted back."""
     size = factor.shape[1]
     permuted = np.empty(size)
     for k in range(order.shape[0]):
         for r in range(12):
-            permuted[12 * k + r] = right_hand_side[12 * order[k] + r]
+            permuted[12 * k + r] = sign * right_hand_side[12 * order[k] + r]
     # n, kd, nrhs, ldab, ldb, info
     integers = np.array([size, factor.shape[0] - 1, 1, factor.shape[0], size, 0], dtype=np.int32)
     uplo = np.array([76 if lower else 85], dtype=np.uint8)  # "L" or "U"
@@ -83,17 +97,22 @@ def _solve_band(dpbtrs, factor, lower, right_hand_side, order):
     return solution, integers[5]
 
 
-class SingularSystem(RuntimeError):
-    """The Newton system could not be factorised (not positive definite or singular).
+@kernel
+def _solve_band(dpbtrs, factor, lower, right_hand_side, order):
+    """(x, info) with H x = b, b = ``right_hand_side`` (size,), in one compiled call
+    (:func:`_banded_solve`, arguments as there)."""
+    return _banded_solve(dpbtrs, factor, lower, right_hand_side, 1.0, order)
 
-    ``block`` is the 12x12 block (a dynamic body's slot, :class:`solver.assembly.Assembly`) of
-    the first pivot that failed: the banded Cholesky's own, else that of the diagnostic Cholesky
-    :func:`failing_block` (SuperLU, the device's dense Cholesky); None where neither tells.
-    """
 
-    def __init__(self, message: str, block: Optional[int] = None):
-        super().__init__(message)
-        self.block = block
+@kernel
+def _solve_band_sum(dpbtrs, factor, lower, gradient_elements, rows, order):
+    """(g (size,), x (size,), info) with g the element gradients summed
+    (:func:`solver.assembly._scatter_flat_gradient`, ``gradient_elements`` and their ``rows``) and
+    H x = -g, in one compiled call (:func:`_banded_solve`, the other arguments as there)."""
+    gradient = np.zeros(factor.shape[1])
+    _scatter_flat_gradient(gradient_elements, rows, gradient)
+    solution, info = _banded_solve(dpbtrs, factor, lower, gradient, -1.0, order)
+    return gradient, solution, info
 
 
 @kernel
@@ -440,21 +459,50 @@ class LinearSolver:
         if self.size == 0:
             return right_hand_side.copy()
         if self.method == "banded":
-            if self._lower_factor is None:
-                raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
-            self._solves += 1
-            if not self._moved and self._solves > 1:
-                self._move_factor()
-            # The factor's first solve in lower storage, not yet moved; later ones in upper storage.
-            factor = self._upper_factor if self._moved else self._lower_factor
-            solution, info = _solve_band(DPBTRS, factor, not self._moved,
-                                         np.ascontiguousarray(right_hand_side, dtype=np.float64), self.order)
+            factor, lower = self._next_factor()
+            solution, info = _solve_band(DPBTRS, factor, lower, np.ascontiguousarray(right_hand_side, dtype=np.float64),
+                                         self.order)
             if info != 0:
                 raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
             return solution
         if self._lu is None:
             raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
         return self._lu.solve(right_hand_side)
+
+    def solve_sum(self, gradient_elements: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(g (size,), x (size,)) with g the sum of element gradients, held one after the other in
+        the flat ``gradient_elements``, each entry added to the row ``rows`` gives (-1: none;
+        :meth:`solver.assembly.Assembly.gradient_rows`, summed as
+        :meth:`solver.assembly.Assembly.sum_gradients` sums), and H x = -g, H from the last
+        :meth:`factorize` or :meth:`factorize_sum` (a triangular solve): the gradient and the
+        Newton (or chord) step in one compiled call (banded path only).
+
+        Raises:
+            ValueError: on the SuperLU path, or when the last factorisation failed or none was made.
+            SingularSystem: LAPACK's solve reports an argument error.
+        """
+        if self.method != "banded":
+            raise ValueError("solve_sum is for the banded path; the SuperLU path solves with solve_factorized")
+        factor, lower = self._next_factor()
+        gradient, solution, info = _solve_band_sum(DPBTRS, factor, lower, gradient_elements, rows, self.order)
+        if info != 0:
+            raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
+        return gradient, solution
+
+    def _next_factor(self) -> tuple[np.ndarray, bool]:
+        """The band storage of the last factor that the next banded solve uses, and whether it is in
+        lower storage: the factor's first solve in lower storage, not yet moved, later ones in
+        upper storage (:meth:`_factorize_band`); counts the solve.
+
+        Raises:
+            ValueError: when the last factorisation failed or none was made.
+        """
+        if self._lower_factor is None:
+            raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
+        self._solves += 1
+        if not self._moved and self._solves > 1:
+            self._move_factor()
+        return (self._upper_factor, False) if self._moved else (self._lower_factor, True)
 
     def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
         """Solve H x = b for H given by its BSR block values (blocks, 12, 12); b (size,).

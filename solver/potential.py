@@ -231,6 +231,23 @@ class IncrementalPotential:
             call(q, *outputs)
         return self.assembly.sum_gradients(self._gradient_elements, self._gradient_rows)
 
+    def chord(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The gradient g (12 x dynamic,) at q (bodies, 12) and the chord step -H^-1 g (12 x
+        dynamic,) with the last factorised Newton matrix H (no new factorisation); terms as bound
+        by :meth:`bind`. On the banded path the gradient's sum and the solve are one compiled call
+        (:meth:`LinearSolver.solve_sum`).
+
+        Raises:
+            ValueError: no factorisation is held.
+        """
+        self._require_bound()
+        for call, outputs in self._gradient_fills:
+            call(q, *outputs)
+        if self.linear_solver.method == "banded":
+            return self.linear_solver.solve_sum(self._gradient_elements, self._gradient_rows)
+        gradient = self.assembly.sum_gradients(self._gradient_elements, self._gradient_rows)
+        return gradient, self.linear_solver.solve_factorized(-gradient)
+
     def gradient_hessian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient (12 x dynamic,) and Hessian block values (blocks, 12, 12) at q (bodies, 12),
         terms as bound by :meth:`bind`: their PSD-projected or shifted Hessians, the
@@ -293,8 +310,7 @@ class IncrementalPotential:
         self._set_projection(0.0 if exact else 1.0)
         if exact:
             try:
-                gradient = self._factorize(q)
-                solution = self.linear_solver.solve_factorized(-gradient)
+                gradient, solution = self._factorize(q)
             except SingularSystem:
                 pass
             else:
@@ -303,21 +319,19 @@ class IncrementalPotential:
                     return gradient, solution
             self.exact_backoff.record(False)
             self._set_projection(1.0)
-        gradient = self._factorize(q)
-        return gradient, self.linear_solver.solve_factorized(-gradient)
+        return self._factorize(q)
 
     def _set_projection(self, weight: float) -> None:
         """Set the curvature_projection of the terms that have one (0 exact, 1 modified)."""
         for term in self._weighted:
             term.curvature_projection = weight
 
-    def _factorize(self, q: np.ndarray) -> np.ndarray:
+    def _factorize(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`factorize` with the terms' curvature projections as they are set."""
         if self.linear_solver.method != "banded":
             gradient, blocks = self.gradient_hessian(q)
             self.linear_solver.factorize(blocks)
-            return gradient
+            return gradient, self.linear_solver.solve_factorized(-gradient)
         self._element_derivatives(q)
-        gradient = self.assembly.sum_gradients(self._gradient_elements, self._gradient_rows)
         self.linear_solver.factorize_sum(self._constant_band, self._hessian_elements, self._band_map)
-        return gradient
+        return self.linear_solver.solve_sum(self._gradient_elements, self._gradient_rows)
