@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import affine_body, assembly, joint_state, linear_solver, newton
-from .constitutions import prismatic_joint, revolute_joint
+from .constitutions import joint_limit_penalty, prismatic_joint, revolute_joint
 
 
 #: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
@@ -142,6 +142,9 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
                                                             model.corners[potential.dynamic_rows])))
     if len(model.prismatic.joint_indices):
         tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.distance(q)))
+    if len(model.prismatic_limit.joint_indices) or len(model.revolute_limit.joint_indices):
+        tasks.append(CompileTask(joint_limit_penalty.any_active, lambda: joint_limit_penalty.any_active(
+            np.zeros(1), np.zeros(1), np.zeros(1))))  # the stepper's limit check
     if len(model.revolute.joint_indices):
         tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.sin_cos(q)))
         joints = int(model.revolute.joint_indices.max()) + 1  # scratch readouts of JointState's types

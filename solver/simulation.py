@@ -34,6 +34,7 @@ import threadpoolctl
 from .affine_body import PoseInterpolation, nearest_rotation, q_from_transform, repeated_motion, transform_from_q
 from .compilation import compile_in_parallel, compile_tasks
 from .constitutions import DrivingRevoluteJointInput, RevoluteJointLimitInput
+from .constitutions.joint_limit_penalty import any_active
 from .contact import ContactSurface, ContactUnavailable
 from .control import Control
 from .device_solver import DeviceUnavailable
@@ -754,11 +755,10 @@ def _any_limit_active(model: Model, control: Control, q: np.ndarray) -> bool:
     outside [lower, upper] of ``control`` (the revolute one measured from the step start, so the
     step's limit inputs must be set)."""
     if len(model.revolute_limit.joint_indices):
-        angle, revolute = model.revolute_limit.angle(q, control.revolute_limit), control.revolute_limit
-        if ((angle < revolute.lower) | (angle > revolute.upper)).any():
+        revolute = control.revolute_limit
+        if any_active(model.revolute_limit.angle(q, revolute), revolute.lower, revolute.upper):
             return True
     if len(model.prismatic_limit.joint_indices):
-        distance, prismatic = model.prismatic_limit.distance(q), control.prismatic_limit
-        if ((distance < prismatic.lower) | (distance > prismatic.upper)).any():
-            return True
+        prismatic = control.prismatic_limit
+        return bool(any_active(model.prismatic_limit.distance(q), prismatic.lower, prismatic.upper))
     return False
