@@ -283,7 +283,7 @@ class Simulation:
     def _finish_frame(self, frame: int) -> None:
         """Record the state at the end of ``frame`` (its last time step done)."""
         stepper = self._stepper
-        if not np.all(np.isfinite(stepper.q)):
+        if not np.isfinite(stepper.q).all():
             raise SolverError(f"frame {frame}: the state is not finite")
         self._transforms[frame] = transform_from_q(stepper.q)
         self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
@@ -490,14 +490,18 @@ class _Stepper:
         """Put the per-frame series values of ``frame`` (1..frame_count) that hold for all its
         steps (strengths and flags) into the control; the targets and bounds that move between
         frames are set per step (:meth:`begin_step`)."""
+        # (Parts without elements keep their empty defaults: a small rig has most of them.)
         control = self.control
         for term, inputs, drive, _, _ in self.drives:
-            inputs.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
-            drive.passive = drive.is_passive[:, frame] != 0.0
-        control.prismatic_limit.strength = self.limit_series["prismatic"]["strength"][:, frame].copy()
-        control.revolute_limit.strength = self.limit_series["revolute"]["strength"][:, frame].copy()
-        control.soft.strength_ratio = self.soft_strength[:, frame].copy()
-        control.soft.active = self.soft_active[:, frame].copy()
+            if len(term.joint_indices):
+                inputs.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
+                drive.passive = drive.is_passive[:, frame] != 0.0
+        for key, inputs in (("prismatic", control.prismatic_limit), ("revolute", control.revolute_limit)):
+            if len(self.limit_series[key]["strength"]):
+                inputs.strength = self.limit_series[key]["strength"][:, frame].copy()
+        if len(self.soft_strength):
+            control.soft.strength_ratio = self.soft_strength[:, frame].copy()
+            control.soft.active = self.soft_active[:, frame].copy()
         if not self.targets_move[frame]:
             self.begin_step(frame, 1.0)  # the targets and bounds are the frame's in every step
 
@@ -517,17 +521,20 @@ class _Stepper:
             return (1.0 - ratio) * series[:, frame - 1] + ratio * series[:, frame]
 
         for _, _, drive, _, _ in self.drives:
-            drive.step_aim, drive.step_velocity = between(drive.aim), between(drive.velocity)
+            if len(drive.aim):
+                drive.step_aim, drive.step_velocity = between(drive.aim), between(drive.velocity)
         limits = self.limit_series["prismatic"]
-        control.prismatic_limit.lower = between(limits["lower"])
-        control.prismatic_limit.upper = between(limits["upper"])
+        if len(limits["lower"]):
+            control.prismatic_limit.lower = between(limits["lower"])
+            control.prismatic_limit.upper = between(limits["upper"])
         # #670 (docs/constitutions/670_revolute_joint_limit.md): the effective bounds are offset by init_angle.
         limits = self.limit_series["revolute"]
-        init_angle = self.joints.init_angle[self.model.revolute_limit.joint_indices]
-        control.revolute_limit.lower = between(limits["lower"]) + init_angle
-        control.revolute_limit.upper = between(limits["upper"]) + init_angle
-        control.soft.aim_q = (self.soft_aim_poses.at(frame, ratio) if self.soft_aim_poses is not None
-                              else self.soft_aim_q[:, frame].copy())
+        if len(limits["lower"]):
+            init_angle = self.joints.init_angle[self.model.revolute_limit.joint_indices]
+            control.revolute_limit.lower = between(limits["lower"]) + init_angle
+            control.revolute_limit.upper = between(limits["upper"]) + init_angle
+        if self.soft_aim_poses is not None:
+            control.soft.aim_q = self.soft_aim_poses.at(frame, ratio)
 
     def constant_hessian_changes(self, frame: int) -> bool:
         """Whether the constant Hessians (kinetic M, revolute K JᵀJ, soft transform) differ in
@@ -535,6 +542,8 @@ class _Stepper:
         strength_ratio or is_constrained changes (M and the base joints' K are fixed per run)."""
         if frame == 1:
             return True
+        if not len(self.soft_strength):
+            return False
         return bool(np.any(self.soft_strength[:, frame] != self.soft_strength[:, frame - 1])
                     or np.any(self.soft_active[:, frame] != self.soft_active[:, frame - 1]))
 
