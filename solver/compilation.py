@@ -25,6 +25,7 @@ import numpy as np
 
 from . import affine_body, assembly, joint_state, linear_solver, newton
 from .constitutions import joint_limit_penalty, prismatic_joint, revolute_joint
+from .control import drive_targets
 
 
 #: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
@@ -142,6 +143,9 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
                                                             model.corners[potential.dynamic_rows])))
     if len(model.prismatic.joint_indices):
         tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.distance(q)))
+    if len(model.driving.joint_indices) or len(model.revolute_driving.joint_indices):
+        tasks.append(CompileTask(drive_targets, lambda: drive_targets(  # the stepper's drive targets
+            *(np.zeros(1),) * 5, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), 0.01)))
     if len(model.prismatic_limit.joint_indices) or len(model.revolute_limit.joint_indices):
         tasks.append(CompileTask(joint_limit_penalty.any_active, lambda: joint_limit_penalty.any_active(
             np.zeros(1), np.zeros(1), np.zeros(1))))  # the stepper's limit check

@@ -36,7 +36,7 @@ from .compilation import compile_in_parallel, compile_tasks
 from .constitutions import DrivingRevoluteJointInput, RevoluteJointLimitInput
 from .constitutions.joint_limit_penalty import any_active
 from .contact import ContactSurface, ContactUnavailable
-from .control import Control
+from .control import Control, drive_targets
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
@@ -746,17 +746,11 @@ class _DriveSeries:
 
     def target(self, committed: np.ndarray, init: np.ndarray, dt: float) -> np.ndarray:
         """(drives,) raw targets of the step from the ``committed`` (step-start) raw coordinates
-        and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
-        coordinate (docs/constitutions/21_driving_prismatic_joint.md, 19_driving_revolute_joint.md); a velocity drive
-        aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
-        the offset. A speed limit keeps the target within dt times ``max_speed`` of the committed
-        coordinate."""
-        step = dt * self.max_speed
-        # np.minimum(np.maximum(x, lower), upper) is np.clip(x, lower, upper) without its Python wrapper.
-        velocity = np.minimum(np.maximum(self.step_velocity, -self.max_speed), self.max_speed)
-        moved = np.where(self.by_velocity, committed + dt * velocity,
-                         np.minimum(np.maximum(self.step_aim - init, committed - step), committed + step))
-        return np.where(self.passive, committed, moved)
+        and the offsets ``init`` (init_distance or init_angle), at this step's aims
+        (:func:`solver.control.drive_targets`: passive drives hold, velocity drives move on,
+        position drives aim, within the speed limit)."""
+        return drive_targets(committed, init, self.step_aim, self.step_velocity, self.max_speed, self.by_velocity,
+                             self.passive, dt)
 
 
 def _any_limit_active(model: Model, control: Control, q: np.ndarray) -> bool:
