@@ -119,8 +119,8 @@ def lapack_share(scene) -> None:
     frames = scene.settings.frame_count
     steps = (frames - 1) * scene.settings.substeps
     wall = stamps[frames] - stamps[1]
-    print(f"without the profiler: {wall / steps * 1e6:.0f} µs per time step of the stepping, of which LAPACK and its kernels "
-          f"{sum(seconds for _, seconds in spent.values()) / steps * 1e6:.0f} µs:")
+    print(f"without the profiler: {wall / steps * 1e6:.0f} µs per time step of the stepping, of which LAPACK "
+          f"and its kernels {sum(seconds for _, seconds in spent.values()) / steps * 1e6:.0f} µs:")
     for name, (calls, seconds) in spent.items():
         print(f"  {name}: {calls / steps:.2f} calls per step, {seconds / max(calls, 1) * 1e6:.1f} µs per call")
 
