@@ -113,12 +113,15 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
 
     tasks.append(CompileTask(assembly._scatter,
                              lambda: potential.assembly.assemble(zero_derivatives(), potential.element_bodies)))
-    tasks.append(CompileTask(assembly._scatter_gradient, lambda: potential.assembly.assemble(
-        [(gradient, None) for gradient, _ in zero_derivatives()], potential.element_bodies)))
-    tasks.append(CompileTask(assembly._scatter_flat_gradient, lambda: potential.assembly.sum_gradients(
-        np.zeros(len(potential._gradient_rows)), potential._gradient_rows)))
     solver = potential.linear_solver
-    if solver.method == "banded" and solver.size:
+    banded = solver.method == "banded"
+    if not banded or model.contact is not None:  # gradient_hessian's assembly (SuperLU, device, contact)
+        tasks.append(CompileTask(assembly._scatter_gradient, lambda: potential.assembly.assemble(
+            [(gradient, None) for gradient, _ in zero_derivatives()], potential.element_bodies)))
+    if not banded:  # the chord steps' gradient (the banded path's solve kernel sums it itself)
+        tasks.append(CompileTask(assembly._scatter_flat_gradient, lambda: potential.assembly.sum_gradients(
+            np.zeros(len(potential._gradient_rows)), potential._gradient_rows)))
+    if banded and solver.size:
         def identity_blocks():  # the BSR block values of the identity matrix
             blocks = np.zeros((len(solver.block_rows), 12, 12))
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
@@ -127,8 +130,6 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
         tasks.append(CompileTask(linear_solver._sum_into_band, lambda: linear_solver._sum_into_band(
             solver.constant_band(identity_blocks()), np.zeros(1), *(np.zeros(0, dtype=np.int64),) * 3,
             np.zeros(0, dtype=bool), np.zeros_like(solver.constant_band(identity_blocks())))))
-        tasks.append(CompileTask(linear_solver._solve_band, lambda: linear_solver._solve_band(
-            linear_solver.DPBTRS, solver.constant_band(identity_blocks()), True, np.zeros(solver.size), solver.order)))
         tasks.append(CompileTask(linear_solver._solve_band_sum, lambda: linear_solver._solve_band_sum(
             linear_solver.DPBTRS, solver.constant_band(identity_blocks()), True,
             np.zeros(len(potential._gradient_rows)), potential._gradient_rows, solver.order)))
