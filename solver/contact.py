@@ -356,9 +356,12 @@ class ContactSurface:
 
     def collision_free_step(self, q: np.ndarray, direction: np.ndarray) -> float:
         """Largest alpha in [0, 1] with q + alpha direction (both (bodies, 12)) intersection-free
-        along the way (Tight Inclusion CCD, conservatively rescaled), after a broad phase swept
-        along it (:meth:`set_candidates`), whose candidates then serve every state on the way."""
-        self.set_candidates(q, direction)
+        along the way (Tight Inclusion CCD, conservatively rescaled), over candidates that serve
+        every state on the way: the broad phase built unswept where it covers q and q + direction
+        (every state between them then is within d_hat / 2 of where it was built,
+        :meth:`line_search_start`), else one swept along the way (:meth:`set_candidates`)."""
+        if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
+            self.set_candidates(q, direction)
         start, end = self.positions(q), self.positions(q + direction)
         if len(self._candidates) <= CCD_CHUNK:
             return float(self._candidates.compute_collision_free_stepsize(self._mesh, start, end, 0.0, self._ccd))

@@ -134,6 +134,23 @@ def test_broad_phase_and_energy_reused_only_where_they_hold():
     assert surface.energy(q) == pytest.approx(fresh.energy(q), rel=1e-12)
 
 
+def test_collision_free_step_reuses_a_covering_broad_phase_and_agrees_with_a_fresh_one():
+    """CCD runs over the unswept broad phase where it covers both ends of the way (every vertex
+    within d_hat / 2 of where it was built), else over one swept along it; either way its answer
+    is a fresh surface's, for a short move onto the ground and a long one through it."""
+    surface, q = near_contact_surface(np.random.default_rng(5))
+    for drop in (0.3 * D_HAT, 0.05):
+        fresh, _ = near_contact_surface(np.random.default_rng(5))
+        direction = np.zeros_like(q)
+        direction[2, 2] = -drop
+        surface.set_candidates(q)
+        built = surface._candidates
+        alpha = surface.collision_free_step(q, direction)
+        assert (surface._candidates is built) == (drop < 0.5 * D_HAT)
+        assert alpha == fresh.collision_free_step(q, direction)
+        assert alpha < 1.0 or drop < 0.5 * D_HAT
+
+
 def test_projected_hessian_is_positive_semidefinite():
     surface, q = near_contact_surface(np.random.default_rng(3))
     hessian = surface.gradient_hessian(q)[1].toarray()
