@@ -50,6 +50,10 @@ CCD_CHUNK = 16384
 SAFE_GAP_FRACTION = 0.5
 #: Frame-0 gaps closer than this fraction of d_hat count as touching (see :class:`ContactSurface`).
 TOUCHING_FRACTION = 0.5
+#: The farthest a vertex may move from where the broad phase was built, in d_hat, for its
+#: candidates to serve a line search without a new broad phase (:meth:`ContactSurface.set_candidates`):
+#: a direction moving vertices by more is swept instead.
+COVER_MAX = 4.0
 
 
 class ContactUnavailable(RuntimeError):
@@ -154,9 +158,14 @@ class ContactSurface:
         self._tangential = None
         self._candidates = None
         self._candidate_positions = None  # vertices (V, 3) where the candidates were built unswept, or None
+        self._cover = 0.5 * self.d_hat  # how far vertices may move from those and keep the candidates valid, m
         self._lagged_positions = None
         self._separate_touching(np.asarray(q0, dtype=np.float64), np.asarray(dynamic, dtype=bool),
                                 np.asarray(mass_centers, dtype=np.float64), refuse_intersections)
+        #: (bodies,) each body's farthest surface vertex from its origin, |x̄| in m (0: no contact).
+        self.radii = np.zeros(self.body_count)
+        for k, b in enumerate(order):
+            self.radii[b] = float(np.max(np.linalg.norm(self._local[k], axis=1), initial=0.0))
 
     # -- mesh -------------------------------------------------------------------------------
     def _build_mesh(self):
@@ -325,15 +334,20 @@ class ContactSurface:
         """Whether the lagged friction has any tangential collision."""
         return self._tangential is not None and len(self._tangential) > 0
 
-    def set_candidates(self, q: np.ndarray, direction: np.ndarray | None = None) -> None:
-        """Broad phase (LBVH) over the surfaces at q (bodies, 12), swept along ``direction``
-        (bodies, 12) when given, boxes inflated by d_hat: valid for every state on the segment."""
+    def set_candidates(self, q: np.ndarray, direction: np.ndarray | None = None, cover: float | None = None) -> None:
+        """Broad phase (LBVH) over the surfaces at q (bodies, 12), boxes inflated by d_hat and
+        swept along ``direction`` (bodies, 12) when given: valid for every state on the segment.
+        Unswept, the boxes are inflated by d_hat / 2 + ``cover`` (m, default d_hat / 2): two
+        primitives' distance changes by at most twice the farthest any of their vertices moves,
+        so the candidates hold every pair within d_hat, and every pair that can meet, at every
+        state whose vertices are within ``cover`` of those at q (:meth:`_candidates_cover`)."""
         self._candidates = ipctk.Candidates()
         self._collision_cache = None
         start = self.positions(q)
         self._candidate_positions = start if direction is None else None
         if direction is None:
-            self._candidates.build(self._mesh, start, self.d_hat, self._broad_phase)
+            self._cover = 0.5 * self.d_hat if cover is None else max(float(cover), 0.5 * self.d_hat)
+            self._candidates.build(self._mesh, start, 0.5 * self.d_hat + self._cover, self._broad_phase)
         else:
             self._candidates.build(self._mesh, start, self.positions(q + direction), self.d_hat, self._broad_phase)
 
@@ -354,11 +368,19 @@ class ContactSurface:
         self._collision_cache = (q.copy(), positions, collisions)
         return positions, collisions
 
-    def collision_free_step(self, q: np.ndarray, direction: np.ndarray) -> float:
+    def collision_free_step(self, q: np.ndarray, direction: np.ndarray, displacement: float | None = None) -> float:
         """Largest alpha in [0, 1] with q + alpha direction (both (bodies, 12)) intersection-free
-        along the way (Tight Inclusion CCD, conservatively rescaled), after a broad phase swept
-        along it (:meth:`set_candidates`), whose candidates then serve every state on the way."""
-        self.set_candidates(q, direction)
+        along the way (Tight Inclusion CCD, conservatively rescaled), over candidates that serve
+        every state on the way: the current ones where they cover q and q + direction (every
+        state between is then covered too, the vertices moving on straight lines), else an
+        unswept broad phase at q covering twice ``displacement`` (m, the farthest the direction
+        moves a vertex) where that is at most :data:`COVER_MAX` d_hat, else one swept along the
+        direction (:meth:`set_candidates`)."""
+        if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
+            if displacement is not None and 2.0 * displacement <= COVER_MAX * self.d_hat:
+                self.set_candidates(q, cover=2.0 * displacement)
+            else:
+                self.set_candidates(q, direction)
         start, end = self.positions(q), self.positions(q + direction)
         if len(self._candidates) <= CCD_CHUNK:
             return float(self._candidates.compute_collision_free_stepsize(self._mesh, start, end, 0.0, self._ccd))
@@ -379,22 +401,21 @@ class ContactSurface:
         ``displacement`` (m), at q where :meth:`gradient_hessian` was last evaluated. Two
         primitives' distance changes by at most twice that, so where it is at most
         :data:`SAFE_GAP_FRACTION` of the smallest gap there (a resting or slow body), the whole
-        step is collision-free without CCD; the broad phase built unswept (inflated by d_hat: pairs
-        within 2 d_hat) covers every state whose vertices are within d_hat / 2 of those it was built
-        at, so it is kept where q and q + direction are (every state between them then is), and
-        rebuilt at q otherwise."""
+        step is collision-free without CCD; the candidates are kept where they cover q and
+        q + direction (every state between them then is), and rebuilt unswept at q, covering
+        twice the displacement, otherwise."""
         if 2.0 * displacement <= SAFE_GAP_FRACTION * self._gap:
             if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
-                self.set_candidates(q)
+                self.set_candidates(q, cover=2.0 * displacement)
             return 1.0
-        return self.collision_free_step(q, direction)
+        return self.collision_free_step(q, direction, displacement)
 
     def _candidates_cover(self, q: np.ndarray) -> bool:
-        """Whether the candidates were built unswept at vertices within d_hat / 2 of those of q."""
+        """Whether the candidates were built unswept at vertices within their cover of those of q."""
         if self._candidate_positions is None:
             return False
         moved = np.einsum("ij,ij->i", *(2 * [self.positions(q) - self._candidate_positions]))
-        return bool(np.max(moved, initial=0.0) <= 0.25 * self.d_hat * self.d_hat)
+        return bool(np.max(moved, initial=0.0) <= self._cover * self._cover)
 
     def energy(self, q: np.ndarray) -> float:
         """Barrier plus friction terms of the incremental potential at q (bodies, 12), J; inf
