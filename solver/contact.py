@@ -54,12 +54,10 @@ CCD_CHUNK = 16384
 SAFE_GAP_FRACTION = 0.5
 #: Frame-0 gaps closer than this fraction of d_hat count as touching (see :class:`ContactSurface`).
 TOUCHING_FRACTION = 0.5
-#: ipctk's tangential collisions by kind: the list's name, and the attribute and kind of each of
-#: the two primitives, in the order of the collision's vertex ids.
-_TANGENTIAL_KINDS = (("fv_collisions", ("vertex_id", "vertex"), ("face_id", "face")),
-                     ("ee_collisions", ("edge0_id", "edge"), ("edge1_id", "edge")),
-                     ("ev_collisions", ("vertex_id", "vertex"), ("edge_id", "edge")),
-                     ("vv_collisions", ("vertex0_id", "vertex"), ("vertex1_id", "vertex")))
+#: ipctk's tangential collisions by kind: the list's name, its vertices (of its vertex ids), and
+#: how many of them the first primitive has (a point, an edge), the rest being the second's.
+_TANGENTIAL_KINDS = (("fv_collisions", 4, 1), ("ee_collisions", 4, 2), ("ev_collisions", 3, 1),
+                     ("vv_collisions", 2, 1))
 
 
 class ContactUnavailable(RuntimeError):
@@ -325,23 +323,19 @@ class ContactSurface:
     def _lagged_friction(self, tangential) -> LaggedFriction | None:
         """The arrays of ipctk's tangential collisions (each contact's two bodies, its vertices'
         relative-velocity coefficients summed per body with [1, x̄], tangent basis, relative
-        position at q^t, weight times normal force magnitude times sqrt(mu_a mu_b)), read by kind
-        through attribute getters (one pass per attribute)."""
-        primitive = {"vertex": lambda ids: ids[:, None], "edge": lambda ids: self.edges[ids],
-                     "face": lambda ids: self.faces[ids]}
+        position at q^t, weight times normal force magnitude times sqrt(mu_a mu_b)), read by kind,
+        one pass over the collisions per attribute; None where there are none."""
         parts = []
-        for kind, first, second in _TANGENTIAL_KINDS:
+        for kind, size, split in _TANGENTIAL_KINDS:
             collisions = getattr(tangential, kind)
             count = len(collisions)
             if not count:
                 continue
-            sides = [primitive[shape](np.fromiter(map(attrgetter(name), collisions), np.int64, count))
-                     for name, shape in (first, second)]
-            vertices = np.concatenate(sides, axis=1)  # (n, m) in ipctk's vertex-id order
+            vertices = np.array([collision.vertex_ids(self.edges, self.faces)[:size] for collision in collisions],
+                                dtype=np.int64)  # (n, size) in ipctk's order
             coefficients = np.array([jacobian[0, ::3] for jacobian in
                                      map(methodcaller("relative_velocity_jacobian"), collisions)])
             weighted = coefficients[..., None] * self._weights[vertices]  # c_i [1, x̄_i] (n, m, 4)
-            split = sides[0].shape[1]
             bodies = self.vertex_body[vertices[:, [0, -1]]]
             force = (np.fromiter(map(attrgetter("normal_force_magnitude"), collisions), np.float64, count)
                      * np.fromiter(map(attrgetter("weight"), collisions), np.float64, count))
