@@ -37,12 +37,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import reporting
 
 FPS = 24
 BENCHMARKS = Path(__file__).resolve().parent
 RESULT_MARK = "CONTACT_RESULT "
-DOCS_BEGIN = "<!-- benchmarks/contact.py --update-docs: begin (generated, do not edit) -->"
-DOCS_END = "<!-- benchmarks/contact.py --update-docs: end -->"
 BOX = 0.2
 LINK = (0.2, 0.1, 0.1)
 
@@ -183,15 +182,9 @@ def blender_worker(args) -> None:
 
 def measure_blender(scene_kind: str, count: int, seconds: float, shape: str, timeout: int) -> dict:
     """Figures of one Blender scene from a worker subprocess (under ``timeout`` s); RuntimeError if it fails."""
-    command = ["timeout", "--kill-after=10", str(timeout), sys.executable, str(Path(__file__).resolve()),
-               "--blender-worker", "--scene", scene_kind, "--count", str(count), "--seconds", str(seconds),
-               "--shape", shape]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 60)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"Blender worker exited {done.returncode}: {tail}")
-    return json.loads(lines[-1][len(RESULT_MARK):])
+    return reporting.worker_result(
+        [sys.executable, str(Path(__file__).resolve()), "--blender-worker", "--scene", scene_kind, "--count",
+         str(count), "--seconds", str(seconds), "--shape", shape], RESULT_MARK, timeout)
 
 
 def row_text(engine: str, scene_kind: str, count: int, result: dict) -> list[str]:
@@ -209,21 +202,9 @@ def row_text(engine: str, scene_kind: str, count: int, result: dict) -> list[str
 COLUMNS = ["engine", "scene", "boxes", "wall s / sim s", "deepest penetration", "smallest distance", "note"]
 
 
-def markdown(rows: list[list[str]]) -> str:
-    """A Markdown table of ``rows`` under COLUMNS."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
-
-
 def with_docs_block(page: str, block: str) -> str:
-    """``page`` with ``block`` between its DOCS_BEGIN and DOCS_END markers (appended with them if absent);
-    ValueError if only one of them is there or they are out of order."""
-    begin, end = page.find(DOCS_BEGIN), page.find(DOCS_END)
-    if begin < 0 and end < 0:
-        return page.rstrip("\n") + "\n\n## Latest `contact.py` run\n" + DOCS_BEGIN + "\n" + block + DOCS_END + "\n"
-    if begin < 0 or end < begin:
-        raise ValueError("the page's contact.py markers are incomplete or out of order")
-    return page[: begin + len(DOCS_BEGIN)] + "\n" + block + page[end:]
+    """``page`` with this script's generated block (:func:`reporting.with_docs_block`)."""
+    return reporting.with_docs_block(page, block, "contact.py")
 
 
 def main() -> None:
@@ -277,7 +258,7 @@ def main() -> None:
         when = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)) + " to "
                 + time.strftime("%H:%M UTC", time.gmtime()))
         block = (f"Written by `python benchmarks/contact.py {' '.join(sys.argv[1:])}`, {when}, on {cpu} "
-                 f"({os.cpu_count()} logical CPUs).\n\n" + markdown(rows))
+                 f"({os.cpu_count()} logical CPUs).\n\n" + reporting.markdown_table(COLUMNS, rows))
         page = args.update_docs.read_text() if args.update_docs.exists() else "# Performance\n"
         args.update_docs.write_text(with_docs_block(page, block))
         print(f"updated {args.update_docs}", flush=True)

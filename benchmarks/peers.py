@@ -62,7 +62,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,6 +70,7 @@ from pathlib import Path
 from typing import Callable, List, Optional
 
 import numpy as np
+import reporting
 
 ENGINES = ("ours", "mujoco", "pybullet", "blender")
 KINDS = ("revolute", "prismatic")
@@ -409,20 +409,12 @@ def measure_blender(kind: str, count: int, dt: int, args) -> tuple:
     """Run ``blender_worker`` in a subprocess under ``timeout``; returns what it measured."""
     with tempfile.TemporaryDirectory() as folder:
         poses = Path(folder) / "poses.npy"
-        command = ["timeout", "--kill-after=10", str(args.blender_timeout),
-                   sys.executable, str(Path(__file__).resolve()), "--blender-worker", str(poses),
+        command = [sys.executable, str(Path(__file__).resolve()), "--blender-worker", str(poses),
                    "--kinds", kind, "--sizes", str(count), "--dt", str(dt),
                    "--seconds", str(args.seconds), "--repeats", str(args.repeats),
                    "--warmup-seconds", str(args.warmup_seconds),
                    "--max-seconds-per-run", str(args.max_seconds_per_run)]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.blender_timeout + 60)
-        lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
-        if done.returncode == 124:
-            raise RuntimeError(f"Blender worker timed out after {args.blender_timeout} s")
-        if done.returncode != 0 or not lines:
-            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"Blender worker exited {done.returncode}: {tail}")
-        result = json.loads(lines[-1][len(RESULT_MARK):])
+        result = reporting.worker_result(command, RESULT_MARK, args.blender_timeout)
         run = Run(wall=0.0, sim=result["seconds"], transforms=np.load(poses))
     return result["rates"], result["seconds"], result["cut"], run, result["version"]
 
@@ -532,9 +524,7 @@ def cells(result: Result) -> list:
 
 def markdown(results: List[Result], args) -> str:
     """The table as markdown, with the settings under it."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in cells(result)) + " |" for result in results]
-    lines.append("")
+    lines = [reporting.markdown_table(COLUMNS, [cells(result) for result in results])]
     lines.append(f"Median of {args.repeats} after a warm-up; {args.seconds:g} s simulated unless marked `*` "
                  f"(cut to keep one repetition under {args.max_seconds_per_run:g} s).")
     return "\n".join(lines) + "\n"
@@ -553,23 +543,12 @@ def ratios_markdown(results: List[Result]) -> str:
 
 #: The block of a performance page that ``--update-docs`` rewrites (appended under a heading of
 #: its own where the page has none).
-DOCS_BEGIN = "<!-- benchmarks/peers.py --update-docs: begin (generated, do not edit) -->"
-DOCS_END = "<!-- benchmarks/peers.py --update-docs: end -->"
+DOCS_BEGIN, DOCS_END = reporting.docs_markers("peers.py")
 
 
 def with_docs_block(page: str, block: str) -> str:
-    """``page`` with the text between :data:`DOCS_BEGIN` and :data:`DOCS_END` replaced by ``block``,
-    or with a "Latest `peers.py` run" section holding it appended where the markers are absent.
-
-    Raises:
-        ValueError: when only one marker is there, or the end comes first.
-    """
-    begin, end = page.find(DOCS_BEGIN), page.find(DOCS_END)
-    if begin < 0 and end < 0:
-        return page.rstrip("\n") + "\n\n## Latest `peers.py` run\n" + DOCS_BEGIN + "\n" + block + DOCS_END + "\n"
-    if begin < 0 or end < begin:
-        raise ValueError("the page's peers.py markers are incomplete or out of order")
-    return page[: begin + len(DOCS_BEGIN)] + "\n" + block + page[end:]
+    """``page`` with this script's generated block (:func:`reporting.with_docs_block`)."""
+    return reporting.with_docs_block(page, block, "peers.py")
 
 
 def docs_block(results: List[Result], args, started: float) -> str:

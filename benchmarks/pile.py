@@ -49,13 +49,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import reporting
 
 FPS = 24
 DENSITY = 1000.0
 BENCHMARKS = Path(__file__).resolve().parent
 RESULT_MARK = "PILE_RESULT "
-DOCS_BEGIN = "<!-- benchmarks/pile.py --update-docs: begin (generated, do not edit) -->"
-DOCS_END = "<!-- benchmarks/pile.py --update-docs: end -->"
+DOCS_BEGIN, DOCS_END = reporting.docs_markers("pile.py")
 BOX = 0.2
 GROUND_TOP = 0.0
 
@@ -152,13 +152,8 @@ def blender_meshes_worker() -> None:
 
 def blender_meshes(timeout: int = 300) -> dict:
     """name -> (vertices (V, 3), triangles (T, 3)) of Blender's primitives, from a worker subprocess."""
-    done = subprocess.run(["timeout", "--kill-after=10", str(timeout), sys.executable, str(Path(__file__).resolve()),
-                           "--meshes-worker"], capture_output=True, text=True, timeout=timeout + 60)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"Blender mesh worker exited {done.returncode}: "
-                           f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
-    raw = json.loads(lines[-1][len(RESULT_MARK):])
+    raw = reporting.worker_result([sys.executable, str(Path(__file__).resolve()), "--meshes-worker"], RESULT_MARK,
+                                  timeout)
     return {name: (np.array(v, dtype=np.float64), np.array(t, dtype=np.int64)) for name, (v, t) in raw.items()}
 
 
@@ -450,15 +445,9 @@ def blender_worker(args) -> None:
 
 def measure_blender(scene_kind: str, count: int, seconds: float, shape: str, timeout: int) -> dict:
     """Figures of one Blender run from a worker subprocess (under ``timeout`` s); RuntimeError if it fails."""
-    command = ["timeout", "--kill-after=10", str(timeout), sys.executable, str(Path(__file__).resolve()),
-               "--blender-worker", "--scene", scene_kind, "--count", str(count), "--seconds", str(seconds),
-               "--shape", shape]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 60)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"Blender worker exited {done.returncode}: {tail}")
-    return json.loads(lines[-1][len(RESULT_MARK):])
+    return reporting.worker_result(
+        [sys.executable, str(Path(__file__).resolve()), "--blender-worker", "--scene", scene_kind, "--count",
+         str(count), "--seconds", str(seconds), "--shape", shape], RESULT_MARK, timeout)
 
 
 _MESHES: dict = {}
@@ -501,12 +490,6 @@ def cells(engine: str, scene_kind: str, count: int, result: dict, bullet: float 
             contacts, depth, "; ".join(notes)]
 
 
-def markdown(rows: list[list[str]]) -> str:
-    """A Markdown table of ``rows`` under COLUMNS."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
-
-
 def profile_markdown(profiles: list[tuple[str, dict]]) -> str:
     """A Markdown table of seconds a step by part, one column per profiled run."""
     if not profiles:
@@ -520,14 +503,8 @@ def profile_markdown(profiles: list[tuple[str, dict]]) -> str:
 
 
 def with_docs_block(page: str, block: str) -> str:
-    """``page`` with ``block`` between DOCS_BEGIN and DOCS_END (appended under a heading with them
-    if absent); ValueError if only one of them is there or they are out of order."""
-    begin, end = page.find(DOCS_BEGIN), page.find(DOCS_END)
-    if begin < 0 and end < 0:
-        return page.rstrip("\n") + "\n\n## Latest `pile.py` run\n" + DOCS_BEGIN + "\n" + block + DOCS_END + "\n"
-    if begin < 0 or end < begin:
-        raise ValueError("the page's pile.py markers are incomplete or out of order")
-    return page[: begin + len(DOCS_BEGIN)] + "\n" + block + page[end:]
+    """``page`` with this script's generated block (:func:`reporting.with_docs_block`)."""
+    return reporting.with_docs_block(page, block, "pile.py")
 
 
 def main() -> None:
@@ -587,7 +564,7 @@ def main() -> None:
                 print(" | ".join(rows[-1]), flush=True)
                 if "profile" in result:
                     profiles.append((f"{scene_kind} {count}, {substeps}/frame", result["profile"]))
-    table = markdown(rows)
+    table = reporting.markdown_table(COLUMNS, rows)
     profile_table = profile_markdown(profiles)
     print("\n" + table + ("\nWhere one step's time goes (ms of wall time a step, each part's own):\n\n" + profile_table
                           if profile_table else ""), flush=True)

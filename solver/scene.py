@@ -37,6 +37,9 @@ JOINT_TYPES = ("prismatic", "revolute", "fixed", "spherical", "generic")
 AXIS_JOINT_TYPES = ("prismatic", "revolute")
 #: The aim of a drive in position mode, per joint type.
 AIM_KEYS = {"prismatic": "aim_distance", "revolute": "aim_angle"}
+#: Strength ratio gamma (K = gamma (m_i + m_j)) of a joint, drive or soft transform that sets
+#: none: libuipc's default for its joint constitutions.
+DEFAULT_STRENGTH_RATIO = 100.0
 #: Where the scene is solved (``Settings.device``): this solver on the CPU, this solver with its
 #: Newton system on an NVIDIA GPU through CuPy, or libuipc on an NVIDIA GPU (:mod:`solver.uipc_backend`).
 DEVICES = ("cpu", "cupy", "libuipc")
@@ -176,7 +179,7 @@ class SoftTransform:
         is_constrained: 1 enables, 0 disables the constraint; scalar or per-frame series.
     """
 
-    strength_ratio: Series = (100.0, 100.0)
+    strength_ratio: Series = (DEFAULT_STRENGTH_RATIO, DEFAULT_STRENGTH_RATIO)
     aim_transform: Optional[Series] = None
     is_constrained: Series = 1
 
@@ -260,7 +263,7 @@ class Driving:
             approached at most this fast, an aim_velocity is clamped to it.
     """
 
-    strength_ratio: Series = 100.0
+    strength_ratio: Series = DEFAULT_STRENGTH_RATIO
     is_constrained: Series = 1
     is_passive: Series = 0
     aim_distance: Optional[Series] = None
@@ -349,7 +352,7 @@ class Joint:
     r_body: str
     position0: Optional[np.ndarray] = None
     position1: Optional[np.ndarray] = None
-    strength_ratio: float = 100.0
+    strength_ratio: float = DEFAULT_STRENGTH_RATIO
     init_distance: float = 0.0
     init_angle: float = 0.0
     limit: Optional[Limit] = None

@@ -20,13 +20,12 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ..scene import (
-    COLLECTION_COUNT, Body, BodyContact, Driving, Joint, MassOverride, Mesh, Scene, SceneError, Settings,
+    COLLECTION_COUNT, DEFAULT_STRENGTH_RATIO, Body, BodyContact, Driving, Joint, MassOverride, Mesh, Scene,
+    SceneError, Settings,
 )
 from ..scene_validation import validate_scene
 from ..urdf.limits import DEFAULT_LIMIT_STRENGTH, prismatic_limit, revolute_limit, scaled_limit_strength
 
-#: Joint strength ratio gamma (K = gamma (m_i + m_j)) of every imported joint unless given.
-DEFAULT_STRENGTH_RATIO = 100.0
 #: Edge (m) of the box standing in for a plane of size 0 (MuJoCo's infinite plane), and its thickness.
 PLANE_EXTENT, PLANE_THICKNESS = 20.0, 0.2
 #: Edge (m) of the cube given to a body with no geom.

@@ -7,10 +7,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ..scene import Driving, Joint
-
-#: Drive strength ratio of the (disabled) drive that carries a joint's effort and speed limits.
-DEFAULT_DRIVE_STRENGTH_RATIO = 100.0
+from ..scene import DEFAULT_STRENGTH_RATIO, Driving, Joint
 
 
 def add_drive(joint, scene_joint: Joint, warn: Callable[[str], None]) -> None:
@@ -31,6 +28,6 @@ def add_drive(joint, scene_joint: Joint, warn: Callable[[str], None]) -> None:
     speed = speed if speed is not None and math.isfinite(speed) and speed > 0.0 else None
     if effort is not None or speed is not None:
         key = "max_force" if joint.type == "prismatic" else "max_torque"
-        scene_joint.driving = Driving(strength_ratio=DEFAULT_DRIVE_STRENGTH_RATIO, is_constrained=0,
+        scene_joint.driving = Driving(strength_ratio=DEFAULT_STRENGTH_RATIO, is_constrained=0,
                                       max_speed=speed)
         setattr(scene_joint.driving, key, effort)

@@ -19,7 +19,7 @@ from typing import Optional, Union
 import numpy as np
 
 from ..mass import mesh_mass_properties, mesh_volume
-from ..scene import Body, Joint, MassOverride, Mesh, Scene, SceneError, Settings
+from ..scene import DEFAULT_STRENGTH_RATIO, Body, Joint, MassOverride, Mesh, Scene, SceneError, Settings
 from ..scene_validation import validate_scene
 from .drives import add_drive
 from .geometry import PLACEHOLDER_SIZE, box_trimesh, inertia_box, inertia_ok, joint_motion, shape_properties
@@ -28,8 +28,6 @@ from .meshes import ElementMeshes
 from .results import UrdfBody, UrdfError, UrdfImport, UrdfJoint, UrdfWarning, VisualPart
 
 
-#: Joint strength ratio gamma (K = gamma (m_i + m_j)) written to every joint unless given.
-DEFAULT_STRENGTH_RATIO = 100.0
 #: Mass of a massless non-root group as a fraction of the lightest massive group.
 MASSLESS_FRACTION = 1.0e-3
 #: Mass (kg) of a massless non-root group when no group has mass.

@@ -21,6 +21,8 @@ def load(name: str) -> ModuleType:
     module_name = f"{name}_benchmark"
     if module_name in sys.modules:
         return sys.modules[module_name]
+    if str(BENCHMARKS) not in sys.path:  # the scripts import their shared module, as when run by path
+        sys.path.insert(0, str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(module_name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module

@@ -72,3 +72,19 @@ def test_pile_column_is_the_described_layout_and_its_block_is_appended_then_repl
     assert first.startswith(page.rstrip("\n")) and "## Latest `pile.py` run" in first
     second = pile.with_docs_block(first + "\nafter\n", "table two\n")
     assert "table one" not in second and second.count(pile.DOCS_BEGIN) == 1 and second.endswith("after\n")
+
+
+def test_a_workers_result_line_is_read_and_its_failure_named():
+    """``benchmarks/reporting.py``: the scripts' Blender workers print one result line after a
+    mark; a worker that fails says why in the error, with its last line of standard error."""
+    import sys
+
+    reporting = benchmark_modules.load("reporting")
+    speak = "print('noise'); print('MARK {\"rate\": 0.5}'); print('MARK {\"rate\": 0.25}')"
+    assert reporting.worker_result([sys.executable, "-c", speak], "MARK ", 60) == {"rate": 0.25}
+    fail = "import sys; print('MARK {}'); sys.exit('the bpy wheel is missing')"
+    with pytest.raises(RuntimeError, match="exited 1: the bpy wheel is missing"):
+        reporting.worker_result([sys.executable, "-c", fail], "MARK ", 60)
+    with pytest.raises(RuntimeError, match="exited 0: no output"):
+        reporting.worker_result([sys.executable, "-c", "pass"], "MARK ", 60)
+    assert reporting.markdown_table(["a", "b"], [["1", "x|y"]]) == "| a | b |\n|---|---|\n| 1 | x\\|y |\n"
