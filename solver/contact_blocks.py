@@ -6,12 +6,13 @@ x̄_c, so the entry H[(v, a), (w, c')] of a vertex-space Hessian (ipctk's barrie
 the surface vertices, 3 rows per vertex) adds h w_v[i] w_w[j] to the entry
 (row_i(a), row_j(c')) of the 12x12 block of the bodies of v and w, with w = [1, x̄] and
 row_0(a) = a, row_{1 + c}(a) = 3 + 3a + c: the chain rule Jᵀ H J of the sparse products,
-computed per entry into the body blocks in one compiled pass (16 products an entry) instead of
-two sparse matrix products and their index bookkeeping. Every contact couples at most two
-bodies, so the blocks are few: the body pairs in contact. A Hessian H (3, 3) in a contact's
-relative position r = sum_s Q_s^T omega_s (the lagged friction, :mod:`solver.contact_friction`)
-adds omega_s[i] omega_t[j] H[a, c'] to the entry (row_i(a), row_j(c')) of the block of bodies
-(s, t) in the same way.
+computed into the body blocks in one compiled pass instead of two sparse matrix products and
+their index bookkeeping, the weights w_v first summed over the entries of one column whose rows
+belong to one body (4 products an entry), then w_w applied once per such run (48 products).
+Every contact couples at most two bodies, so the blocks are few: the body pairs in contact. A
+Hessian H (3, 3) in a contact's relative position r = sum_s Q_s^T omega_s (the lagged friction,
+:mod:`solver.contact_friction`) adds omega_s[i] omega_t[j] H[a, c'] to the entry
+(row_i(a), row_j(c')) of the block of bodies (s, t) in the same way.
 
 :class:`ContactBlocks` holds the blocks of one evaluation, keyed by body pair (slots of the
 Newton system's unknowns, :meth:`solver.contact.ContactSurface.set_unknowns`); its
@@ -122,37 +123,37 @@ def _accumulate_relative(slots, omega, hessians, slot_count, table_keys, table_i
 @kernel
 def _accumulate(indptr, indices, data, vertex_slot, weights, slot_count, table_keys, table_index, blocks):
     """Add a vertex-space CSC matrix's entries, mapped through [1, x̄] (``weights`` (V, 4)), to
-    the 12x12 blocks (pairs, 12, 12) of their body pairs (indices from the table)."""
+    the 12x12 blocks (pairs, 12, 12) of their body pairs (indices from the table): per column
+    and run of entries whose rows belong to one body, first the sums (4, 3) of w_v[i] h over the
+    run's entries of row (v, a), then each sum times w_w[j] into its block."""
     mask = len(table_keys) - 1
-    rows = np.empty(4, np.int64)
-    columns = np.empty(4, np.int64)
+    sums = np.empty((4, 3))
     for column in range(len(indptr) - 1):
         w = column // 3
         column_slot = vertex_slot[w]
         if column_slot < 0:
             continue
         c = column % 3
-        columns[0] = c
-        for k in range(3):
-            columns[1 + k] = 3 + 3 * c + k
-        last, pair = -1, -1
-        for entry in range(indptr[column], indptr[column + 1]):
-            v = indices[entry] // 3
-            row_slot = vertex_slot[v]
+        entry, end = indptr[column], indptr[column + 1]
+        while entry < end:
+            row_slot = vertex_slot[indices[entry] // 3]
             if row_slot < 0:
+                entry += 1
                 continue
-            if row_slot != last:
-                last = row_slot
-                pair = _slot_of(table_keys, table_index, row_slot * slot_count + column_slot, mask)
-            a = indices[entry] % 3
-            rows[0] = a
-            for k in range(3):
-                rows[1 + k] = 3 + 3 * a + k
-            value = data[entry]
+            sums[:, :] = 0.0
+            while entry < end and vertex_slot[indices[entry] // 3] == row_slot:
+                v = indices[entry] // 3
+                a = indices[entry] % 3
+                for i in range(4):
+                    sums[i, a] += data[entry] * weights[v, i]
+                entry += 1
+            pair = _slot_of(table_keys, table_index, row_slot * slot_count + column_slot, mask)
             for i in range(4):
-                scaled = value * weights[v, i]
-                for j in range(4):
-                    blocks[pair, rows[i], columns[j]] += scaled * weights[w, j]
+                for a in range(3):
+                    row = a if i == 0 else 3 + 3 * a + i - 1
+                    blocks[pair, row, c] += sums[i, a] * weights[w, 0]
+                    for k in range(3):
+                        blocks[pair, row, 3 + 3 * c + k] += sums[i, a] * weights[w, 1 + k]
 
 
 @kernel
