@@ -331,10 +331,10 @@ class ContactSurface:
             count = len(collisions)
             if not count:
                 continue
-            vertices = np.array([collision.vertex_ids(self.edges, self.faces)[:size] for collision in collisions],
-                                dtype=np.int64)  # (n, size) in ipctk's order
-            coefficients = np.array([jacobian[0, ::3] for jacobian in
-                                     map(methodcaller("relative_velocity_jacobian"), collisions)])
+            vertices = np.array(list(map(methodcaller("vertex_ids", self.edges, self.faces), collisions)),
+                                dtype=np.int64)[:, :size]  # (n, size) in ipctk's order
+            # the relative velocity's Jacobian (3, 3 size) is c_i I_3 per vertex: its first row's every third
+            coefficients = np.array(list(map(methodcaller("relative_velocity_jacobian"), collisions)))[:, 0, ::3]
             weighted = coefficients[..., None] * self._weights[vertices]  # c_i [1, x̄_i] (n, m, 4)
             bodies = self.vertex_body[vertices[:, [0, -1]]]
             force = (np.fromiter(map(attrgetter("normal_force_magnitude"), collisions), np.float64, count)
