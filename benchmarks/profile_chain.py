@@ -8,10 +8,12 @@ function pyinstrument cannot see into (and a sample taken in such a call may be 
 neighbouring line). Prints the call tree (functions above 1% of the run) and, with ``--html``,
 writes pyinstrument's interactive page.
 
-Then, without the profiler, the same run again with LAPACK's banded Cholesky factorisations and
-triangular solves (``dpbtrf``, ``dpbtrs``, as :mod:`solver.linear_solver` calls them) timed: their
-share of the stepping is the floor of any Newton loop that solves this system the same number of
-times, however little the rest costs.
+Then, without the profiler, the same run again with LAPACK's banded Cholesky factorisations
+(``dpbtrf``, through SciPy's wrapper) and the compiled kernels around its triangular solves
+(``dpbtrs``, called from :mod:`solver.linear_solver`'s ``_solve_band`` and ``_solve_band_sum``,
+which also permute the right-hand side and sum the gradient) timed: their share of the stepping is
+about the floor of any Newton loop that solves this system the same number of times, however
+little the rest costs.
 
     .venv/bin/pip install -r benchmarks/requirements.txt   # pyinstrument, pinned
     python benchmarks/profile_chain.py --kind revolute --size 10 --dt 240 --seconds 2
@@ -78,10 +80,15 @@ def main() -> None:
 
 
 def lapack_share(scene) -> None:
-    """Run ``scene`` with LAPACK's dpbtrf and dpbtrs timed (each call wrapped, about 1 µs added per
-    call) and print the stepping's wall time (from the end of frame 1 to the end, as ``chains.py``
-    times it) and LAPACK's part of it, per time step."""
-    spent = {"dpbtrf": [0, 0.0], "dpbtrs": [0, 0.0]}
+    """Run ``scene`` with LAPACK's dpbtrf and the banded solve kernels timed (each call wrapped,
+    about 1 µs added per call) and print the stepping's wall time (from the end of frame 1 to the
+    end, as ``chains.py`` times it) and their part of it, per time step."""
+    from solver import linear_solver
+    from solver.simulation import Simulation
+
+    routines = {"dpbtrf": (scipy.linalg.lapack, "dpbtrf"), "dpbtrs kernels": (linear_solver, "_solve_band"),
+                "dpbtrs kernels with the gradient's sum": (linear_solver, "_solve_band_sum")}
+    spent = {name: [0, 0.0] for name in routines}
     stamps = {}
 
     def clock(frame: int, frame_count: int) -> None:
@@ -100,19 +107,20 @@ def lapack_share(scene) -> None:
                 spent[name][1] += time.perf_counter() - start
         return call
 
-    originals = {name: getattr(scipy.linalg.lapack, name) for name in spent}
-    for name, routine in originals.items():
-        setattr(scipy.linalg.lapack, name, timed(name, routine))
+    simulation = Simulation(scene)  # its kernels compiled or loaded before they are wrapped
+    originals = {name: getattr(module, attribute) for name, (module, attribute) in routines.items()}
+    for name, (module, attribute) in routines.items():
+        setattr(module, attribute, timed(name, originals[name]))
     try:
-        simulate(scene, progress=clock)
+        simulation.run(progress=clock)
     finally:
-        for name, routine in originals.items():
-            setattr(scipy.linalg.lapack, name, routine)
+        for name, (module, attribute) in routines.items():
+            setattr(module, attribute, originals[name])
     frames = scene.settings.frame_count
     steps = (frames - 1) * scene.settings.substeps
     wall = stamps[frames] - stamps[1]
     print(f"without the profiler: {wall / steps * 1e6:.0f} µs per time step of the stepping, of which LAPACK "
-          f"{sum(seconds for _, seconds in spent.values()) / steps * 1e6:.0f} µs:")
+          f"and its kernels {sum(seconds for _, seconds in spent.values()) / steps * 1e6:.0f} µs:")
     for name, (calls, seconds) in spent.items():
         print(f"  {name}: {calls / steps:.2f} calls per step, {seconds / max(calls, 1) * 1e6:.1f} µs per call")
 

@@ -46,6 +46,17 @@ def _scatter_gradient(gradient_elements, bodies, slot, gradient):
                     gradient[row, r] += gradient_elements[e, 12 * a + r]
 
 
+@kernel
+def _scatter_flat_gradient(gradient_elements, rows, gradient):
+    """gradient (dof_count,) += the element gradients held one after the other in the flat
+    ``gradient_elements``, entry i going to row ``rows[i]`` (-1: a non-dynamic body's, dropped),
+    in the buffer's order (:meth:`Assembly.gradient_rows`)."""
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        if row >= 0:
+            gradient[row] += gradient_elements[i]
+
+
 class Assembly:
     """Sparsity pattern of the Newton system and the scatter of per-element derivatives.
 
@@ -113,22 +124,21 @@ class Assembly:
                 _scatter(gradient_elements, hessian_elements, bodies, self.slot, block_index, gradient, blocks)
         return gradient.reshape(-1), blocks
 
-    def assemble_gradient(self, derivatives: list, element_bodies: list[np.ndarray]) -> np.ndarray:
-        """The gradient (dof_count,) alone from per-term (gradient (n, 12k), ignored) pairs or None."""
-        gradient = np.zeros((self.dof_count // 12, 12))
-        for derivative, bodies in zip(derivatives, element_bodies):
-            if derivative is not None and len(bodies):
-                _scatter_gradient(derivative[0], bodies, self.slot, gradient)
-        return gradient.reshape(-1)
+    def gradient_rows(self, element_bodies: list[np.ndarray]) -> np.ndarray:
+        """For terms' element gradients held one after the other in one flat buffer (per term
+        (n, 12k) in C order, terms in the order of ``element_bodies``, (n, k) each), the row of
+        the gradient (dof_count,) that each entry adds to, -1 for a non-dynamic body's
+        (:func:`_scatter_flat_gradient`, which then sums as :meth:`assemble` does)."""
+        rows = [np.where(self.slot[bodies][:, :, None] >= 0, 12 * self.slot[bodies][:, :, None] + np.arange(12),
+                         -1).reshape(-1) for bodies in element_bodies]
+        return np.ascontiguousarray(np.concatenate(rows) if rows else np.zeros(0), dtype=np.int64)
 
-    def sum_gradients(self, calls: list, q: np.ndarray) -> np.ndarray:
-        """The gradient (dof_count,) at q (bodies, 12) from ``calls``: (q -> element gradients
-        (n, 12k), element bodies (n, k)) pairs, summed in their order as :meth:`assemble_gradient` sums."""
-        gradient = np.zeros((self.dof_count // 12, 12))
-        slot = self.slot
-        for call, bodies in calls:
-            _scatter_gradient(call(q), bodies, slot, gradient)
-        return gradient.reshape(-1)
+    def sum_gradients(self, gradient_elements: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The gradient (dof_count,) from the flat element gradients ``gradient_elements`` and
+        their :meth:`gradient_rows`, in one compiled call."""
+        gradient = np.zeros(self.dof_count)
+        _scatter_flat_gradient(gradient_elements, rows, gradient)
+        return gradient
 
     def matrix(self, blocks: np.ndarray) -> scipy.sparse.bsr_matrix:
         """The Hessian (dof_count, dof_count) as a SciPy BSR matrix from its block values."""

@@ -24,7 +24,8 @@ from typing import Any, Callable
 import numpy as np
 
 from . import affine_body, assembly, joint_state, linear_solver, newton
-from .constitutions import prismatic_joint, revolute_joint
+from .constitutions import joint_limit_penalty, prismatic_joint, revolute_joint
+from .control import drive_targets
 
 
 #: Environment variable that turns :func:`compile_in_parallel` off when set to ``0``.
@@ -112,16 +113,26 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
 
     tasks.append(CompileTask(assembly._scatter,
                              lambda: potential.assembly.assemble(zero_derivatives(), potential.element_bodies)))
-    tasks.append(CompileTask(assembly._scatter_gradient,
-                             lambda: potential.assembly.assemble_gradient(zero_derivatives(),
-                                                                          potential.element_bodies)))
     solver = potential.linear_solver
-    if solver.method == "banded" and solver.size:
+    banded = solver.method == "banded"
+    if not banded or model.contact is not None:  # gradient_hessian's assembly (SuperLU, device, contact)
+        tasks.append(CompileTask(assembly._scatter_gradient, lambda: potential.assembly.assemble(
+            [(gradient, None) for gradient, _ in zero_derivatives()], potential.element_bodies)))
+    if not banded:  # the chord steps' gradient (the banded path's solve kernel sums it itself)
+        tasks.append(CompileTask(assembly._scatter_flat_gradient, lambda: potential.assembly.sum_gradients(
+            np.zeros(len(potential._gradient_rows)), potential._gradient_rows)))
+    if banded and solver.size:
         def identity_blocks():  # the BSR block values of the identity matrix
             blocks = np.zeros((len(solver.block_rows), 12, 12))
             blocks[solver.block_rows == solver.block_columns] = np.eye(12)
             return blocks
         tasks.append(CompileTask(linear_solver._scatter_banded, lambda: solver.factorize(identity_blocks())))
+        tasks.append(CompileTask(linear_solver._sum_into_band, lambda: linear_solver._sum_into_band(
+            solver.constant_band(identity_blocks()), np.zeros(1), *(np.zeros(0, dtype=np.int64),) * 3,
+            np.zeros(0, dtype=bool), np.zeros_like(solver.constant_band(identity_blocks())))))
+        tasks.append(CompileTask(linear_solver._solve_band_sum, lambda: linear_solver._solve_band_sum(
+            linear_solver.DPBTRS, solver.constant_band(identity_blocks()), True,
+            np.zeros(len(potential._gradient_rows)), potential._gradient_rows, solver.order)))
         tasks.append(CompileTask(linear_solver._transpose_band, lambda: linear_solver._transpose_band(
             np.zeros((2, 2), order="F"), np.zeros((2, 2), order="F"))))  # scratch bands of the run's types
     if len(potential.dynamic_indices):
@@ -133,6 +144,12 @@ def compile_tasks(model, potential, q: np.ndarray, control) -> list[CompileTask]
                                                             model.corners[potential.dynamic_rows])))
     if len(model.prismatic.joint_indices):
         tasks.append(CompileTask(prismatic_joint.distance_kernel, lambda: model.prismatic.distance(q)))
+    if len(model.driving.joint_indices) or len(model.revolute_driving.joint_indices):
+        tasks.append(CompileTask(drive_targets, lambda: drive_targets(  # the stepper's drive targets
+            *(np.zeros(1),) * 5, np.zeros(1, dtype=bool), np.zeros(1, dtype=bool), 0.01)))
+    if len(model.prismatic_limit.joint_indices) or len(model.revolute_limit.joint_indices):
+        tasks.append(CompileTask(joint_limit_penalty.any_active, lambda: joint_limit_penalty.any_active(
+            np.zeros(1), np.zeros(1), np.zeros(1))))  # the stepper's limit check
     if len(model.revolute.joint_indices):
         tasks.append(CompileTask(revolute_joint.sin_cos_kernel, lambda: model.revolute.sin_cos(q)))
         joints = int(model.revolute.joint_indices.max()) + 1  # scratch readouts of JointState's types

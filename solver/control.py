@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .constitutions import REGISTRY, KineticInput
+from .jit import kernel
 
 if TYPE_CHECKING:
     from .model import Model
@@ -67,3 +70,27 @@ def part_inputs() -> dict[str, Any]:
                               for registration in REGISTRY if registration.constitution.Input is not None}
     inputs["animated_pull"] = KineticInput
     return inputs
+
+
+@kernel
+def drive_targets(committed, init, aim, velocity, max_speed, by_velocity, passive, dt):
+    """(drives,) raw targets of a step's drives (docs/constitutions/21_driving_prismatic_joint.md,
+    19_driving_revolute_joint.md) from the ``committed`` (step-start) raw coordinates and the
+    offsets ``init`` (init_distance or init_angle), m or rad: a ``passive`` drive holds the
+    committed coordinate; one driven ``by_velocity`` aims at it plus ``dt`` times its aim
+    ``velocity`` (libuipc's servo pattern), kept within ``max_speed``; a position drive at its
+    ``aim`` minus the offset, kept within dt times ``max_speed`` of the committed coordinate
+    (all (drives,); max_speed inf where there is none). One compiled loop (the stepper sets the
+    targets every step); np.minimum and np.maximum keep NumPy's handling of NaN."""
+    targets = np.empty(committed.shape[0])
+    for k in range(committed.shape[0]):
+        if passive[k]:
+            targets[k] = committed[k]
+        elif by_velocity[k]:
+            speed = np.minimum(np.maximum(velocity[k], -max_speed[k]), max_speed[k])
+            targets[k] = committed[k] + dt * speed
+        else:
+            step = dt * max_speed[k]
+            targets[k] = np.minimum(np.maximum(aim[k] - init[k], committed[k] - step), committed[k] + step)
+    return targets
+

@@ -23,9 +23,12 @@ import scipy.linalg.lapack
 import scipy.sparse
 import scipy.sparse.csgraph
 import scipy.sparse.linalg
+from llvmlite import ir
+from numba import types
+from numba.extending import get_cython_function_address, intrinsic
 
-from .jit import kernel
-
+from .assembly import _scatter_flat_gradient
+from .jit import helper, kernel
 
 class SingularSystem(RuntimeError):
     """The Newton system could not be factorised (not positive definite or singular).
@@ -38,6 +41,78 @@ class SingularSystem(RuntimeError):
     def __init__(self, message: str, block: Optional[int] = None):
         super().__init__(message)
         self.block = block
+
+
+#: The address of LAPACK's banded Cholesky solve in SciPy's LAPACK (``scipy.linalg.cython_lapack``,
+#: 32-bit integers), which compiled code calls through :func:`_lapack_call`.
+DPBTRS = get_cython_function_address("scipy.linalg.cython_lapack", "dpbtrs")
+
+
+@intrinsic
+def _lapack_call(typingctx, address, arrays):
+    """Call the LAPACK routine at ``address`` (int, from ``scipy.linalg.cython_lapack``) from
+    compiled code, with the data pointers of ``arrays`` (a tuple of arrays, one per argument, in
+    the routine's order: LAPACK takes every argument by reference, a character as uint8 and an
+    integer as int32). The address is an argument, not a constant of the compiled code, so that
+    Numba's on-disk cache holds no address of this process."""
+    if not isinstance(address, types.Integer) or not isinstance(arrays, types.BaseTuple):
+        return None
+    if not all(isinstance(array, types.Array) for array in arrays):
+        return None
+
+    def codegen(context, builder, signature, arguments):
+        pointer = ir.IntType(8).as_pointer()
+        data = [builder.bitcast(context.make_array(array)(context, builder,
+                                                          builder.extract_value(arguments[1], index)).data, pointer)
+                for index, array in enumerate(signature.args[1])]
+        routine = builder.inttoptr(arguments[0], ir.FunctionType(ir.VoidType(), [pointer] * len(data)).as_pointer())
+        builder.call(routine, data)
+        return context.get_dummy_value()
+
+    return types.void(address, arrays), codegen
+
+
+@helper
+def _banded_solve(dpbtrs, factor, lower, right_hand_side, sign, order):
+    """(x (size,), LAPACK's info) with H x = ``sign`` b for b = ``right_hand_side`` (size,), H's
+    Cholesky factor in LAPACK band storage ``factor`` ((bandwidth + 1, size), Fortran order; L in
+    lower storage where ``lower``, else U = L^T in upper storage), its 12-row blocks stored in the
+    order ``order`` (blocks,) (block k of the band is block order[k] of the matrix): sign b
+    permuted into the band's order, LAPACK ``dpbtrs`` at the address ``dpbtrs`` (:data:`DPBTRS`),
+    and the solution permuted back."""
+    size = factor.shape[1]
+    permuted = np.empty(size)
+    for k in range(order.shape[0]):
+        for r in range(12):
+            permuted[12 * k + r] = sign * right_hand_side[12 * order[k] + r]
+    # n, kd, nrhs, ldab, ldb, info
+    integers = np.array([size, factor.shape[0] - 1, 1, factor.shape[0], size, 0], dtype=np.int32)
+    uplo = np.array([76 if lower else 85], dtype=np.uint8)  # "L" or "U"
+    _lapack_call(dpbtrs, (uplo, integers[0:1], integers[1:2], integers[2:3], factor, integers[3:4], permuted,
+                          integers[4:5], integers[5:6]))
+    solution = np.empty(size)
+    for k in range(order.shape[0]):
+        for r in range(12):
+            solution[12 * order[k] + r] = permuted[12 * k + r]
+    return solution, integers[5]
+
+
+@kernel
+def _solve_band(dpbtrs, factor, lower, right_hand_side, order):
+    """(x, info) with H x = b, b = ``right_hand_side`` (size,), in one compiled call
+    (:func:`_banded_solve`, arguments as there)."""
+    return _banded_solve(dpbtrs, factor, lower, right_hand_side, 1.0, order)
+
+
+@kernel
+def _solve_band_sum(dpbtrs, factor, lower, gradient_elements, rows, order):
+    """(g (size,), x (size,), info) with g the element gradients summed
+    (:func:`solver.assembly._scatter_flat_gradient`, ``gradient_elements`` and their ``rows``) and
+    H x = -g, in one compiled call (:func:`_banded_solve`, the other arguments as there)."""
+    gradient = np.zeros(factor.shape[1])
+    _scatter_flat_gradient(gradient_elements, rows, gradient)
+    solution, info = _banded_solve(dpbtrs, factor, lower, gradient, -1.0, order)
+    return gradient, solution, info
 
 
 @kernel
@@ -65,6 +140,30 @@ def _scatter_banded(hessian_elements, block_index, block_offset, block_diagonal,
                     start = block_offset[index] + step * c
                     for r in range(c if block_diagonal[index] else 0, 12):
                         flat[start + r] += hessian_elements[e, 12 * a + r, 12 * b + c]
+
+
+@kernel
+def _sum_into_band(constant_band, hessians, source, stride, target, diagonal, banded):
+    """banded = constant_band + element blocks taken from the flat buffer ``hessians`` (all terms'
+    element Hessians, one after the other), in one call for all terms.
+
+    Block k of the map (:meth:`LinearSolver.element_band_map`) is the 12x12 block whose entry
+    (r, c) is ``hessians[source[k] + stride[k] r + c]`` (stride: its element Hessian's row
+    length), added at ``target[k] + bandwidth c + r`` of the band's memory as
+    :func:`_scatter_banded` adds it (only r >= c where ``diagonal[k]``). The blocks are added in
+    the map's order, that of the terms, elements and element blocks: the same sums, in the same
+    order, as :func:`_scatter_banded` term by term."""
+    flat = banded.T.reshape(-1)  # the same memory, in order
+    constant = constant_band.T.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] = constant[i]
+    step = banded.shape[0] - 1
+    for k in range(source.shape[0]):
+        first, row_length = source[k], stride[k]
+        for c in range(12):
+            start = target[k] + step * c
+            for r in range(c if diagonal[k] else 0, 12):
+                flat[start + r] += hessians[first + row_length * r + c]
 
 
 @kernel
@@ -205,7 +304,6 @@ class LinearSolver:
         self.block_columns = np.asarray(indices, dtype=np.int64)
         order, position, block_band = band_order(block_count, self.block_rows, self.block_columns)
         self.order, self.position = order, position
-        self._permuted = bool(np.any(order != np.arange(block_count)))
         self.bandwidth = 12 * block_band + 11
         band_storage = (self.bandwidth + 1) * self.size
         sparse_storage = 144 * max(len(indices), 1)
@@ -269,19 +367,49 @@ class LinearSolver:
         for :func:`_scatter_banded` (one kernel, and one compilation, for blocks and elements)."""
         _scatter_banded(blocks, self._block_identity, self._block_offset, self._block_diagonal, band)
 
-    def factorize_sum(self, constant_band: np.ndarray, elements: list) -> None:
+    def element_band_map(self, block_indices: list, offsets: list) -> tuple[np.ndarray, ...]:
+        """Where the element blocks of terms' element Hessians, held one after the other in one
+        flat buffer, go in the band, for :meth:`factorize_sum` (banded path only).
+
+        Args:
+            block_indices: per term, (n, k, k) the BSR block of each element block as
+                :class:`solver.assembly.Assembly` numbers them (-1: none).
+            offsets: per term, where its element Hessians (n, 12k, 12k), C order, start in the buffer.
+
+        Returns:
+            (source, stride, target, diagonal), one entry per element block that reaches the band
+            (terms, elements and element blocks in order): its first entry in the buffer, its
+            element Hessian's row length 12k, its place in the band's memory and whether it is on
+            the diagonal (:func:`_sum_into_band`).
+        """
+        pieces: list[tuple[np.ndarray, ...]] = []
+        for block_index, offset in zip(block_indices, offsets):
+            n, k, _ = block_index.shape
+            size = 12 * k
+            element, a, b = (axis.reshape(-1) for axis in np.indices((n, k, k)))
+            index = block_index.reshape(-1)
+            kept = index >= 0
+            kept[kept] = self._block_offset[index[kept]] >= 0
+            source = offset + element * size * size + 12 * a * size + 12 * b
+            pieces.append((source[kept], np.full(int(kept.sum()), size), self._block_offset[index[kept]],
+                           self._block_diagonal[index[kept]]))
+        if not pieces:
+            return (np.zeros(0, dtype=np.int64),) * 3 + (np.zeros(0, dtype=bool),)
+        return tuple(np.ascontiguousarray(np.concatenate(column)) for column in zip(*pieces))
+
+    def factorize_sum(self, constant_band: np.ndarray, hessians: np.ndarray, band_map: tuple) -> None:
         """Factorise H = the matrix of ``constant_band`` (:meth:`constant_band`) + element
         Hessians, for :meth:`solve_factorized` (banded path only; the SuperLU path takes the
         assembled blocks, :meth:`factorize`).
 
         Args:
             constant_band: (bandwidth + 1, size), not modified.
-            elements: (hessian_elements (n, 12k, 12k), block_index (n, k, k)) pairs, the BSR
-                block of each element block as :class:`solver.assembly.Assembly` numbers them.
+            hessians: (entries,) the terms' element Hessians one after the other, flat.
+            band_map: where their blocks go, :meth:`element_band_map`.
 
-        The element Hessians go straight into a copy of the constant band: no BSR block values
-        are written, copied or read (at 1000 bodies those were 3.5 MB, three times per
-        factorisation).
+        The element Hessians go straight into a copy of the constant band, all terms in one
+        compiled call: no BSR block values are written, copied or read (at 1000 bodies those
+        were 3.5 MB, three times per factorisation).
 
         Raises:
             SingularSystem: as :meth:`factorize`; ValueError on the SuperLU path.
@@ -292,9 +420,7 @@ class LinearSolver:
             return
         self._lower_factor = None  # the band is the lower factor's storage
         assert self._banded is not None  # made with the banded method
-        np.copyto(self._banded, constant_band)
-        for hessian_elements, block_index in elements:
-            _scatter_banded(hessian_elements, block_index, self._block_offset, self._block_diagonal, self._banded)
+        _sum_into_band(constant_band, hessians, *band_map, self._banded)
         self._factorize_band()
 
     def _factorize_band(self) -> None:
@@ -333,29 +459,50 @@ class LinearSolver:
         if self.size == 0:
             return right_hand_side.copy()
         if self.method == "banded":
-            if self._permuted:
-                permuted = right_hand_side.reshape(-1, 12)[self.order].reshape(-1, 1)
-            else:
-                permuted = np.array(right_hand_side, dtype=np.float64).reshape(-1, 1)
-            if self._lower_factor is None:
-                raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
-            self._solves += 1
-            if not self._moved and self._solves > 1:
-                self._move_factor()
-            if self._moved:
-                solution, info = scipy.linalg.lapack.dpbtrs(self._upper_factor, permuted, lower=0, overwrite_b=1)
-            else:  # the factor's first solve, not yet moved
-                solution, info = scipy.linalg.lapack.dpbtrs(self._lower_factor, permuted, lower=1, overwrite_b=1)
+            factor, lower = self._next_factor()
+            solution, info = _solve_band(DPBTRS, factor, lower, np.ascontiguousarray(right_hand_side, dtype=np.float64),
+                                         self.order)
             if info != 0:
                 raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
-            if not self._permuted:
-                return solution.reshape(-1)
-            result = np.empty((self.size // 12, 12))
-            result[self.order] = solution.reshape(-1, 12)
-            return result.reshape(-1)
+            return solution
         if self._lu is None:
             raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
         return self._lu.solve(right_hand_side)
+
+    def solve_sum(self, gradient_elements: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(g (size,), x (size,)) with g the sum of element gradients, held one after the other in
+        the flat ``gradient_elements``, each entry added to the row ``rows`` gives (-1: none;
+        :meth:`solver.assembly.Assembly.gradient_rows`, summed as
+        :meth:`solver.assembly.Assembly.sum_gradients` sums), and H x = -g, H from the last
+        :meth:`factorize` or :meth:`factorize_sum` (a triangular solve): the gradient and the
+        Newton (or chord) step in one compiled call (banded path only).
+
+        Raises:
+            ValueError: on the SuperLU path, or when the last factorisation failed or none was made.
+            SingularSystem: LAPACK's solve reports an argument error.
+        """
+        if self.method != "banded":
+            raise ValueError("solve_sum is for the banded path; the SuperLU path solves with solve_factorized")
+        factor, lower = self._next_factor()
+        gradient, solution, info = _solve_band_sum(DPBTRS, factor, lower, gradient_elements, rows, self.order)
+        if info != 0:
+            raise SingularSystem(f"the banded triangular solve failed (LAPACK dpbtrs info {info})")
+        return gradient, solution
+
+    def _next_factor(self) -> tuple[np.ndarray, bool]:
+        """The band storage of the last factor that the next banded solve uses, and whether it is in
+        lower storage: the factor's first solve in lower storage, not yet moved, later ones in
+        upper storage (:meth:`_factorize_band`); counts the solve.
+
+        Raises:
+            ValueError: when the last factorisation failed or none was made.
+        """
+        if self._lower_factor is None:
+            raise ValueError("solve_factorized: no factorisation to solve with (none made, or the last one failed)")
+        self._solves += 1
+        if not self._moved and self._solves > 1:
+            self._move_factor()
+        return (self._upper_factor, False) if self._moved else (self._lower_factor, True)
 
     def solve(self, blocks: np.ndarray, right_hand_side: np.ndarray) -> np.ndarray:
         """Solve H x = b for H given by its BSR block values (blocks, 12, 12); b (size,).

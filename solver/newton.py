@@ -304,12 +304,10 @@ class ChordNewtonStep(NewtonStep):
                 return result
         return self.result(self.settings.max_iterations, False)
 
-    def direction(self, gradient: np.ndarray, solution: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-        """The direction (dynamic, 12) for ``gradient`` with the current factorisation (its
-        ``solution`` -H^-1 g where :meth:`IncrementalPotential.factorize` already solved), and its
+    def direction(self, gradient: np.ndarray, solution: np.ndarray) -> tuple[np.ndarray, float]:
+        """The direction (dynamic, 12) of the ``solution`` -H^-1 g for ``gradient`` g
+        (:meth:`IncrementalPotential.factorize` or :meth:`IncrementalPotential.chord`), and its
         size relative to the tolerance (:meth:`NewtonStep.relative`)."""
-        if solution is None:
-            solution = self.potential.linear_solver.solve_factorized(-gradient)
         direction = solution.reshape(-1, 12)
         self.solves += 1
         self.residual = self.relative(self.measure(direction, gradient))
@@ -344,11 +342,11 @@ class ChordNewtonStep(NewtonStep):
         chord steps need anyway, (g(q) + g(q + d)) . d / 2 (exact for a quadratic): where it is
         positive the attempt is given up. The first direction is itself a chord step from the
         start, so the contraction of the second one counts in the error estimate."""
-        gradient = self.potential.gradient(self.q)
-        first, first_size = self.direction(gradient)
+        gradient, solution = self.potential.chord(self.q)
+        first, first_size = self.direction(gradient, solution)
         self.q[self.dynamic] += first
-        following = self.potential.gradient(self.q)
-        chord, size = self.direction(following)
+        following, solution = self.potential.chord(self.q)
+        chord, size = self.direction(following, solution)
         if (gradient + following) @ first.reshape(-1) > 0.0:
             return False  # the energy rose along the first direction
         if size > 1.0:
@@ -420,7 +418,7 @@ class ChordNewtonStep(NewtonStep):
         the Hessian changed much over the step, a fast-swinging body whose OrthoPotential Hessian
         turns with A, chord steps converge slowly). True where they converge: the step then counts
         one iteration more."""
-        chord, size = self.direction(self.potential.gradient(self.q))
+        chord, size = self.direction(*self.potential.chord(self.q))
         if size > 1.0:
             return False
         self.q[self.dynamic] += chord
@@ -435,7 +433,7 @@ class ChordNewtonStep(NewtonStep):
         if previous == 0.0:
             return True  # the gradient is zero: converged
         for taken in range(1, CHORD_STEPS_MAX + 1):
-            following, current = self.direction(self.potential.gradient(self.q))
+            following, current = self.direction(*self.potential.chord(self.q))
             self.q[self.dynamic] += following
             if current == 0.0:
                 return True

@@ -10,12 +10,10 @@ which the potential and the loop skip shortcuts that keep failing.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
 from .assembly import Assembly
-from .constitutions._kernels import BoundTerm, check_state
+from .constitutions._kernels import check_state
 from .device_solver import linear_solver_for
 from .linear_solver import SingularSystem
 
@@ -111,12 +109,31 @@ class IncrementalPotential:
         # Per-term element outputs and the global blocks, allocated once and refilled every
         # iteration: fresh multi-megabyte arrays would cost a page fault per 4 KiB page each time
         # (the blocks only where they are used: the SuperLU path and callers of gradient_hessian).
-        self._outputs = [
-            None if constant or not len(term.bodies)
-            else (np.empty((len(term.bodies), 12 * term.bodies.shape[1])),
-                  np.empty((len(term.bodies), 12 * term.bodies.shape[1], 12 * term.bodies.shape[1])))
-            for term, constant in zip(terms, self.constant)
-        ]
+        # The terms' element gradients lie one after the other in one flat buffer, and so do the
+        # Hessians of the terms whose Hessian is not constant: one compiled call sums each into
+        # the Newton system for all terms (Assembly.sum_gradients, LinearSolver.factorize_sum).
+        self._active = [index for index, term in enumerate(terms) if len(term.bodies)]
+        sizes = [(len(terms[index].bodies), 12 * terms[index].bodies.shape[1]) for index in self._active]
+        hessian_offsets = np.cumsum([0] + [n * size * size for (n, size), index in zip(sizes, self._active)
+                                           if not self.constant[index]])
+        self._gradient_elements = np.empty(sum(n * size for n, size in sizes))
+        self._hessian_elements = np.empty(int(hessian_offsets[-1]))
+        self._outputs: list = [None] * len(terms)
+        gradient_offset, hessian_index = 0, 0
+        for index, (n, size) in zip(self._active, sizes):
+            gradient = self._gradient_elements[gradient_offset:gradient_offset + n * size].reshape(n, size)
+            gradient_offset += n * size
+            hessian = None
+            if not self.constant[index]:
+                start = int(hessian_offsets[hessian_index])
+                hessian = self._hessian_elements[start:start + n * size * size].reshape(n, size, size)
+                hessian_index += 1
+            self._outputs[index] = (gradient, hessian)
+        self._bindings = [(terms[index], self.inputs[index], self._outputs[index]) for index in self._active]
+        self._gradient_rows = self.assembly.gradient_rows([self.element_bodies[index] for index in self._active])
+        self._band_map = None if self.linear_solver.method != "banded" else self.linear_solver.element_band_map(
+            [self.assembly.block_indices[index] for index in self._active if not self.constant[index]],
+            list(hessian_offsets[:-1]))
         self._blocks: np.ndarray | None = None  # the assembled block values, allocated at the first gradient_hessian
         self.state_rows = max([term.state_rows for term in terms], default=0)
         self._energies: list | None = None  # what each evaluation calls, set by bind
@@ -169,31 +186,28 @@ class IncrementalPotential:
             ValueError: on a wrong q, or inputs a term rejects (naming the Control part).
         """
         check_state(q, self.state_rows)
-        count = len(self.terms)
-        energies, gradient_calls = [], []
-        # Per term: its derivatives for the assembly (the gradient alone where the Hessian is
-        # constant: that comes from refresh_constant_hessian), None if it has no elements.
-        derivatives: list = [None] * count
-        for index in range(count):
-            term, names = self.terms[index], self.inputs[index]
-            if not len(term.bodies):
-                continue
+        energies, gradient_fills, fills = [], [], []
+        for term, names, (gradient, hessian) in self._bindings:
             try:
-                bound = term.bind(*[getattr(control, name) for name in names])
+                bound = term.bind(*[getattr(control, name) for name in names]) if names else term.bind()
             except ValueError as error:
                 if not names:
                     raise
                 raise ValueError(f"control.{' or control.'.join(names)}: {error}") from error
-            out = self._outputs[index]
-            gradient = _gradient_call(bound, out)
-            derivatives[index] = _derivatives_call(bound, gradient, self.constant[index], out)
+            # A call and its outputs: the gradient kernel, or the gradient and Hessian where the
+            # term has no gradient kernel (those with a constant Hessian all have one).
+            gradient_fill = (bound.gradient, (gradient,)) if bound.gradient is not None else (
+                bound.gradient_hessian, (gradient, hessian))
+            gradient_fills.append(gradient_fill)
+            fills.append(gradient_fill if hessian is None else (bound.gradient_hessian, (gradient, hessian)))
             energies.append(bound.energy)
-            gradient_calls.append((gradient, self.element_bodies[index]))
         self._control = control
         self._energies = energies
-        self._derivatives = derivatives
-        # The gradient calls of the terms with elements, with their bodies, in the terms' order.
-        self._gradient_calls = gradient_calls
+        # Per term with elements, in the terms' order: (call, outputs), call(q, *outputs) writing
+        # its element gradients (and Hessians where they are not constant) into its part of the
+        # flat buffers; the gradient alone where the term has a gradient kernel.
+        self._fills = fills
+        self._gradient_fills = gradient_fills
 
     def _require_bound(self) -> list:
         """The bound terms' energy calls.
@@ -213,7 +227,26 @@ class IncrementalPotential:
         """Gradient (12 x dynamic,) at q (bodies, 12), without Hessians where a term has a gradient
         kernel; terms as bound by :meth:`bind`."""
         self._require_bound()
-        return self.assembly.sum_gradients(self._gradient_calls, q)
+        for call, outputs in self._gradient_fills:
+            call(q, *outputs)
+        return self.assembly.sum_gradients(self._gradient_elements, self._gradient_rows)
+
+    def chord(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The gradient g (12 x dynamic,) at q (bodies, 12) and the chord step -H^-1 g (12 x
+        dynamic,) with the last factorised Newton matrix H (no new factorisation); terms as bound
+        by :meth:`bind`. On the banded path the gradient's sum and the solve are one compiled call
+        (:meth:`LinearSolver.solve_sum`).
+
+        Raises:
+            ValueError: no factorisation is held.
+        """
+        self._require_bound()
+        for call, outputs in self._gradient_fills:
+            call(q, *outputs)
+        if self.linear_solver.method == "banded":
+            return self.linear_solver.solve_sum(self._gradient_elements, self._gradient_rows)
+        gradient = self.assembly.sum_gradients(self._gradient_elements, self._gradient_rows)
+        return gradient, self.linear_solver.solve_factorized(-gradient)
 
     def gradient_hessian(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient (12 x dynamic,) and Hessian block values (blocks, 12, 12) at q (bodies, 12),
@@ -235,11 +268,13 @@ class IncrementalPotential:
     def _element_derivatives(self, q: np.ndarray) -> list:
         """Per term, (element gradients, element Hessians) at q, the Hessians None for the terms
         whose Hessian is constant (those come from :meth:`refresh_constant_hessian`, run here the
-        first time), or None for a term without elements."""
+        first time), or None for a term without elements: views of the flat buffers, filled."""
         self._require_bound()
         if self.constant_blocks is None:
             self.refresh_constant_hessian(q, self._control)
-        return [None if call is None else call(q) for call in self._derivatives]
+        for call, outputs in self._fills:
+            call(q, *outputs)
+        return self._outputs
 
     def factorize(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Factorise the Newton matrix H at q (bodies, 12) in the linear solver and solve for the
@@ -275,8 +310,7 @@ class IncrementalPotential:
         self._set_projection(0.0 if exact else 1.0)
         if exact:
             try:
-                gradient = self._factorize(q)
-                solution = self.linear_solver.solve_factorized(-gradient)
+                gradient, solution = self._factorize(q)
             except SingularSystem:
                 pass
             else:
@@ -285,59 +319,19 @@ class IncrementalPotential:
                     return gradient, solution
             self.exact_backoff.record(False)
             self._set_projection(1.0)
-        gradient = self._factorize(q)
-        return gradient, self.linear_solver.solve_factorized(-gradient)
+        return self._factorize(q)
 
     def _set_projection(self, weight: float) -> None:
         """Set the curvature_projection of the terms that have one (0 exact, 1 modified)."""
         for term in self._weighted:
             term.curvature_projection = weight
 
-    def _factorize(self, q: np.ndarray) -> np.ndarray:
+    def _factorize(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`factorize` with the terms' curvature projections as they are set."""
         if self.linear_solver.method != "banded":
             gradient, blocks = self.gradient_hessian(q)
             self.linear_solver.factorize(blocks)
-            return gradient
-        derivatives = self._element_derivatives(q)
-        gradient = self.assembly.assemble_gradient(derivatives, self.element_bodies)
-        self.linear_solver.factorize_sum(self._constant_band, [
-            (derivative[1], block_index)
-            for derivative, block_index in zip(derivatives, self.assembly.block_indices)
-            if derivative is not None and derivative[1] is not None
-        ])
-        return gradient
-
-
-Outputs = tuple[np.ndarray, np.ndarray]  # a term's element gradients (n, 12 k) and Hessians (n, 12 k, 12 k)
-GradientCall = Callable[[np.ndarray], np.ndarray]
-
-
-def _gradient_call(term: BoundTerm, out: Outputs | None) -> GradientCall:
-    """q -> element gradients of a bound term: its gradient kernel, or its gradient_hessian
-    into ``out`` (gradient, Hessian) where it has none (``out`` is None only for the terms with
-    a constant Hessian, which have a gradient kernel)."""
-    if term.gradient is not None:
-        return term.gradient
-    assert out is not None
-
-    def gradient(q: np.ndarray) -> np.ndarray:
-        term.gradient_hessian(q, *out)
-        return out[0]
-    return gradient
-
-
-def _derivatives_call(term: BoundTerm, gradient: GradientCall | None, constant: bool,
-                      out: Outputs | None) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None]]:
-    """q -> (element gradients, element Hessians) of a bound term for the assembly: (gradient,
-    None) where the Hessian is ``constant`` (assembled per frame instead), else both from its
-    gradient_hessian into ``out`` (``gradient`` and ``out`` are None only where unused)."""
-    if constant:
-        assert gradient is not None
-        return lambda q: (gradient(q), None)
-    assert out is not None
-
-    def derivatives(q: np.ndarray) -> Outputs:
-        term.gradient_hessian(q, *out)
-        return out
-    return derivatives
+            return gradient, self.linear_solver.solve_factorized(-gradient)
+        self._element_derivatives(q)
+        self.linear_solver.factorize_sum(self._constant_band, self._hessian_elements, self._band_map)
+        return self.linear_solver.solve_sum(self._gradient_elements, self._gradient_rows)

@@ -34,8 +34,9 @@ import threadpoolctl
 from .affine_body import PoseInterpolation, nearest_rotation, q_from_transform, repeated_motion, transform_from_q
 from .compilation import compile_in_parallel, compile_tasks
 from .constitutions import DrivingRevoluteJointInput, RevoluteJointLimitInput
+from .constitutions.joint_limit_penalty import any_active
 from .contact import ContactSurface, ContactUnavailable
-from .control import Control
+from .control import Control, drive_targets
 from .device_solver import DeviceUnavailable
 from .joint_state import JointState
 from .model import Model
@@ -245,11 +246,16 @@ class Simulation:
             results, self._fast_rotation[step] = self._split_step(frame, substep)
         except (NewtonFailure, DeviceUnavailable) as error:
             raise SolverError(f"frame {frame}, step {substep}: {error}{self._culprit(error)}") from error
-        self._iterations[step] = sum(result.iterations for result in results)
-        self._line_search[step] = sum(result.line_search_iterations for result in results)
-        self._converged[step] = all(result.converged for result in results)
-        self._residual[step] = max(result.residual for result in results)
-        self._pieces[step] = len(results)
+        if len(results) == 1:  # unsplit (the pieces' count is 1 already)
+            (result,) = results
+            self._iterations[step], self._line_search[step] = result.iterations, result.line_search_iterations
+            self._converged[step], self._residual[step] = result.converged, result.residual
+        else:
+            self._iterations[step] = sum(result.iterations for result in results)
+            self._line_search[step] = sum(result.line_search_iterations for result in results)
+            self._converged[step] = all(result.converged for result in results)
+            self._residual[step] = max(result.residual for result in results)
+            self._pieces[step] = len(results)
         self._step += 1
         if substep == substeps:
             self._finish_frame(frame)
@@ -277,7 +283,7 @@ class Simulation:
     def _finish_frame(self, frame: int) -> None:
         """Record the state at the end of ``frame`` (its last time step done)."""
         stepper = self._stepper
-        if not np.all(np.isfinite(stepper.q)):
+        if not np.isfinite(stepper.q).all():
             raise SolverError(f"frame {frame}: the state is not finite")
         self._transforms[frame] = transform_from_q(stepper.q)
         self._distance[frame], self._angle[frame] = stepper.joints.distance, stepper.joints.angle
@@ -421,6 +427,7 @@ class _Stepper:
         #: (joints,) the frame in which each breakable joint broke (NaN: not broken, or unbreakable).
         self.broken_frame = np.full(len(joints), np.nan)
         self.has_limits = bool(len(model.revolute_limit.joint_indices) or len(model.prismatic_limit.joint_indices))
+        self.breakable = bool(np.isfinite(model.generic.break_force).any())  # a generic joint with a break force
         self.dynamic = row_selector(np.flatnonzero(model.dynamic))
         # The prescribed bodies whose q changes over the run (animated ones); fixed bodies keep
         # their q0 and need no interpolation per step.
@@ -483,14 +490,18 @@ class _Stepper:
         """Put the per-frame series values of ``frame`` (1..frame_count) that hold for all its
         steps (strengths and flags) into the control; the targets and bounds that move between
         frames are set per step (:meth:`begin_step`)."""
+        # (Parts without elements keep their empty defaults: a small rig has most of them.)
         control = self.control
         for term, inputs, drive, _, _ in self.drives:
-            inputs.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
-            drive.passive = drive.is_passive[:, frame] != 0.0
-        control.prismatic_limit.strength = self.limit_series["prismatic"]["strength"][:, frame].copy()
-        control.revolute_limit.strength = self.limit_series["revolute"]["strength"][:, frame].copy()
-        control.soft.strength_ratio = self.soft_strength[:, frame].copy()
-        control.soft.active = self.soft_active[:, frame].copy()
+            if len(term.joint_indices):
+                inputs.stiffness = drive.strength_ratio[:, frame] * drive.is_constrained[:, frame] * term.masses
+                drive.passive = drive.is_passive[:, frame] != 0.0
+        for key, inputs in (("prismatic", control.prismatic_limit), ("revolute", control.revolute_limit)):
+            if len(self.limit_series[key]["strength"]):
+                inputs.strength = self.limit_series[key]["strength"][:, frame].copy()
+        if len(self.soft_strength):
+            control.soft.strength_ratio = self.soft_strength[:, frame].copy()
+            control.soft.active = self.soft_active[:, frame].copy()
         if not self.targets_move[frame]:
             self.begin_step(frame, 1.0)  # the targets and bounds are the frame's in every step
 
@@ -510,17 +521,20 @@ class _Stepper:
             return (1.0 - ratio) * series[:, frame - 1] + ratio * series[:, frame]
 
         for _, _, drive, _, _ in self.drives:
-            drive.step_aim, drive.step_velocity = between(drive.aim), between(drive.velocity)
+            if len(drive.aim):
+                drive.step_aim, drive.step_velocity = between(drive.aim), between(drive.velocity)
         limits = self.limit_series["prismatic"]
-        control.prismatic_limit.lower = between(limits["lower"])
-        control.prismatic_limit.upper = between(limits["upper"])
+        if len(limits["lower"]):
+            control.prismatic_limit.lower = between(limits["lower"])
+            control.prismatic_limit.upper = between(limits["upper"])
         # #670 (docs/constitutions/670_revolute_joint_limit.md): the effective bounds are offset by init_angle.
         limits = self.limit_series["revolute"]
-        init_angle = self.joints.init_angle[self.model.revolute_limit.joint_indices]
-        control.revolute_limit.lower = between(limits["lower"]) + init_angle
-        control.revolute_limit.upper = between(limits["upper"]) + init_angle
-        control.soft.aim_q = (self.soft_aim_poses.at(frame, ratio) if self.soft_aim_poses is not None
-                              else self.soft_aim_q[:, frame].copy())
+        if len(limits["lower"]):
+            init_angle = self.joints.init_angle[self.model.revolute_limit.joint_indices]
+            control.revolute_limit.lower = between(limits["lower"]) + init_angle
+            control.revolute_limit.upper = between(limits["upper"]) + init_angle
+        if self.soft_aim_poses is not None:
+            control.soft.aim_q = self.soft_aim_poses.at(frame, ratio)
 
     def constant_hessian_changes(self, frame: int) -> bool:
         """Whether the constant Hessians (kinetic M, revolute K JᵀJ, soft transform) differ in
@@ -528,6 +542,8 @@ class _Stepper:
         strength_ratio or is_constrained changes (M and the base joints' K are fixed per run)."""
         if frame == 1:
             return True
+        if not len(self.soft_strength):
+            return False
         return bool(np.any(self.soft_strength[:, frame] != self.soft_strength[:, frame - 1])
                     or np.any(self.soft_active[:, frame] != self.soft_active[:, frame - 1]))
 
@@ -609,7 +625,8 @@ class _Stepper:
             self.q[self.kinematic] = self.kinematic_poses.at(frame, ratio)
         start = self._set_step_inputs(frame, ratio)
         limited = self.start_newton(start)
-        turning = float(np.abs(self.velocity[self.dynamic][:, 3:]).max(initial=0.0)) * dt  # about rad per step
+        # About rad per step (the ufunc's own reduce: ndarray.max's Python wrapper costs more than it).
+        turning = float(np.maximum.reduce(np.abs(self.velocity[self.dynamic, 3:]), axis=None, initial=0.0)) * dt
         potential.bind(self.q, self.control)
         result = solve_step(potential, self.q, model.corners, dt, self.settings, confirm_every_direction=limited,
                             turning=turning)
@@ -621,9 +638,9 @@ class _Stepper:
         """Release for good the generic joints whose locked linear coordinates carry more than
         their break force at the step's end (:meth:`GenericJoint.constraint_force`), as Bullet
         disables a constraint whose impulse passes its threshold; record the frame."""
-        generic = self.model.generic
-        if not np.isfinite(generic.break_force).any():
+        if not self.breakable:
             return
+        generic = self.model.generic
         active = self.control.generic.active
         force = generic.constraint_force(self.q)
         broken = (active > 0.0) & (force > generic.break_force)
@@ -729,17 +746,11 @@ class _DriveSeries:
 
     def target(self, committed: np.ndarray, init: np.ndarray, dt: float) -> np.ndarray:
         """(drives,) raw targets of the step from the ``committed`` (step-start) raw coordinates
-        and the offsets ``init`` (init_distance or init_angle): a passive drive holds the committed
-        coordinate (docs/constitutions/21_driving_prismatic_joint.md, 19_driving_revolute_joint.md); a velocity drive
-        aims at it plus dt times the velocity (libuipc's servo pattern); a position drive at its aim minus
-        the offset. A speed limit keeps the target within dt times ``max_speed`` of the committed
-        coordinate."""
-        step = dt * self.max_speed
-        # np.minimum(np.maximum(x, lower), upper) is np.clip(x, lower, upper) without its Python wrapper.
-        velocity = np.minimum(np.maximum(self.step_velocity, -self.max_speed), self.max_speed)
-        moved = np.where(self.by_velocity, committed + dt * velocity,
-                         np.minimum(np.maximum(self.step_aim - init, committed - step), committed + step))
-        return np.where(self.passive, committed, moved)
+        and the offsets ``init`` (init_distance or init_angle), at this step's aims
+        (:func:`solver.control.drive_targets`: passive drives hold, velocity drives move on,
+        position drives aim, within the speed limit)."""
+        return drive_targets(committed, init, self.step_aim, self.step_velocity, self.max_speed, self.by_velocity,
+                             self.passive, dt)
 
 
 def _any_limit_active(model: Model, control: Control, q: np.ndarray) -> bool:
@@ -747,11 +758,10 @@ def _any_limit_active(model: Model, control: Control, q: np.ndarray) -> bool:
     outside [lower, upper] of ``control`` (the revolute one measured from the step start, so the
     step's limit inputs must be set)."""
     if len(model.revolute_limit.joint_indices):
-        angle, revolute = model.revolute_limit.angle(q, control.revolute_limit), control.revolute_limit
-        if ((angle < revolute.lower) | (angle > revolute.upper)).any():
+        revolute = control.revolute_limit
+        if any_active(model.revolute_limit.angle(q, revolute), revolute.lower, revolute.upper):
             return True
     if len(model.prismatic_limit.joint_indices):
-        distance, prismatic = model.prismatic_limit.distance(q), control.prismatic_limit
-        if ((distance < prismatic.lower) | (distance > prismatic.upper)).any():
-            return True
+        prismatic = control.prismatic_limit
+        return bool(any_active(model.prismatic_limit.distance(q), prismatic.lower, prismatic.upper))
     return False

@@ -377,8 +377,9 @@ class BoundTerm(NamedTuple):
     :func:`check_state` against the term's ``state_rows``:
 
     - ``energy(q)`` -> float, the term's energy, J;
-    - ``gradient(q)`` -> (n, 12 k) per-element gradients in a new array, or None where the term
-      has no gradient-only kernel (then take the gradient from ``gradient_hessian``);
+    - ``gradient(q, out=None)`` -> (n, 12 k) per-element gradients, written into ``out`` (n, 12 k)
+      where given, else into a new array, or None where the term has no gradient-only kernel
+      (then take the gradient from ``gradient_hessian``);
     - ``gradient_hessian(q, gradient, hessian)`` fills the per-element gradient (n, 12 k) and
       Hessian (n, 12 k, 12 k), PSD-projected where ``bind`` was asked to project.
 
@@ -386,7 +387,7 @@ class BoundTerm(NamedTuple):
     """
 
     energy: Callable[[np.ndarray], float]
-    gradient: Optional[Callable[[np.ndarray], np.ndarray]]
+    gradient: Optional[Callable[..., np.ndarray]]
     gradient_hessian: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 
 
@@ -482,5 +483,5 @@ def check_state(q, rows: int) -> np.ndarray:
 
 def check_limits(lower: np.ndarray, upper: np.ndarray) -> None:
     """Raises ValueError if any lower > upper (docs/constitutions/669_prismatic_joint_limit.md)."""
-    if np.any(lower > upper):
+    if (lower > upper).any():  # the method: np.any's Python wrapper costs twice as much per step
         raise ValueError("limit: lower must be <= upper for every element")

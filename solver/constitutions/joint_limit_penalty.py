@@ -14,7 +14,7 @@ E is C² in x except at the bounds of the degenerate window, where it is still C
 
 from __future__ import annotations
 
-from ..jit import helper
+from ..jit import helper, kernel
 
 
 @helper
@@ -45,3 +45,14 @@ def penalty(x, lower, upper, strength):
         gap = lower - x
         return strength * gap**3, -3.0 * strength * gap * gap, 6.0 * strength * gap
     return 0.0, 0.0, 0.0
+
+
+@kernel
+def any_active(x, lower, upper):
+    """Whether the penalty is active (E > 0) for some joint: some x[k] outside [lower[k],
+    upper[k]] (x, lower, upper (n,)). One compiled loop: the stepper asks it twice a step."""
+    for k in range(x.shape[0]):
+        if x[k] < lower[k] or x[k] > upper[k]:
+            return True
+    return False
+

@@ -123,8 +123,9 @@ class Kinetic(Constitution):
         def energy(q):
             return float(_energy_kernel(q, *arguments, q_tilde))
 
-        def gradient(q):
-            out = np.empty((n, 12))
+        def gradient(q, out=None):
+            if out is None:
+                out = np.empty((n, 12))
             _gradient_kernel(q, *arguments, q_tilde, out)
             return out
 

@@ -322,8 +322,9 @@ class OrthoPotential(Constitution):
         def energy(q):
             return float(_energy_kernel(q, bodies, scale))
 
-        def gradient(q):
-            out = np.empty((n, 12))
+        def gradient(q, out=None):
+            if out is None:
+                out = np.empty((n, 12))
             _gradient_kernel(q, bodies, scale, out)
             return out
 

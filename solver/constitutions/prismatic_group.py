@@ -221,8 +221,9 @@ class PrismaticJointGroup(Constitution):
         def energy(q):
             return float(_energy_kernel(q, *structured))
 
-        def gradient(q):
-            out = np.empty((n, 24))
+        def gradient(q, out=None):
+            if out is None:
+                out = np.empty((n, 24))
             _gradient_kernel(q, *structured, out)
             return out
 

@@ -107,8 +107,9 @@ class QuadraticJoint(Constitution):
         def energy(q):
             return float(_energy_kernel(q, bodies, jacobian, stiffness))
 
-        def gradient(q):
-            out = np.empty((n, 24))
+        def gradient(q, out=None):
+            if out is None:
+                out = np.empty((n, 24))
             _gradient_kernel(q, bodies, jacobian, stiffness, out)
             return out
 

@@ -216,8 +216,9 @@ class RevoluteJoint(Constitution):
         def energy(q):
             return float(_energy_kernel(q, bodies, points_i, points_j, stiffness))
 
-        def gradient(q):
-            out = np.empty((n, 24))
+        def gradient(q, out=None):
+            if out is None:
+                out = np.empty((n, 24))
             _gradient_kernel(q, bodies, points_i, points_j, stiffness, out)
             return out
 

@@ -91,8 +91,8 @@ def test_scipy_matrix_of_the_blocks_is_symmetric():
 
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_constant_band_plus_element_hessians_is_the_assembled_matrix(shuffled):
-    """factorize_sum (the Newton loop's banded path: element Hessians scattered straight into a
-    copy of the constant terms' band) solves as the assembled block values do, in the bodies' own
+    """factorize_sum (the Newton loop's banded path: element Hessians from a flat buffer scattered
+    straight into a copy of the constant terms' band) solves as the assembled block values do, in the bodies' own
     order and after a reordering (where element blocks above the diagonal become ones below)."""
     rng = np.random.default_rng(6)
     labels = rng.permutation(25) if shuffled else np.arange(25)
@@ -109,7 +109,7 @@ def test_constant_band_plus_element_hessians_is_the_assembled_matrix(shuffled):
     right_hand_side = rng.normal(size=solver.size)
     band = solver.constant_band(constant_blocks)
     kept = band.copy()
-    solver.factorize_sum(band, [(pairs, assembly.block_indices[1])])
+    solver.factorize_sum(band, pairs.reshape(-1), solver.element_band_map([assembly.block_indices[1]], [0]))
     summed = solver.solve_factorized(right_hand_side)
     assert np.array_equal(band, kept)  # the constant band is reused, not consumed
     solver.factorize(blocks)
@@ -118,11 +118,45 @@ def test_constant_band_plus_element_hessians_is_the_assembled_matrix(shuffled):
                                rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_solve_sum_gives_the_summed_gradient_and_its_newton_step(shuffled):
+    """solve_sum (the banded path's chord and Newton steps: flat element gradients summed and
+    -H^-1 g solved by LAPACK's dpbtrs from compiled code) gives the gradient that the assembly
+    sums, bit for bit, and the step of a dense solve, on a factor's first solve (lower storage) and
+    its later ones (upper storage), in the bodies' own order and after a reordering."""
+    rng = np.random.default_rng(8)
+    labels = rng.permutation(25) if shuffled else np.arange(25)
+    element_bodies = [np.arange(25).reshape(-1, 1),
+                      np.array([(labels[k], labels[k + 1]) for k in range(24)], dtype=np.int64)]
+    assembly = Assembly(np.arange(25), element_bodies)
+    solver = LinearSolver(assembly.indptr, assembly.indices)
+    assert solver.method == "banded" and np.array_equal(solver.order, np.arange(25)) != shuffled
+    constant = [(np.zeros((25, 12)), np.eye(12) * rng.uniform(1.0, 2.0, (25, 1, 1))), None]
+    factor = rng.normal(size=(24, 24, 24))
+    pairs = factor @ factor.transpose(0, 2, 1) / 24
+    constant_blocks = assembly.assemble(constant, element_bodies)[1]
+    _, blocks = assembly.assemble([None, (np.zeros((24, 24)), pairs)], element_bodies, constant_blocks.copy())
+    gradients = [rng.normal(size=(25, 12)), rng.normal(size=(24, 24))]
+    flat, rows = np.concatenate([g.reshape(-1) for g in gradients]), assembly.gradient_rows(element_bodies)
+    expected = assembly.assemble([(g, None) for g in gradients], element_bodies, blocks.copy())[0]
+    dense = assembly.matrix(blocks).toarray()
+    solver.factorize(blocks)
+    solver.solve_sum(flat, rows)
+    solver.factorize(blocks)  # after a factor that served one solve, the next is solved in lower storage first
+    for _ in range(3):
+        gradient, step = solver.solve_sum(flat, rows)
+        assert np.array_equal(gradient, expected)
+        np.testing.assert_allclose(step, np.linalg.solve(dense, -gradient), rtol=1e-9, atol=1e-12)
+    assert np.array_equal(solver.solve_factorized(-gradient), step)
+
+
 def test_factorize_sum_is_refused_on_the_superlu_path():
     solver, _, _ = block_system([(0, k) for k in range(1, 40)], 40, seed=7)
     assert solver.method == "superlu"
     with pytest.raises(ValueError, match="banded path"):
-        solver.factorize_sum(None, [])
+        solver.factorize_sum(None, np.zeros(0), ())
+    with pytest.raises(ValueError, match="banded path"):
+        solver.solve_sum(np.zeros(0), np.zeros(0, dtype=np.int64))
 
 
 @pytest.mark.parametrize("size, bandwidth", [(12, 11), (36, 23), (120, 23), (60, 47)])

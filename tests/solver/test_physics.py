@@ -616,7 +616,7 @@ def strained_slider(monkeypatch):
     tries, factorize).
     ``tries`` records the prismatic group's curvature_projection at each factorisation from now on
     (test-scoped); ``factorize`` is IncrementalPotential._factorize unrecorded (one
-    factorisation at the projections as set)."""
+    factorisation at the projections as set, returning the gradient and the Newton step)."""
     from solver.model import Model
     from solver.potential import IncrementalPotential
     from solver.scene_validation import validate_scene
@@ -695,8 +695,7 @@ def test_superlu_checks_the_exact_newton_matrix_on_its_first_direction(monkeypat
     beside = saddle.copy()
     beside[1:] += 0.01 * eigenvectors[:, 0].reshape(-1, 12)
     potential.bind(beside, control)
-    gradient = factorize(potential, beside)  # exact, as the projections are set
-    exact = potential.linear_solver.solve_factorized(-gradient)
+    gradient, exact = factorize(potential, beside)  # exact, as the projections are set
     assert -(gradient @ exact) < 0.0 and not positive_curvature(gradient, exact)
 
     gradient, direction = potential.factorize(beside)
@@ -869,8 +868,9 @@ def test_a_lagged_step_that_needed_many_solves_makes_the_next_step_factorise(sti
     potential.linear_solver.factorize(stiffer * potential.constant_blocks)
     potential.factorization_reusable = True
     solves = []
-    solve_factorized = potential.linear_solver.solve_factorized
+    solve_factorized, solve_sum = potential.linear_solver.solve_factorized, potential.linear_solver.solve_sum
     potential.linear_solver.solve_factorized = lambda b: solves.append(1) or solve_factorized(b)
+    potential.linear_solver.solve_sum = lambda *arguments: solves.append(1) or solve_sum(*arguments)
     potential.factorize = lambda state: pytest.fail("the lagged factorisation should have been enough")
     q = np.concatenate([np.zeros(3), np.eye(3).reshape(-1)])[None].copy()
     corners = np.array([[[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]], dtype=float)
