@@ -333,7 +333,7 @@ class ContactSurface:
                 continue
             vertices = np.array(list(map(methodcaller("vertex_ids", self.edges, self.faces), collisions)),
                                 dtype=np.int64)[:, :size]  # (n, size) in ipctk's order
-            # the relative velocity's Jacobian (3, 3 size) is c_i I_3 per vertex: its first row's every third
+            # ipctk's relative-velocity Jacobian (3, 3 size) is [c_0 I, c_1 I, ...]: c_i every third of row 0
             coefficients = np.array(list(map(methodcaller("relative_velocity_jacobian"), collisions)))[:, 0, ::3]
             weighted = coefficients[..., None] * self._weights[vertices]  # c_i [1, x̄_i] (n, m, 4)
             bodies = self.vertex_body[vertices[:, [0, -1]]]
