@@ -19,18 +19,22 @@ Incremental-potential terms (dt the time step, q the bodies' states, x(q) the su
 - barrier: dt^2 kappa sum_k w_k b(d_k^2, d_hat^2), b(x, x_hat) = -(x - x_hat)^2 ln(x / x_hat)
   for x < x_hat (ipctk's ``BarrierPotential`` on squared distances d_k of its primitive pairs,
   w_k its weights); kappa in J/m^4;
-- friction: dt D(v) with v = (x(q) - x(q^t)) / dt and D ipctk's ``FrictionPotential`` (smoothed
-  Coulomb friction with transition speed eps_velocity, m/s) on the tangential collisions lagged at
-  q^t (normal forces from the barrier above, tangent bases, coefficients sqrt(mu_a mu_b));
-  its gradient is dt^2 times the friction forces.
+- friction: dt D(v) with v = (x(q) - x(q^t)) / dt and D the smoothed Coulomb friction of ipctk's
+  ``FrictionPotential`` (transition speed eps_velocity, m/s) on ipctk's tangential collisions
+  lagged at q^t (normal forces from the barrier above, tangent bases, closest points), with
+  coefficients sqrt(mu_a mu_b); evaluated in body space by :mod:`solver.contact_friction` from
+  those collisions' arrays (read once per lag); its gradient is dt^2 times the friction forces.
 """
 
 from __future__ import annotations
+
+from operator import attrgetter, methodcaller
 
 import numpy as np
 import scipy.sparse
 
 from .contact_blocks import ContactBlocks
+from .contact_friction import LaggedFriction
 
 try:
     import ipctk
@@ -50,6 +54,14 @@ CCD_CHUNK = 16384
 SAFE_GAP_FRACTION = 0.5
 #: Frame-0 gaps closer than this fraction of d_hat count as touching (see :class:`ContactSurface`).
 TOUCHING_FRACTION = 0.5
+#: The farthest a vertex may move from where the broad phase was built, in d_hat, for its
+#: candidates to serve a line search without a new broad phase (:meth:`ContactSurface.set_candidates`):
+#: a direction moving vertices by more is swept instead.
+COVER_MAX = 4.0
+#: ipctk's tangential collisions by kind: the list's name, its vertices (of its vertex ids), and
+#: how many of them the first primitive has (a point, an edge), the rest being the second's.
+_TANGENTIAL_KINDS = (("fv_collisions", 4, 1), ("ee_collisions", 4, 2), ("ev_collisions", 3, 1),
+                     ("vv_collisions", 2, 1))
 
 
 class ContactUnavailable(RuntimeError):
@@ -137,7 +149,6 @@ class ContactSurface:
         self.edges = np.asfortranarray(ipctk.edges(self.faces)) if len(self.faces) else np.zeros((0, 2), np.int32)
         self.dynamic_vertices = int(sum(len(self._local[k]) for k, b in enumerate(order) if dynamic[b]))
         self.friction = np.asarray(friction, dtype=np.float64)
-        self._uniform_friction = len(set(self.friction[order].tolist())) <= 1
         self._excluded = [tuple(sorted(pair)) for pair in excluded_pairs]
         self._collections = [set(c) for c in collections] if collections is not None else None
         self._ccd = ipctk.TightInclusionCCD(CCD_TOLERANCE, CCD_MAX_ITERATIONS)
@@ -151,12 +162,17 @@ class ContactSurface:
         self._mesh = self._build_mesh()
         self.kappa = 0.0  # set by the simulation (:func:`adaptive_kappa` or the scene's resistance)
         self.dt = 1.0
-        self._tangential = None
+        self._friction: LaggedFriction | None = None  # the lagged friction (:meth:`relag`)
         self._candidates = None
         self._candidate_positions = None  # vertices (V, 3) where the candidates were built unswept, or None
+        self._cover = 0.5 * self.d_hat  # how far vertices may move from those and keep the candidates valid, m
         self._lagged_positions = None
         self._separate_touching(np.asarray(q0, dtype=np.float64), np.asarray(dynamic, dtype=bool),
                                 np.asarray(mass_centers, dtype=np.float64), refuse_intersections)
+        #: (bodies,) each body's farthest surface vertex from its origin, |x̄| in m (0: no contact).
+        self.radii = np.zeros(self.body_count)
+        for k, b in enumerate(order):
+            self.radii[b] = float(np.max(np.linalg.norm(self._local[k], axis=1), initial=0.0))
 
     # -- mesh -------------------------------------------------------------------------------
     def _build_mesh(self):
@@ -305,35 +321,60 @@ class ContactSurface:
         lagged, iterated to convergence)."""
         positions, collisions = self._collisions_at(q)
         self._energy_cache = None
-        self._tangential = ipctk.TangentialCollisions()
+        self._friction = None
         if not len(collisions) or not np.any(self.friction[self.order] > 0.0):
             return
-        self._tangential.build(self._mesh, positions, collisions, self.barrier(), float(self.friction[self.order[0]]))
-        if not self._uniform_friction:
-            for k in range(len(self._tangential)):
-                collision = self._tangential[k]
-                a, b = self._pair_bodies(collision)
-                collision.mu_s = collision.mu_k = float(np.sqrt(self.friction[a] * self.friction[b]))
+        tangential = ipctk.TangentialCollisions()
+        # mu 1: the pairs' coefficients are applied in LaggedFriction's scale.
+        tangential.build(self._mesh, positions, collisions, self.barrier(), 1.0)
+        self._friction = self._lagged_friction(tangential)
 
-    def _pair_bodies(self, collision) -> tuple[int, int]:
-        """The two bodies of a collision's primitive pair."""
-        ids = [v for v in collision.vertex_ids(self.edges, self.faces) if v >= 0]
-        first = int(self.vertex_body[ids[0]])
-        return first, int(self.vertex_body[ids[-1]])
+    def _lagged_friction(self, tangential) -> LaggedFriction | None:
+        """The arrays of ipctk's tangential collisions (each contact's two bodies, its vertices'
+        relative-velocity coefficients summed per body with [1, x̄], tangent basis, relative
+        position at q^t, weight times normal force magnitude times sqrt(mu_a mu_b)), read by kind,
+        one pass over the collisions per attribute; None where there are none."""
+        parts = []
+        for kind, size, split in _TANGENTIAL_KINDS:
+            collisions = getattr(tangential, kind)
+            count = len(collisions)
+            if not count:
+                continue
+            vertices = np.array(list(map(methodcaller("vertex_ids", self.edges, self.faces), collisions)),
+                                dtype=np.int64)[:, :size]  # (n, size) in ipctk's order
+            # ipctk's relative-velocity Jacobian (3, 3 size) is [c_0 I, c_1 I, ...]: c_i every third of row 0
+            coefficients = np.array(list(map(methodcaller("relative_velocity_jacobian"), collisions)))[:, 0, ::3]
+            weighted = coefficients[..., None] * self._weights[vertices]  # c_i [1, x̄_i] (n, m, 4)
+            bodies = self.vertex_body[vertices[:, [0, -1]]]
+            force = (np.fromiter(map(attrgetter("normal_force_magnitude"), collisions), np.float64, count)
+                     * np.fromiter(map(attrgetter("weight"), collisions), np.float64, count))
+            parts.append((bodies, np.stack([weighted[:, :split].sum(axis=1), weighted[:, split:].sum(axis=1)], axis=1),
+                          np.array(list(map(attrgetter("tangent_basis"), collisions))).reshape(count, 3, 2),
+                          np.einsum("nm,nmj->nj", coefficients, self._lagged_positions[vertices]),
+                          force * np.sqrt(self.friction[bodies[:, 0]] * self.friction[bodies[:, 1]])))
+        if not parts:
+            return None
+        bodies, omega, basis, reference, scale = (np.concatenate(arrays) for arrays in zip(*parts))
+        return LaggedFriction(bodies, omega, basis, reference, scale, self.eps_velocity)
 
     def has_friction(self) -> bool:
         """Whether the lagged friction has any tangential collision."""
-        return self._tangential is not None and len(self._tangential) > 0
+        return self._friction is not None and len(self._friction) > 0
 
-    def set_candidates(self, q: np.ndarray, direction: np.ndarray | None = None) -> None:
-        """Broad phase (LBVH) over the surfaces at q (bodies, 12), swept along ``direction``
-        (bodies, 12) when given, boxes inflated by d_hat: valid for every state on the segment."""
+    def set_candidates(self, q: np.ndarray, direction: np.ndarray | None = None, cover: float | None = None) -> None:
+        """Broad phase (LBVH) over the surfaces at q (bodies, 12), boxes inflated by d_hat and
+        swept along ``direction`` (bodies, 12) when given: valid for every state on the segment.
+        Unswept, the boxes are inflated by d_hat / 2 + ``cover`` (m, default d_hat / 2): two
+        primitives' distance changes by at most twice the farthest any of their vertices moves,
+        so the candidates hold every pair within d_hat, and every pair that can meet, at every
+        state whose vertices are within ``cover`` of those at q (:meth:`_candidates_cover`)."""
         self._candidates = ipctk.Candidates()
         self._collision_cache = None
         start = self.positions(q)
         self._candidate_positions = start if direction is None else None
         if direction is None:
-            self._candidates.build(self._mesh, start, self.d_hat, self._broad_phase)
+            self._cover = 0.5 * self.d_hat if cover is None else max(float(cover), 0.5 * self.d_hat)
+            self._candidates.build(self._mesh, start, 0.5 * self.d_hat + self._cover, self._broad_phase)
         else:
             self._candidates.build(self._mesh, start, self.positions(q + direction), self.d_hat, self._broad_phase)
 
@@ -354,14 +395,19 @@ class ContactSurface:
         self._collision_cache = (q.copy(), positions, collisions)
         return positions, collisions
 
-    def collision_free_step(self, q: np.ndarray, direction: np.ndarray) -> float:
+    def collision_free_step(self, q: np.ndarray, direction: np.ndarray, displacement: float | None = None) -> float:
         """Largest alpha in [0, 1] with q + alpha direction (both (bodies, 12)) intersection-free
         along the way (Tight Inclusion CCD, conservatively rescaled), over candidates that serve
-        every state on the way: the broad phase built unswept where it covers q and q + direction
-        (every state between them then is within d_hat / 2 of where it was built,
-        :meth:`line_search_start`), else one swept along the way (:meth:`set_candidates`)."""
+        every state on the way: the current ones where they cover q and q + direction (every
+        state between is then covered too, the vertices moving on straight lines), else an
+        unswept broad phase at q covering twice ``displacement`` (m, the farthest the direction
+        moves a vertex) where that is at most :data:`COVER_MAX` d_hat, else one swept along the
+        direction (:meth:`set_candidates`)."""
         if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
-            self.set_candidates(q, direction)
+            if displacement is not None and 2.0 * displacement <= COVER_MAX * self.d_hat:
+                self.set_candidates(q, cover=2.0 * displacement)
+            else:
+                self.set_candidates(q, direction)
         start, end = self.positions(q), self.positions(q + direction)
         if len(self._candidates) <= CCD_CHUNK:
             return float(self._candidates.compute_collision_free_stepsize(self._mesh, start, end, 0.0, self._ccd))
@@ -382,22 +428,21 @@ class ContactSurface:
         ``displacement`` (m), at q where :meth:`gradient_hessian` was last evaluated. Two
         primitives' distance changes by at most twice that, so where it is at most
         :data:`SAFE_GAP_FRACTION` of the smallest gap there (a resting or slow body), the whole
-        step is collision-free without CCD; the broad phase built unswept (inflated by d_hat: pairs
-        within 2 d_hat) covers every state whose vertices are within d_hat / 2 of those it was built
-        at, so it is kept where q and q + direction are (every state between them then is), and
-        rebuilt at q otherwise."""
+        step is collision-free without CCD; the candidates are kept where they cover q and
+        q + direction (every state between them then is), and rebuilt unswept at q, covering
+        twice the displacement, otherwise."""
         if 2.0 * displacement <= SAFE_GAP_FRACTION * self._gap:
             if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
-                self.set_candidates(q)
+                self.set_candidates(q, cover=2.0 * displacement)
             return 1.0
-        return self.collision_free_step(q, direction)
+        return self.collision_free_step(q, direction, displacement)
 
     def _candidates_cover(self, q: np.ndarray) -> bool:
-        """Whether the candidates were built unswept at vertices within d_hat / 2 of those of q."""
+        """Whether the candidates were built unswept at vertices within their cover of those of q."""
         if self._candidate_positions is None:
             return False
         moved = np.einsum("ij,ij->i", *(2 * [self.positions(q) - self._candidate_positions]))
-        return bool(np.max(moved, initial=0.0) <= 0.25 * self.d_hat * self.d_hat)
+        return bool(np.max(moved, initial=0.0) <= self._cover * self._cover)
 
     def energy(self, q: np.ndarray) -> float:
         """Barrier plus friction terms of the incremental potential at q (bodies, 12), J; inf
@@ -408,9 +453,8 @@ class ContactSurface:
             return self._energy_cache[3]
         positions, collisions = self._collisions_at(q)
         value = self.barrier()(collisions, self._mesh, positions) if len(collisions) else 0.0
-        if self._tangential is not None and len(self._tangential):
-            velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
-            value += self.dt * ipctk.FrictionPotential(self.eps_velocity)(self._tangential, self._mesh, velocities)
+        if self._friction is not None and len(self._friction):
+            value += self._friction.energy(q, self.dt)
         return float(value)
 
     def set_unknowns(self, slot: np.ndarray) -> None:
@@ -423,32 +467,34 @@ class ContactSurface:
     def gradient_blocks(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, ContactBlocks]:
         """Gradient (bodies, 12) and Hessian of the barrier and friction terms at q (bodies, 12):
         J^T g, and J^T H J as 12x12 blocks of body pairs (:class:`solver.contact_blocks.ContactBlocks`,
-        the barrier's Hessian first, the friction's second), each primitive pair's Hessian
-        clamped to PSD (``project``) or exact, in the rows of :meth:`set_unknowns`."""
+        the barrier's Hessian first, the friction's second), the barrier's per primitive pair
+        clamped to PSD (``project``) or exact (the friction's is PSD either way), in the rows of
+        :meth:`set_unknowns`."""
         positions, collisions = self._collisions_at(q)
         self._gap = min(self.d_hat, float(np.sqrt(collisions.compute_minimum_distance(self._mesh, positions)))) if len(
             collisions) else self.d_hat
         gradient = np.zeros(3 * self.offsets[-1])
-        matrices = []
         energy = 0.0
         projection = ipctk.PSDProjectionMethod.CLAMP if project else ipctk.PSDProjectionMethod.NONE
         if len(collisions):
             barrier = self.barrier()
             energy += barrier(collisions, self._mesh, positions)
             gradient += barrier.gradient(collisions, self._mesh, positions)
-            matrices.append(barrier.hessian(collisions, self._mesh, positions, projection))
+            matrix = barrier.hessian(collisions, self._mesh, positions, projection)
         else:
-            matrices.append(scipy.sparse.csc_matrix((len(gradient), len(gradient))))
-        if self._tangential is not None and len(self._tangential):
-            velocities = np.asfortranarray((positions - self._lagged_positions) / self.dt)
-            friction = ipctk.FrictionPotential(self.eps_velocity)
-            energy += self.dt * friction(self._tangential, self._mesh, velocities)
-            gradient += friction.gradient(self._tangential, self._mesh, velocities)
-            matrices.append(friction.hessian(self._tangential, self._mesh, velocities, projection) / self.dt)
-        blocks = ContactBlocks(matrices, self._slot[self.vertex_body], self._weights,
-                               int(self._slot.max(initial=-1)) + 1)
+            matrix = scipy.sparse.csc_matrix((len(gradient), len(gradient)))
+        body_gradient = (self._jacobian.T @ gradient).reshape(self.body_count, 12)
+        relative: tuple = ()
+        friction = self._friction
+        if friction is not None and len(friction):
+            friction_energy, friction_gradient, hessians = friction.derivatives(q, self.dt)
+            energy += friction_energy
+            body_gradient += friction_gradient
+            relative = ((self._slot[friction.bodies], friction.omega, hessians),)
+        blocks = ContactBlocks([matrix], self._slot[self.vertex_body], self._weights,
+                               int(self._slot.max(initial=-1)) + 1, relative)
         self._energy_cache = (q.copy(), self.kappa, self.dt, float(energy))
-        return (self._jacobian.T @ gradient).reshape(self.body_count, 12), blocks
+        return body_gradient, blocks
 
     def gradient_hessian(self, q: np.ndarray, project: bool = True) -> tuple[np.ndarray, scipy.sparse.csc_matrix]:
         """:meth:`gradient_blocks` with the Hessian as one square CSC matrix over the Newton

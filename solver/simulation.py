@@ -321,19 +321,27 @@ class Simulation:
         """What the keys of ``frame`` lose of the state: each dynamic body's largest affine strain,
         max |s_i - 1| over the singular values s_i of its A, the least taken negative where det A
         < 0 (a body crushed through itself: a strain above 1; 0 for the other bodies), and, with
-        contact, the bodies whose rigid poses [R | p] (R the rotation nearest to A, as keyed)
-        intersect (ipctk ``has_intersections``; "" where none do)."""
+        contact, the bodies whose keyed poses (a dynamic body's [R | p], R the rotation nearest
+        to A; the others' states) intersect (ipctk ``has_intersections``; "" where none do).
+        Keying moves a vertex x̄ of a dynamic body by |(A - R) x̄| <= strain |x̄| (A - R has the
+        singular values s_i - 1): where twice the largest such move is under the state's smallest
+        gap, no two keyed surfaces can meet, and the test is skipped."""
         stepper = self._stepper
         q = stepper.q
+        dynamic = stepper.model.dynamic
         matrices = q[:, 3:12].reshape(-1, 3, 3)
         stretches = np.linalg.svd(matrices, compute_uv=False)
         stretches[:, 2] *= np.where(np.linalg.det(matrices) < 0.0, -1.0, 1.0)  # crushed through itself
-        self._strain[frame] = np.where(stepper.model.dynamic, np.abs(stretches - 1.0).max(axis=1), 0.0)
+        self._strain[frame] = np.where(dynamic, np.abs(stretches - 1.0).max(axis=1), 0.0)
         contact = stepper.model.contact
         if contact is None:
             return
+        moved = float(np.max(self._strain[frame] * contact.radii, initial=0.0))
+        if 2.0 * moved < min(self._contact_distance[frame], contact.d_hat):
+            self._keyed_overlap[frame] = ""
+            return
         rigid = q.copy()
-        rigid[:, 3:12] = nearest_rotation(matrices).reshape(-1, 9)
+        rigid[dynamic, 3:12] = nearest_rotation(matrices[dynamic]).reshape(-1, 9)
         pairs = contact.intersecting_pairs(rigid)
         self._keyed_overlap[frame] = ", ".join(f"{first!r} and {second!r}" for first, second in pairs[:3])
 
@@ -698,11 +706,11 @@ class _Stepper:
     def _contact_step(self, potential: IncrementalPotential, contact: ContactSurface, frame: int, ratio: float):
         """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
         from :meth:`_start_contact_newton` (the last step's motion repeated where the way there is
-        collision-free, else q^t), the friction lagged there. Animated bodies are unknowns there too, pulled to their
-        pose at the step's end by :attr:`solver.model.Model.animated_pull`, so that CCD bounds
-        their motion and the barrier pushes the dynamic bodies out of their way; after the solve
-        each is set exactly to its pose where the way there is collision-free (CCD), which it is
-        unless a body is jammed against it."""
+        collision-free, else q^t), the friction lagged there. Animated bodies are unknowns there
+        too, pulled to their pose at the step's end by :attr:`solver.model.Model.animated_pull`, so
+        that CCD bounds their motion and the barrier pushes the dynamic bodies out of their way;
+        after the solve each is set exactly to its pose where the way there is collision-free
+        (CCD), which it is unless a body is jammed against it."""
         model, dt = self.model, self.dt
         start = self._set_step_inputs(frame, ratio)
         contact.begin_step(self.q, dt)

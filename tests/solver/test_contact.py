@@ -226,6 +226,20 @@ def test_box_slides_down_a_ramp_as_coulomb_friction_says():
     assert np.all(np.abs((trajectory.transforms[:, 1, :3, 3] - start) @ normal) < D_HAT)
 
 
+def test_a_pair_slides_with_the_geometric_mean_of_its_bodies_coefficients():
+    """A ramp of mu 0.9 and a box of mu 0.1 at 25 degrees: the pair's mu is sqrt(0.9 * 0.1) = 0.3
+    < tan(25 degrees) = 0.47, so the box slides s = 1/2 g (sin - 0.3 cos) t^2 (0.74 m in 1 s;
+    the box's own coefficient would give 1.63 m, the ramp's none)."""
+    theta, mu = np.radians(25.0), 0.3
+    scene, uphill, _ = ramp_scene(theta, 0.5)
+    scene.bodies[0].contact = BodyContact(friction=0.9)
+    scene.bodies[1].contact = BodyContact(friction=0.1)
+    trajectory = run(scene)
+    start = trajectory.transforms[0, 1, :3, 3]
+    down = -(trajectory.transforms[:, 1, :3, 3] - start) @ uphill
+    assert down[-1] == pytest.approx(0.5 * G * (np.sin(theta) - mu * np.cos(theta)), rel=0.02)
+
+
 def test_box_sticks_on_a_ramp_when_mu_exceeds_tan_theta():
     """mu > tan(theta): smoothed Coulomb friction holds the box up to a creep below eps_velocity
     (the static regime of Li et al. 2020's f1), here 1 mm/s: under 1 mm in 1 s, where mu = 0 slides 1.7 m."""

@@ -218,6 +218,30 @@ def test_a_box_resting_on_the_floor_is_strained_far_below_the_tolerance_and_its_
     assert trajectory.warnings(strain_tolerance=1e-12)[0].startswith("body 'box' is strained by up to")
 
 
+def test_keyed_poses_are_tested_for_intersection_only_where_keying_can_close_a_gap(monkeypatch):
+    """Keying a body moves its vertices by at most its strain times their distance from its
+    origin; a frame whose state keeps every gap wider than twice that is not tested with ipctk,
+    and the test it skips would have found nothing either."""
+    from solver.affine_body import nearest_rotation
+    from solver.contact import ContactSurface
+
+    tested = []
+    original = ContactSurface.intersecting_pairs
+    monkeypatch.setattr(ContactSurface, "intersecting_pairs",
+                        lambda self, q: tested.append(q.copy()) or original(self, q))
+    bodies = [box("ground", (4.0, 4.0, 0.2), (0.0, 0.0, -0.1), "fixed")]
+    bodies += [box(f"box {k}", 0.2, (0.01 * k, 0.0, 0.15 + 0.25 * k)) for k in range(3)]
+    scene = contact_scene(bodies)
+    trajectory = simulate(scene)
+    assert np.all(trajectory.keyed_overlap == "")
+    assert len(tested) < len(trajectory.transforms)  # the stack at rest needs no test
+    model = Model(validate_scene(scene))
+    for transforms in trajectory.transforms:
+        rigid = q_from_transform(transforms)
+        rigid[1:, 3:12] = nearest_rotation(rigid[1:, 3:12].reshape(-1, 3, 3)).reshape(-1, 9)
+        assert original(model.contact, rigid) == []
+
+
 def test_the_joint_of_a_body_crushed_through_itself_still_reads_out():
     """A ball-jointed body whose A is a reflection (det A < 0: pressed through its own middle):
     the joint's rotation readout uses the nearest rotation, where SciPy refused the matrix."""
