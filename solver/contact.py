@@ -306,14 +306,16 @@ class ContactSurface:
         """ipctk's barrier potential at the current stiffness, dt^2 kappa (J/m^4)."""
         return ipctk.BarrierPotential(self.d_hat, self.dt * self.dt * self.kappa)
 
-    def begin_step(self, q_start: np.ndarray, dt: float) -> None:
-        """Lag the friction at q^t (bodies, 12) for the step of length dt (s) (:meth:`relag`), over a
-        broad phase that covers q^t (:meth:`set_candidates`)."""
+    def begin_step(self, q_start: np.ndarray, dt: float, lag: bool = True) -> None:
+        """Begin the step of length dt (s) from q^t (bodies, 12), the friction's reference, over a
+        broad phase that covers q^t (:meth:`set_candidates`); lag the friction at q^t
+        (:meth:`relag`), unless ``lag`` is False (the caller lags it where Newton starts)."""
         self.dt = float(dt)
         self._lagged_positions = self.positions(q_start)
         if not self._candidates_cover(q_start):  # the last step's broad phase serves where it still holds
             self.set_candidates(q_start)
-        self.relag(q_start)
+        if lag:
+            self.relag(q_start)
 
     def relag(self, q: np.ndarray) -> None:
         """Rebuild the tangential collisions (normal forces, tangent bases, coefficients) at q

@@ -689,19 +689,18 @@ class _Stepper:
 
     def _start_contact_newton(self, contact: ContactSurface, start: np.ndarray) -> None:
         """Set the dynamic rows of q, holding q^t (``start``, (dynamic, 12)) on entry, to the
-        contact step's Newton start: the last step's motion repeated (:meth:`start_newton`) where
-        the straight way there from q^t is free of collisions (CCD), with the friction re-lagged
-        there (normal forces and tangents; the friction's velocities stay measured from q^t); else
-        q^t. A body moving steadily, resting, sliding or in free flight, then starts near its
-        answer, with its friction lagged near the step's end."""
-        if self.start_newton(start):
-            return  # a joint-limit penalty is active: q^t
-        motion = np.zeros_like(self.q)
-        motion[self.dynamic] = self.q[self.dynamic] - start
-        self.q[self.dynamic] = start
-        if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
-            self.q += motion
-            contact.relag(self.q)
+        contact step's Newton start, and lag the friction there (normal forces and tangents; its
+        velocities stay measured from q^t): the last step's motion repeated (:meth:`start_newton`)
+        where the straight way there from q^t is free of collisions (CCD), else q^t. A body
+        moving steadily, resting, sliding or in free flight, then starts near its answer, with its
+        friction lagged near the step's end."""
+        if not self.start_newton(start):  # else a joint-limit penalty is active: q^t
+            motion = np.zeros_like(self.q)
+            motion[self.dynamic] = self.q[self.dynamic] - start
+            self.q[self.dynamic] = start
+            if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
+                self.q += motion
+        contact.relag(self.q)
 
     def _contact_step(self, potential: IncrementalPotential, contact: ContactSurface, frame: int, ratio: float):
         """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
@@ -713,7 +712,7 @@ class _Stepper:
         (CCD), which it is unless a body is jammed against it."""
         model, dt = self.model, self.dt
         start = self._set_step_inputs(frame, ratio)
-        contact.begin_step(self.q, dt)
+        contact.begin_step(self.q, dt, lag=False)
         self._start_contact_newton(contact, start)
         if model.animated_pull is not None:
             poses = self.q[self.pulled].copy()
