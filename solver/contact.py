@@ -363,13 +363,6 @@ class ContactSurface:
         """Whether the lagged friction has any tangential collision."""
         return self._friction is not None and len(self._friction) > 0
 
-    def may_rub(self, q: np.ndarray) -> bool:
-        """Whether friction acts at q (bodies, 12) or was lagged with contacts: a friction
-        coefficient above 0 and a contact now (a body that lands within a step) or at the lag."""
-        if not np.any(self.friction[self.order] > 0.0):
-            return False
-        return self.has_friction() or len(self._collisions_at(q)[1]) > 0
-
     def set_candidates(self, q: np.ndarray, direction: np.ndarray | None = None, cover: float | None = None) -> None:
         """Broad phase (LBVH) over the surfaces at q (bodies, 12), boxes inflated by d_hat and
         swept along ``direction`` (bodies, 12) when given: valid for every state on the segment.

@@ -548,13 +548,12 @@ class ContactNewtonStep(NewtonStep):
         return _direction_size(motion, self.corners)
 
     def relag_friction(self) -> bool:
-        """Where the state moved by more than the tolerance since the friction was lagged and
-        friction may act (:meth:`solver.contact.ContactSurface.may_rub`: a body landing within
-        the step too), re-lag it at q (normal forces and tangents, Li et al. 2020 §5), at most
-        FRICTION_RELAGS_MAX times a step; whether it did (Newton then goes on)."""
+        """Where the state moved by more than the tolerance since the friction was lagged, re-lag it
+        at q (normal forces and tangents, Li et al. 2020 §5), at most FRICTION_RELAGS_MAX times a
+        step; whether it did (Newton then goes on)."""
         moved = _direction_size(self.q[self.dynamic] - self.lagged, self.corners)
-        if (self.relags < FRICTION_RELAGS_MAX and self.relative(moved) > 1.0
-                and self.contact.may_rub(self.q)):
+        if (self.relags < FRICTION_RELAGS_MAX and self.contact.has_friction()
+                and self.relative(moved) > 1.0):
             self.relags += 1
             self.contact.relag(self.q)
             self.lagged = self.q[self.dynamic].copy()
