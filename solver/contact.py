@@ -312,7 +312,7 @@ class ContactSurface:
         (:meth:`relag`), unless ``lag`` is False (the caller lags it where Newton starts)."""
         self.dt = float(dt)
         self._lagged_positions = self.positions(q_start)
-        if not self._candidates_cover(q_start):  # the last step's broad phase serves where it still holds
+        if not self._covers(self._lagged_positions):  # the last step's broad phase serves where it still holds
             self.set_candidates(q_start)
         if lag:
             self.relag(q_start)
@@ -369,7 +369,7 @@ class ContactSurface:
         Unswept, the boxes are inflated by d_hat / 2 + ``cover`` (m, default d_hat / 2): two
         primitives' distance changes by at most twice the farthest any of their vertices moves,
         so the candidates hold every pair within d_hat, and every pair that can meet, at every
-        state whose vertices are within ``cover`` of those at q (:meth:`_candidates_cover`)."""
+        state whose vertices are within ``cover`` of those at q (:meth:`_covers`)."""
         self._candidates = ipctk.Candidates()
         self._collision_cache = None
         start = self.positions(q)
@@ -405,12 +405,8 @@ class ContactSurface:
         unswept broad phase at q covering twice ``displacement`` (m, the farthest the direction
         moves a vertex) where that is at most :data:`COVER_MAX` d_hat, else one swept along the
         direction (:meth:`set_candidates`)."""
-        if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
-            if displacement is not None and 2.0 * displacement <= COVER_MAX * self.d_hat:
-                self.set_candidates(q, cover=2.0 * displacement)
-            else:
-                self.set_candidates(q, direction)
         start, end = self.positions(q), self.positions(q + direction)
+        self._cover_way(q, direction, start, end, displacement)
         if len(self._candidates) <= CCD_CHUNK:
             return float(self._candidates.compute_collision_free_stepsize(self._mesh, start, end, 0.0, self._ccd))
         # In chunks, as ipctk holds the interpreter while it runs: Ctrl+C is acted on between them.
@@ -434,16 +430,28 @@ class ContactSurface:
         q + direction (every state between them then is), and rebuilt unswept at q, covering
         twice the displacement, otherwise."""
         if 2.0 * displacement <= SAFE_GAP_FRACTION * self._gap:
-            if not (self._candidates_cover(q) and self._candidates_cover(q + direction)):
-                self.set_candidates(q, cover=2.0 * displacement)
+            self._cover_way(q, direction, self.positions(q), self.positions(q + direction), displacement)
             return 1.0
         return self.collision_free_step(q, direction, displacement)
 
-    def _candidates_cover(self, q: np.ndarray) -> bool:
-        """Whether the candidates were built unswept at vertices within their cover of those of q."""
+    def _cover_way(self, q: np.ndarray, direction: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   displacement: float | None) -> None:
+        """Keep the candidates where they cover both ends of the way from q along ``direction``
+        (its surface vertices ``start`` and ``end``, (V, 3)); else rebuild them at q, unswept
+        covering twice ``displacement`` (m) where that is at most :data:`COVER_MAX` d_hat, swept
+        along the direction otherwise (:meth:`set_candidates`)."""
+        if self._covers(start) and self._covers(end):
+            return
+        if displacement is not None and 2.0 * displacement <= COVER_MAX * self.d_hat:
+            self.set_candidates(q, cover=2.0 * displacement)
+        else:
+            self.set_candidates(q, direction)
+
+    def _covers(self, positions: np.ndarray) -> bool:
+        """Whether the candidates were built unswept at vertices within their cover of ``positions`` (V, 3)."""
         if self._candidate_positions is None:
             return False
-        moved = np.einsum("ij,ij->i", *(2 * [self.positions(q) - self._candidate_positions]))
+        moved = np.einsum("ij,ij->i", *(2 * [positions - self._candidate_positions]))
         return bool(np.max(moved, initial=0.0) <= self._cover * self._cover)
 
     def energy(self, q: np.ndarray) -> float:
@@ -509,7 +517,7 @@ class ContactSurface:
         """(smallest distance between two surfaces that may touch, m, inf where none is within
         d_hat; number of active contacts, the barrier's primitive pairs within d_hat) at q."""
         positions = self.positions(q)
-        if self._candidates_cover(q):  # the step's broad phase holds at q
+        if self._covers(positions):  # the step's broad phase holds at q
             collisions = self._collisions(positions)
         else:
             collisions = ipctk.NormalCollisions()

@@ -695,12 +695,18 @@ class _Stepper:
         moving steadily, resting, sliding or in free flight, then starts near its answer, with its
         friction lagged near the step's end."""
         if not self.start_newton(start):  # else a joint-limit penalty is active: q^t
-            motion = np.zeros_like(self.q)
-            motion[self.dynamic] = self.q[self.dynamic] - start
+            repeated = self.q[self.dynamic].copy()
             self.q[self.dynamic] = start
-            if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
-                self.q += motion
+            self._move_where_free(contact, self.dynamic, repeated)
         contact.relag(self.q)
+
+    def _move_where_free(self, contact: ContactSurface, rows, target: np.ndarray) -> None:
+        """Set the ``rows`` of q to ``target`` where the straight way there from q is free of
+        collisions (CCD, :meth:`solver.contact.ContactSurface.collision_free_step`); else keep q."""
+        motion = np.zeros_like(self.q)
+        motion[rows] = target - self.q[rows]
+        if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
+            self.q[rows] = target
 
     def _contact_step(self, potential: IncrementalPotential, contact: ContactSurface, frame: int, ratio: float):
         """One implicit Euler step with contact (:func:`solver.newton.solve_contact_step`): Newton
@@ -722,10 +728,7 @@ class _Stepper:
         potential.bind(self.q, self.control)
         result = solve_contact_step(potential, contact, self.q, model.corners, dt, self.settings, self.mass_inverse)
         if model.animated_pull is not None:
-            motion = np.zeros_like(self.q)
-            motion[self.pulled] = poses - self.q[self.pulled]
-            if np.any(motion) and contact.collision_free_step(self.q, motion) >= 1.0:
-                self.q[self.pulled] = poses
+            self._move_where_free(contact, self.pulled, poses)
         self.velocity[self.dynamic] = (self.q[self.dynamic] - start) / dt
         self._break_joints(frame)
         return result, self.joints.commit(model, self.q)
